@@ -1,0 +1,197 @@
+// Command hutch runs commands in a hutch sandbox.
+//
+//	hutch run --workspace DIR [flags] -- CMD ARGS...
+//
+// It runs with an embedded default policy (runtime.DefaultPolicy): the
+// workspace writable, the rest of the host read-only, secrets masked, no
+// network, no capabilities. Its exit status mirrors the command's (128+N
+// when signal N ended it); 125 means hutch itself failed, 126 that the
+// command could not be executed, 127 that it was not found.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// Exit codes of hutch itself, as chroot/env/docker use them.
+const (
+	exitHutchFailed = 125
+	exitCannotExec  = 126
+	exitNotFound    = 127
+)
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+func execute(args []string) int {
+	code := 0
+	root := &cobra.Command{
+		Use:           "hutch",
+		Short:         "Run commands in a kernel-enforced sandbox",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(runCommand(&code), demoCommand(&code))
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
+		if code == 0 {
+			code = exitHutchFailed
+		}
+	}
+	return code
+}
+
+type runFlags struct {
+	workspace   string
+	write, deny []string
+	env         []string
+	timeout     time.Duration
+	outputLimit string
+	resultJSON  string
+}
+
+func runCommand(code *int) *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run [flags] -- CMD ARGS...",
+		Short: "Run a command in the sandbox with the default policy",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("run: no command given (hutch run [flags] -- CMD ARGS...)")
+			}
+			return run(cmd.Context(), f, args, code)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
+	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command and everything it started after this long (e.g. 30s)")
+	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
+	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
+	return c
+}
+
+func policyFrom(f runFlags) (runtime.Policy, error) {
+	ws := f.workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return runtime.Policy{}, err
+		}
+		ws = wd
+	} else if !filepath.IsAbs(ws) {
+		abs, err := filepath.Abs(ws)
+		if err != nil {
+			return runtime.Policy{}, err
+		}
+		ws = abs
+	}
+	p := runtime.DefaultPolicy(ws)
+	p.Writable = f.write
+	p.Deny = f.deny
+	p.Env = f.env
+	p.Timeout = f.timeout
+	limit, err := parseSize(f.outputLimit)
+	if err != nil {
+		return p, fmt.Errorf("--output-limit %q: %w", f.outputLimit, err)
+	}
+	p.OutputLimit = limit
+	return p, nil
+}
+
+func run(ctx context.Context, f runFlags, args []string, code *int) error {
+	p, err := policyFrom(f)
+	if err != nil {
+		return err
+	}
+	sb, err := runtime.New(p)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := sb.Command(ctx, args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *runtime.ExitError
+	var se *runtime.SetupError
+	switch {
+	case err == nil || errors.As(err, &ee):
+		*code = exitStatus(cmd.Result)
+		if r := cmd.Result; r.Killed {
+			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.KillReason)
+		} else if r.Truncated {
+			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
+		}
+	case errors.As(err, &se) && se.Layer == "exec":
+		*code = exitCannotExec
+		if errors.Is(err, fs.ErrNotExist) {
+			*code = exitNotFound
+		}
+		return err
+	default:
+		*code = exitHutchFailed
+		return err
+	}
+	if f.resultJSON != "" {
+		b, _ := json.MarshalIndent(cmd.Result, "", "  ")
+		if err := os.WriteFile(f.resultJSON, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--result-json: %w", err)
+		}
+	}
+	return nil
+}
+
+// exitStatus mirrors the command's status, 128+N for signal N.
+func exitStatus(r *runtime.Result) int {
+	if r.Signal != 0 {
+		return 128 + int(r.Signal)
+	}
+	return r.ExitCode
+}
+
+// parseSize reads sizes like 10MiB, 512k, 1G or a plain byte count.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"B", 1},
+	}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("not a size (e.g. 10MiB, 512KiB, 1048576)")
+	}
+	return n * mult, nil
+}

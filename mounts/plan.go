@@ -1,0 +1,240 @@
+// Package mounts owns the sandbox's filesystem view.
+//
+// A Plan describes the new root as plain data: which host paths appear
+// read-only or read-write, which are masked, where private tmpfs mounts go.
+// Plans are built and tested without privileges; only Apply, run by the
+// sandbox init inside a fresh mount namespace, turns one into mounts.
+package mounts
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Kind says what one Mount does.
+type Kind string
+
+const (
+	// HostRoot binds the host's whole tree at / read-only, submounts
+	// included, with nosuid and nodev. It must be the first mount of a plan.
+	HostRoot Kind = "host-root"
+	// BindRW binds host Source at Target read-write (recursively).
+	BindRW Kind = "bind-rw"
+	// BindRO binds host Source at Target read-only (recursively).
+	BindRO Kind = "bind-ro"
+	// Tmpfs mounts a fresh tmpfs at Target with Mode and an optional size cap.
+	Tmpfs Kind = "tmpfs"
+	// EmptyRO mounts an empty, read-only tmpfs at Target: it hides a host
+	// directory (such as /run and its sockets) without leaving a writable place.
+	EmptyRO Kind = "empty-ro"
+	// Proc mounts a fresh procfs for the sandbox's pid namespace at Target,
+	// with the kernel interfaces a command has no business touching made
+	// read-only or masked.
+	Proc Kind = "proc"
+	// Dev builds a minimal /dev at Target: null, zero, full, random,
+	// urandom, tty, a private devpts and shm.
+	Dev Kind = "dev"
+	// Dir creates a directory at Target inside a tmpfs of the plan.
+	Dir Kind = "dir"
+	// Mask makes the file or directory at Target unreadable: an empty
+	// mode-0000 file or directory is bound over it, read-only.
+	Mask Kind = "mask"
+	// Pin binds a directory onto itself so that it is a mount point and
+	// cannot be renamed or removed (EBUSY); it keeps masks below it in place.
+	Pin Kind = "pin"
+	// ReadOnly re-binds Target (already in the view) read-only, e.g. the
+	// workspace's .git/hooks.
+	ReadOnly Kind = "read-only"
+)
+
+// Mount is one step of a Plan. Paths are absolute and clean; Target is a
+// path inside the new root, Source a path on the host.
+type Mount struct {
+	Kind   Kind   `json:"kind"`
+	Source string `json:"source,omitempty"`
+	Target string `json:"target"`
+	// Mode is the permission of a Tmpfs or Dir.
+	Mode uint32 `json:"mode,omitempty"`
+	// SizeBytes caps a Tmpfs; 0 means the kernel default (half of RAM).
+	SizeBytes int64 `json:"size,omitempty"`
+	// Optional skips the step when its path does not exist at apply time
+	// (a masked file that was deleted, a socket that went away). A missing
+	// path of a required step fails the whole setup.
+	Optional bool `json:"optional,omitempty"`
+}
+
+func (m Mount) String() string {
+	s := string(m.Kind) + " " + m.Target
+	if m.Source != "" && m.Source != m.Target {
+		s += " <- " + m.Source
+	}
+	if m.Optional {
+		s += " (optional)"
+	}
+	return s
+}
+
+// Plan is the ordered list of mounts that make up a sandbox's view.
+type Plan struct {
+	Mounts []Mount `json:"mounts"`
+}
+
+// Spec is what a Plan is built from: validated, absolute, clean and
+// symlink-resolved host paths. Validation is the caller's job (package
+// runtime); Build only orders and combines.
+type Spec struct {
+	// Workspace is bound read-write at its own path.
+	Workspace string
+	// Writable are further host paths bound read-write at their own paths.
+	Writable []string
+	// Deny are host paths masked in the view. Paths that do not exist are
+	// skipped unless they lie inside a writable tree (see Build).
+	Deny []string
+	// ReadOnly are paths inside writable trees that stay read-only (the
+	// workspace's .git/hooks and .git/config).
+	ReadOnly []string
+	// Home is the sandbox's HOME, created inside the private /tmp.
+	Home string
+	// TmpSizeBytes caps the private /tmp (and so the home); 0: no cap.
+	TmpSizeBytes int64
+	// HideDirs are host directories replaced by an empty read-only tmpfs,
+	// typically the host's socket directories (/run).
+	HideDirs []string
+	// Sockets are host unix socket paths outside the writable set; each is
+	// masked so that connect() cannot reach the host service behind it.
+	Sockets []string
+}
+
+// Build turns a Spec into a Plan. Order matters and is fixed: the host root
+// first, then private mounts, then writable binds, then read-only rebinds
+// and pins inside them, and masks last so nothing can be mounted over them.
+func Build(s Spec) Plan {
+	var p Plan
+	add := func(m Mount) { p.Mounts = append(p.Mounts, m) }
+
+	add(Mount{Kind: HostRoot, Source: "/", Target: "/"})
+	add(Mount{Kind: Dev, Target: "/dev"})
+	add(Mount{Kind: Proc, Target: "/proc"})
+	add(Mount{Kind: Tmpfs, Target: "/tmp", Mode: 0o1777, SizeBytes: s.TmpSizeBytes})
+	for _, d := range sortedUnique(s.HideDirs) {
+		add(Mount{Kind: EmptyRO, Target: d, Optional: true})
+	}
+
+	writable := append([]string{s.Workspace}, s.Writable...)
+	for _, w := range sortedUnique(writable) {
+		add(Mount{Kind: BindRW, Source: w, Target: w})
+	}
+	if s.Home != "" {
+		// The home lives in the private /tmp unless it is elsewhere in a
+		// writable tree; mkdir -p its components below /tmp.
+		if rel, ok := within(s.Home, "/tmp"); ok && rel != "." {
+			cur := "/tmp"
+			for _, c := range strings.Split(rel, "/") {
+				cur = path.Join(cur, c)
+				add(Mount{Kind: Dir, Target: cur, Mode: 0o700})
+			}
+		}
+	}
+	for _, r := range sortedUnique(s.ReadOnly) {
+		add(Mount{Kind: ReadOnly, Target: r, Optional: true})
+	}
+
+	// A masked path inside a writable tree could otherwise be moved away
+	// by renaming one of its ancestors; pin every ancestor between the
+	// writable root and the masked path.
+	masks := sortedUnique(append(append([]string(nil), s.Deny...), s.Sockets...))
+	pinned := map[string]bool{}
+	var pins []string
+	for _, d := range masks {
+		root, ok := longestPrefix(d, writable)
+		if !ok {
+			continue
+		}
+		for dir := path.Dir(d); dir != root && strings.HasPrefix(dir, root+"/"); dir = path.Dir(dir) {
+			if !pinned[dir] {
+				pinned[dir] = true
+				pins = append(pins, dir)
+			}
+		}
+	}
+	// Shallow first: pinning a parent after its child would bury the child's pin.
+	sort.Slice(pins, func(i, j int) bool {
+		return strings.Count(pins[i], "/") < strings.Count(pins[j], "/") ||
+			(strings.Count(pins[i], "/") == strings.Count(pins[j], "/") && pins[i] < pins[j])
+	})
+	for _, d := range pins {
+		add(Mount{Kind: Pin, Target: d, Optional: true})
+	}
+	for _, d := range masks {
+		add(Mount{Kind: Mask, Target: d, Optional: true})
+	}
+	return p
+}
+
+// Validate checks the plan's own shape: absolute clean paths and a host
+// root first. It does not look at the host.
+func (p Plan) Validate() error {
+	if len(p.Mounts) == 0 || p.Mounts[0].Kind != HostRoot {
+		return fmt.Errorf("mounts: plan must start with %s", HostRoot)
+	}
+	for i, m := range p.Mounts {
+		if !isAbsClean(m.Target) {
+			return fmt.Errorf("mounts: step %d (%s): target %q is not absolute and clean", i, m.Kind, m.Target)
+		}
+		if m.Source != "" && !isAbsClean(m.Source) {
+			return fmt.Errorf("mounts: step %d (%s): source %q is not absolute and clean", i, m.Kind, m.Source)
+		}
+		if (m.Kind == BindRO || m.Kind == BindRW) && m.Source == "" {
+			return fmt.Errorf("mounts: step %d (%s): no source", i, m.Kind)
+		}
+	}
+	return nil
+}
+
+func isAbsClean(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
+
+// within reports whether p is dir or below it, and p relative to dir.
+func within(p, dir string) (string, bool) {
+	if p == dir {
+		return ".", true
+	}
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/"), true
+	}
+	if strings.HasPrefix(p, dir+"/") {
+		return p[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// Within reports whether path p is dir itself or lies below it.
+func Within(p, dir string) bool {
+	_, ok := within(p, dir)
+	return ok
+}
+
+// longestPrefix returns the deepest of roots that contains p.
+func longestPrefix(p string, roots []string) (string, bool) {
+	best, found := "", false
+	for _, r := range roots {
+		if Within(p, r) && len(r) >= len(best) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+func sortedUnique(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

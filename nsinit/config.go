@@ -1,0 +1,111 @@
+// Package nsinit owns the sandbox init: the host binary started again, in
+// fresh namespaces, as pid 1 of the sandbox.
+//
+// The init reads one Config from an inherited pipe (never argv or env: both
+// are readable by other processes and size-capped), builds the filesystem
+// view, drops every privilege on the thread that will fork the command,
+// starts the command, reaps, forwards signals, and reports to the host over
+// a second pipe as a stream of Events. When the command exits the init
+// exits too, and the kernel kills whatever the command left behind in the
+// pid namespace.
+//
+// Importing this package (package runtime does) installs the role switch:
+// a process started by hutch with a role marker as argv[0] runs that role
+// from this package's init function and never reaches the host's main.
+package nsinit
+
+import "github.com/hutchbox/hutch/mounts"
+
+// Arg0 is the argv[0] that selects the init role.
+const Arg0 = "hutch-init"
+
+// Fds the init inherits beside stdin, stdout and stderr.
+const (
+	ConfigFd = 3 // read end of the config pipe; closed once read
+	StatusFd = 4 // write end of the status pipe
+)
+
+// Layer names one isolation layer. Results list the layers that were
+// actually enforced for a run.
+type Layer string
+
+const (
+	LayerUserNS       Layer = "user-namespace"
+	LayerMountNS      Layer = "mount-namespace"
+	LayerPidNS        Layer = "pid-namespace"
+	LayerNetNS        Layer = "network-namespace"
+	LayerIPCNS        Layer = "ipc-namespace"
+	LayerUTSNS        Layer = "uts-namespace"
+	LayerCgroupNS     Layer = "cgroup-namespace"
+	LayerFilesystem   Layer = "filesystem"
+	LayerLoopback     Layer = "loopback"
+	LayerKeyring      Layer = "session-keyring"
+	LayerNoNewPrivs   Layer = "no-new-privs"
+	LayerCapabilities Layer = "capabilities"
+)
+
+// Config is everything the init needs for one command.
+type Config struct {
+	Mounts   mounts.Plan `json:"mounts"`
+	Hostname string      `json:"hostname"`
+	// Namespaces are the namespace layers the init was cloned into; the
+	// init reports them as enforced once it runs inside them.
+	Namespaces []Layer `json:"namespaces"`
+	// Degradable layers may be skipped when they cannot be set up; the
+	// skip is reported. Every other failure fails the run.
+	Degradable []Layer `json:"degradable,omitempty"`
+
+	// Path is the command to exec, absolute or looked up in Env's PATH
+	// inside the sandbox's view.
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+}
+
+// Event kinds, in the order the init sends them.
+const (
+	EventStarted = "started" // the command was exec'd
+	EventExited  = "exited"  // the command ended
+	EventError   = "error"   // setup or exec failed; nothing runs
+)
+
+// Event is one line on the status pipe.
+type Event struct {
+	Kind string `json:"kind"`
+	// Pid is the command's pid inside the sandbox (started).
+	Pid int `json:"pid,omitempty"`
+	// Layers were enforced; Skipped were degradable and not set up
+	// (started).
+	Layers  []Layer   `json:"layers,omitempty"`
+	Skipped []Skipped `json:"skipped,omitempty"`
+	// ExitCode and Signal describe how the command ended (exited); Signal
+	// is 0 unless a signal killed it.
+	ExitCode int `json:"exit_code"`
+	Signal   int `json:"signal,omitempty"`
+	// Error describes a failed setup step (error).
+	Error *SetupError `json:"error,omitempty"`
+}
+
+// Skipped is a degradable layer the init could not set up.
+type Skipped struct {
+	Layer  Layer  `json:"layer"`
+	Reason string `json:"reason"`
+}
+
+// SetupError is a failed setup step, as it crosses the status pipe.
+type SetupError struct {
+	Layer Layer  `json:"layer"`
+	Op    string `json:"op"`
+	Path  string `json:"path,omitempty"`
+	Errno int    `json:"errno,omitempty"`
+	Msg   string `json:"msg"`
+}
+
+func (e *SetupError) Error() string {
+	s := string(e.Layer) + ": " + e.Op
+	if e.Path != "" {
+		s += " " + e.Path
+	}
+	return s + ": " + e.Msg
+}

@@ -1,0 +1,306 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/spawn"
+)
+
+func init() {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case Arg0:
+		os.Exit(runInit())
+	case spawn.ServerArg0:
+		os.Exit(spawn.Serve(Arg0))
+	}
+}
+
+// initState is the init's one run.
+type initState struct {
+	cfg     Config
+	status  *os.File
+	enc     *json.Encoder
+	layers  []Layer
+	skipped []Skipped
+}
+
+// runInit is the whole life of the init. It runs from a package init
+// function, on the main goroutine, which the Go runtime keeps locked to the
+// main thread during initialization; it locks it once more so the thread
+// that drops privileges is the thread that forks the command.
+func runInit() int {
+	runtime.LockOSThread()
+	// Nothing in the sandbox may open /proc/1/exe, /proc/1/mem or
+	// /proc/1/environ of this process: non-dumpable makes every such
+	// access need CAP_SYS_PTRACE, which the command never holds
+	// (CVE-2019-5736).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return 1
+	}
+	st := &initState{status: os.NewFile(StatusFd, "status")}
+	st.enc = json.NewEncoder(st.status)
+	if err := st.readConfig(); err != nil {
+		st.fail(LayerFilesystem, "read config", "", err)
+		return 1
+	}
+	// Every fd beyond stdio, whatever the host left open by mistake, is
+	// closed on exec (CVE-2024-21626).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		st.fail(LayerFilesystem, "close_range", "", err)
+		return 1
+	}
+	st.layers = append(st.layers, st.cfg.Namespaces...)
+	if err := st.setup(); err != nil {
+		return 1
+	}
+	return st.run()
+}
+
+func (st *initState) readConfig() error {
+	f := os.NewFile(ConfigFd, "config")
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &st.cfg)
+}
+
+func (st *initState) send(ev Event) {
+	_ = st.enc.Encode(ev)
+}
+
+func (st *initState) fail(layer Layer, op, path string, err error) {
+	se := &SetupError{Layer: layer, Op: op, Path: path, Msg: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		se.Errno = int(errno)
+	}
+	var me *mounts.Error
+	if errors.As(err, &me) && se.Path == "" {
+		se.Path = me.Path
+	}
+	st.send(Event{Kind: EventError, Error: se})
+}
+
+// try runs one setup step. A failure of a degradable layer is recorded
+// and skipped; any other failure is reported and ends the init.
+func (st *initState) try(layer Layer, op string, f func() error) bool {
+	if err := f(); err != nil {
+		if slices.Contains(st.cfg.Degradable, layer) {
+			st.skipped = append(st.skipped, Skipped{Layer: layer, Reason: op + ": " + err.Error()})
+			return true
+		}
+		st.fail(layer, op, "", err)
+		return false
+	}
+	st.layers = append(st.layers, layer)
+	return true
+}
+
+// setup builds the sandbox around the init, in order: identity, network,
+// filesystem, working directory. Privileges are dropped in run, on the
+// forking thread, after the last step that needs them.
+func (st *initState) setup() error {
+	cfg := &st.cfg
+	ok := st.try(LayerKeyring, "join a new session keyring", func() error {
+		// A NULL name makes a fresh anonymous keyring: the host's session
+		// keyring, inherited across clone, is no longer the command's.
+		_, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+		if e != 0 {
+			return e
+		}
+		return nil
+	}) && st.try(LayerUTSNS, "sethostname", func() error {
+		return unix.Sethostname([]byte(cfg.Hostname))
+	}) && st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) &&
+		st.try(LayerFilesystem, "build the filesystem view", func() error {
+			return mounts.Apply(cfg.Mounts)
+		})
+	if !ok {
+		return errors.New("setup failed")
+	}
+	// The uts layer was already reported as a namespace; keep one entry.
+	st.layers = slices.Compact(sortLayers(st.layers))
+	if err := unix.Chdir(cfg.Dir); err != nil {
+		st.fail(LayerFilesystem, "chdir", cfg.Dir, err)
+		return err
+	}
+	// The directory must be a real path inside the new root; a cwd that
+	// resolved outside it (a leaked fd path) shows as "(unreachable)".
+	wd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(wd) || strings.HasPrefix(wd, "(") {
+		if err == nil {
+			err = fmt.Errorf("working directory %q is outside the sandbox", wd)
+		}
+		st.fail(LayerFilesystem, "check working directory", cfg.Dir, err)
+		return err
+	}
+	return nil
+}
+
+func sortLayers(ls []Layer) []Layer {
+	slices.Sort(ls)
+	return ls
+}
+
+// lookPath finds file in the PATH of the command's environment, inside the
+// new root.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, unix.Access(file, unix.X_OK)
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR && unix.Access(p, unix.X_OK) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH: %w", file, unix.ENOENT)
+}
+
+// dropPrivileges leaves the calling thread with no capability it could
+// regain: every capability out of the bounding set, root's exec-time
+// capabilities switched off and locked, no ambient or inheritable ones, no
+// new privileges through setuid or file capabilities. These are per-thread;
+// the command inherits them because this thread forks it.
+func dropPrivileges() error {
+	for c := 0; ; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) && c > 0 {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	// linux/securebits.h: NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE,
+	// each with its lock bit.
+	const (
+		secbitNoRoot, secbitNoRootLocked                       = 1 << 0, 1 << 1
+		secbitNoSetuidFixup, secbitNoSetuidFixupLocked         = 1 << 2, 1 << 3
+		secbitNoCapAmbientRaise, secbitNoCapAmbientRaiseLocked = 1 << 6, 1 << 7
+		bits                                                   = secbitNoRoot | secbitNoRootLocked |
+			secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
+			secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
+	)
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
+		return fmt.Errorf("set securebits: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return fmt.Errorf("clear capabilities: %w", err)
+	}
+	return nil
+}
+
+// forwarded are the signals the init passes on to the command.
+var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
+
+func (st *initState) run() int {
+	cfg := &st.cfg
+	path, err := lookPath(cfg.Path, cfg.Env)
+	if err != nil {
+		st.fail("exec", "look up command", cfg.Path, err)
+		return 1
+	}
+	if err := dropPrivileges(); err != nil {
+		st.fail(LayerCapabilities, "drop privileges", "", err)
+		return 1
+	}
+	st.layers = append(st.layers, LayerCapabilities, LayerNoNewPrivs)
+
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+
+	stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	proc, err := os.StartProcess(path, cfg.Args, &os.ProcAttr{
+		Env:   cfg.Env,
+		Files: stdio,
+		Sys: &syscall.SysProcAttr{
+			// A new session without a controlling terminal: TIOCSTI has no
+			// terminal to inject into.
+			Setsid:    true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	})
+	if err != nil {
+		st.fail("exec", "exec", path, err)
+		return 1
+	}
+	pid := proc.Pid
+	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped})
+	// The init keeps no copy of the command's stdio: output pipes reach
+	// EOF as soon as the command's own tree closes them.
+	devnull, _ := os.OpenFile("/dev/null", os.O_RDWR, 0)
+	if devnull != nil {
+		for fd := 0; fd <= 2; fd++ {
+			_ = unix.Dup3(int(devnull.Fd()), fd, 0)
+		}
+		devnull.Close()
+	}
+
+	go func() {
+		for s := range sigs {
+			_ = unix.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+
+	// Reap everything; the command's own end is the sandbox's end.
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			st.fail("exec", "wait", "", err)
+			return 1
+		}
+		if wpid != pid {
+			continue
+		}
+		ev := Event{Kind: EventExited}
+		switch {
+		case ws.Exited():
+			ev.ExitCode = ws.ExitStatus()
+		case ws.Signaled():
+			ev.ExitCode = -1
+			ev.Signal = int(ws.Signal())
+		}
+		st.send(ev)
+		return 0
+	}
+}

@@ -1,0 +1,563 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// KillReason says why hutch killed a command.
+type KillReason string
+
+const (
+	KilledTimeout     KillReason = "timeout"
+	KilledCanceled    KillReason = "context canceled"
+	KilledOutputLimit KillReason = "output limit"
+)
+
+// Result describes one finished command.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 if a signal ended it.
+	ExitCode int `json:"exit_code"`
+	// Signal is the signal that ended the command, or 0.
+	Signal syscall.Signal `json:"signal,omitempty"`
+	// Wall is the time from Start to the end of Wait.
+	Wall time.Duration `json:"wall_ns"`
+	// Killed is set when hutch ended the command, for KillReason.
+	Killed     bool       `json:"killed"`
+	KillReason KillReason `json:"kill_reason,omitempty"`
+	// Truncated is set when output went past the output limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// Layers are the isolation layers enforced for this run; Skipped are
+	// layers the policy allowed to degrade that could not be set up.
+	Layers  []Layer   `json:"layers"`
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// Success reports whether the command exited with status 0.
+func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
+
+func (r *Result) String() string {
+	var s string
+	switch {
+	case r.Signal != 0:
+		s = "signal: " + unix.SignalName(r.Signal)
+	default:
+		s = fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+	if r.Killed {
+		s += " (killed: " + string(r.KillReason) + ")"
+	}
+	return s
+}
+
+// ExitError is returned by Run and Wait for a command that did not exit 0.
+type ExitError struct {
+	*Result
+	// Stderr holds captured standard error when Output was used and
+	// Stderr was not otherwise collected.
+	Stderr []byte
+}
+
+func (e *ExitError) Error() string { return e.Result.String() }
+
+// SetupError is a sandbox layer that failed to come up for a command.
+// errors.Is matches its errno (e.g. syscall.EPERM).
+type SetupError struct {
+	Layer Layer
+	Op    string
+	Path  string
+	Err   error
+}
+
+func (e *SetupError) Error() string {
+	s := "hutch: " + string(e.Layer) + ": " + e.Op
+	if e.Path != "" {
+		s += " " + e.Path
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// initError is an error reported by the init: its message, and its errno
+// for errors.Is.
+type initError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *initError) Error() string { return e.msg }
+
+func (e *initError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
+}
+
+// Cmd is a command to run in a Sandbox, used like exec.Cmd.
+type Cmd struct {
+	// Path is the command: absolute, or looked up in PATH inside the
+	// sandbox.
+	Path string
+	// Args holds the command line, including the command as Args[0].
+	Args []string
+	// Env are KEY=VALUE pairs added to the sandbox's environment.
+	Env []string
+	// Dir is the working directory; relative to the workspace, or
+	// absolute. Empty means the workspace.
+	Dir string
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// Result is set once Wait returns, also on failure.
+	Result *Result
+
+	sb  *Sandbox
+	ctx context.Context
+
+	start    time.Time
+	init     *spawn.Init
+	events   chan nsinit.Event
+	copiers  sync.WaitGroup
+	closers  []io.Closer
+	started  nsinit.Event
+	killOnce sync.Once
+	reason   KillReason
+	output   *limiter
+	stopCtx  func() bool
+	timer    *time.Timer
+	finished bool
+}
+
+// Command returns a Cmd that runs name with args in the sandbox. ctx kills
+// the whole command (everything it started) when done.
+func (sb *Sandbox) Command(ctx context.Context, name string, args ...string) *Cmd {
+	return &Cmd{Path: name, Args: append([]string{name}, args...), sb: sb, ctx: ctx}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output.
+func (c *Cmd) Output() ([]byte, error) {
+	if c.Stdout != nil {
+		return nil, errors.New("hutch: Stdout already set")
+	}
+	var out, errb bytes.Buffer
+	c.Stdout = &out
+	captureErr := c.Stderr == nil
+	if captureErr {
+		c.Stderr = &errb
+	}
+	err := c.Run()
+	var ee *ExitError
+	if captureErr && errors.As(err, &ee) {
+		ee.Stderr = errb.Bytes()
+	}
+	return out.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns stdout and stderr together.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if c.Stdout != nil || c.Stderr != nil {
+		return nil, errors.New("hutch: Stdout or Stderr already set")
+	}
+	var b bytes.Buffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// checkCmd validates the per-command fields and resolves Dir.
+func (c *Cmd) check() error {
+	if c.sb == nil {
+		return errors.New("hutch: Cmd not made by Sandbox.Command")
+	}
+	if c.Path == "" {
+		return &PolicyError{Field: "Cmd.Path", Reason: "empty command"}
+	}
+	if len(c.Args) == 0 {
+		c.Args = []string{c.Path}
+	}
+	for i, a := range c.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return &PolicyError{Field: fmt.Sprintf("Cmd.Args[%d]", i), Value: strings.ReplaceAll(a, "\x00", `\x00`), Reason: "contains a NUL byte"}
+		}
+	}
+	if strings.IndexByte(c.Path, 0) >= 0 {
+		return &PolicyError{Field: "Cmd.Path", Value: strings.ReplaceAll(c.Path, "\x00", `\x00`), Reason: "contains a NUL byte"}
+	}
+	if err := checkEnv("Cmd.Env", c.Env); err != nil {
+		return err
+	}
+	ws := c.sb.spec.Workspace
+	if c.Dir == "" {
+		c.Dir = ws
+	} else {
+		if err := checkPath("Cmd.Dir", c.Dir); err != nil {
+			return err
+		}
+		if !filepath.IsAbs(c.Dir) {
+			c.Dir = filepath.Join(ws, c.Dir)
+		}
+		c.Dir = filepath.Clean(c.Dir)
+		if mounts.Within(c.Dir, "/proc") || mounts.Within(c.Dir, "/dev") {
+			return &PolicyError{Field: "Cmd.Dir", Value: c.Dir, Reason: "must not be under /proc or /dev"}
+		}
+	}
+	return nil
+}
+
+// Start starts the command and returns once it runs in its sandbox, or
+// with the reason it could not: a *PolicyError for bad input (nothing was
+// started), a *SetupError for a layer that failed.
+func (c *Cmd) Start() error {
+	if c.init != nil {
+		return errors.New("hutch: already started")
+	}
+	if c.ctx == nil {
+		return errors.New("hutch: nil Context")
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	c.start = time.Now()
+	cfg := c.sb.config(c, c.Path)
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+
+	// Every pipe end here is O_CLOEXEC; the child ends travel to the
+	// spawn server by SCM_RIGHTS and are closed here once sent.
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	fail := func(err error) error {
+		for _, cl := range c.closers {
+			cl.Close()
+		}
+		c.closers = nil
+		return err
+	}
+	limit := c.sb.policy.OutputLimit
+	if limit == 0 {
+		limit = DefaultOutputLimit
+	}
+	c.output = &limiter{left: limit, unlimited: limit < 0, onExceed: func() { c.kill(KilledOutputLimit) }}
+
+	stdin, err := c.stdinFile()
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, stdin)
+	stdout, err := c.outputFile(c.Stdout)
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, stdout)
+	stderr := stdout
+	if !sameWriter(c.Stdout, c.Stderr) {
+		if stderr, err = c.outputFile(c.Stderr); err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, stderr)
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	childEnds = append(childEnds, cfgR)
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		cfgW.Close()
+		return fail(err)
+	}
+	childEnds = append(childEnds, statusW)
+	c.closers = append(c.closers, statusR)
+
+	in, err := spawn.Default().Spawn(spawn.Request{
+		Cloneflags: cloneflags,
+		UID:        c.sb.uid, GID: c.sb.gid,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Config: cfgR, Status: statusW,
+	})
+	if err != nil {
+		cfgW.Close()
+		return fail(fmt.Errorf("hutch: start sandbox: %w", err))
+	}
+	c.init = in
+	for _, f := range childEnds {
+		f.Close()
+	}
+	childEnds = nil
+	// A config larger than the pipe buffer would block until the init
+	// reads it; write it from a goroutine either way.
+	go func() {
+		_, _ = cfgW.Write(cfgJSON)
+		cfgW.Close()
+	}()
+
+	c.events = make(chan nsinit.Event, 4)
+	go readEvents(statusR, c.events)
+	c.watch()
+
+	ev, ok := <-c.events
+	switch {
+	case ok && ev.Kind == nsinit.EventStarted:
+		c.started = ev
+		return nil
+	case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
+		c.abort()
+		return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
+			Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
+	default:
+		c.abort()
+		if c.reason != "" {
+			return fmt.Errorf("hutch: killed before start: %s", c.reason)
+		}
+		return errors.New("hutch: sandbox init exited before starting the command")
+	}
+}
+
+// cloneflags are the namespaces every command gets.
+const cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// abort kills a sandbox that failed to start and releases everything.
+func (c *Cmd) abort() {
+	c.kill("")
+	_, _ = c.init.Wait()
+	c.copiers.Wait()
+	c.stopWatch()
+	for _, cl := range c.closers {
+		cl.Close()
+	}
+	c.closers = nil
+}
+
+// watch arranges for the timeout and the context to kill the command.
+func (c *Cmd) watch() {
+	c.stopCtx = context.AfterFunc(c.ctx, func() {
+		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			c.kill(KilledTimeout)
+		} else {
+			c.kill(KilledCanceled)
+		}
+	})
+	if t := c.sb.policy.Timeout; t > 0 {
+		c.timer = time.AfterFunc(t, func() { c.kill(KilledTimeout) })
+	}
+}
+
+func (c *Cmd) stopWatch() {
+	if c.stopCtx != nil {
+		c.stopCtx()
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// kill ends the whole sandbox: SIGKILL to its init empties the pid
+// namespace. The first reason given is the one reported.
+func (c *Cmd) kill(reason KillReason) {
+	c.killOnce.Do(func() {
+		c.reason = reason
+		_ = c.init.Signal(syscall.SIGKILL)
+	})
+}
+
+// Wait waits for the command and everything it started to end, and for its
+// output to be copied. It returns an *ExitError unless the command exited 0.
+func (c *Cmd) Wait() error {
+	if c.init == nil {
+		return errors.New("hutch: not started")
+	}
+	if c.finished {
+		return errors.New("hutch: Wait was already called")
+	}
+	c.finished = true
+	var exited *nsinit.Event
+	for ev := range c.events {
+		if ev.Kind == nsinit.EventExited {
+			e := ev
+			exited = &e
+		}
+	}
+	_, werr := c.init.Wait()
+	c.copiers.Wait()
+	c.stopWatch()
+	for _, cl := range c.closers {
+		cl.Close()
+	}
+	c.closers = nil
+
+	r := &Result{
+		Wall:      time.Since(c.start),
+		Layers:    c.started.Layers,
+		Skipped:   c.started.Skipped,
+		Truncated: c.output.truncated(),
+	}
+	c.killOnce.Do(func() {}) // no kill after this point
+	if exited != nil {
+		// The command ended on its own, even if a kill was on its way.
+		r.ExitCode, r.Signal = exited.ExitCode, syscall.Signal(exited.Signal)
+	} else {
+		// The init died before it could report the command's end: hutch's
+		// kill, or the spawn server going away.
+		r.ExitCode, r.Signal = -1, syscall.SIGKILL
+		if c.reason != "" {
+			r.Killed, r.KillReason = true, c.reason
+		}
+	}
+	c.Result = r
+	if werr != nil && exited == nil {
+		return fmt.Errorf("hutch: %w", werr)
+	}
+	if !r.Success() {
+		return &ExitError{Result: r}
+	}
+	return nil
+}
+
+func readEvents(r io.ReadCloser, out chan<- nsinit.Event) {
+	defer close(out)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var ev nsinit.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			out <- ev
+		}
+	}
+}
+
+func sameWriter(a, b io.Writer) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	defer func() { _ = recover() }() // uncomparable writer types
+	return a == b
+}
+
+// stdinFile is the command's stdin: /dev/null, or a pipe fed from Stdin.
+// The command never gets an fd to a host file, only to a pipe or
+// /dev/null, so /proc/self/fd/0 reopens nothing of the host's.
+func (c *Cmd) stdinFile() (*os.File, error) {
+	if c.Stdin == nil {
+		return os.Open(os.DevNull)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.closers = append(c.closers, w)
+	go func() {
+		_, _ = io.Copy(w, c.Stdin)
+		w.Close()
+	}()
+	return r, nil
+}
+
+// outputFile is the write end handed to the command for one of its output
+// streams; a goroutine copies from the read end to dst through the
+// command's output limit.
+func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
+	if dst == nil {
+		dst = io.Discard
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.closers = append(c.closers, r)
+	c.copiers.Add(1)
+	go func() {
+		defer c.copiers.Done()
+		_, _ = io.Copy(c.output.writer(dst), r)
+	}()
+	return w, nil
+}
+
+// limiter counts output across a command's streams and truncates it at
+// the limit. Past the limit, output is drained and dropped so the command
+// never blocks on a full pipe, and onExceed runs once.
+type limiter struct {
+	mu        sync.Mutex
+	left      int64
+	unlimited bool
+	over      bool
+	onExceed  func()
+}
+
+func (l *limiter) truncated() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.over
+}
+
+type limitedWriter struct {
+	l   *limiter
+	dst io.Writer
+}
+
+func (l *limiter) writer(dst io.Writer) io.Writer {
+	return &limitedWriter{l: l, dst: dst}
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	l := w.l
+	l.mu.Lock()
+	n := int64(len(p))
+	exceeded := false
+	if !l.unlimited {
+		if n > l.left {
+			n = l.left
+			if !l.over {
+				l.over, exceeded = true, true
+			}
+		}
+		l.left -= n
+	}
+	// Writes to dst happen under the lock: the two streams may share one
+	// writer (CombinedOutput), which need not be safe for concurrent use.
+	if n > 0 {
+		_, _ = w.dst.Write(p[:n])
+	}
+	l.mu.Unlock()
+	if exceeded {
+		l.onExceed()
+	}
+	return len(p), nil
+}

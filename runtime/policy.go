@@ -1,0 +1,211 @@
+// Package runtime is hutch's public API: a Policy says what a sandboxed
+// command may see and do, New validates it once into a Sandbox, and
+// Sandbox.Command returns a Cmd shaped like os/exec's.
+//
+//	sb, err := runtime.New(runtime.DefaultPolicy("/path/to/workspace"))
+//	out, err := sb.Command(ctx, "sh", "-c", modelWrittenScript).Output()
+//
+// Every command runs in fresh user, mount, pid, network, ipc, uts and
+// cgroup namespaces, with the host's tree read-only, the workspace
+// writable, secrets masked, no network, and no capability. Commands are
+// cloned from a small spawn server (package spawn), not from the host's own
+// process, so their cost does not grow with the host's heap.
+//
+// A host binary that imports this package becomes its own sandbox init:
+// hutch re-executes it through /proc/self/exe with a role marker, and the
+// import's init function takes over before main runs. No line in main is
+// needed.
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hutchbox/hutch/nsinit"
+)
+
+// Layer names one isolation layer (see the Layer* constants).
+type Layer = nsinit.Layer
+
+// The layers a Result can report.
+const (
+	LayerUserNS       = nsinit.LayerUserNS
+	LayerMountNS      = nsinit.LayerMountNS
+	LayerPidNS        = nsinit.LayerPidNS
+	LayerNetNS        = nsinit.LayerNetNS
+	LayerIPCNS        = nsinit.LayerIPCNS
+	LayerUTSNS        = nsinit.LayerUTSNS
+	LayerCgroupNS     = nsinit.LayerCgroupNS
+	LayerFilesystem   = nsinit.LayerFilesystem
+	LayerLoopback     = nsinit.LayerLoopback
+	LayerKeyring      = nsinit.LayerKeyring
+	LayerNoNewPrivs   = nsinit.LayerNoNewPrivs
+	LayerCapabilities = nsinit.LayerCapabilities
+)
+
+// Skipped is a layer that was allowed to degrade and was not set up.
+type Skipped = nsinit.Skipped
+
+// Policy says what commands of a Sandbox may see and do. The zero value is
+// not usable: Workspace is required. DefaultPolicy fills in the defaults.
+type Policy struct {
+	// Workspace is the directory commands may write, bound read-write at
+	// its own path. It must be an absolute path to an existing directory.
+	Workspace string
+
+	// Writable are further paths bound read-write. Relative paths are
+	// resolved against Workspace.
+	Writable []string
+
+	// Deny are masked in addition to DefaultDeny (unless NoDefaultDeny):
+	// unreadable even through symlinks. Relative paths are resolved
+	// against Workspace.
+	Deny []string
+	// NoDefaultDeny drops DefaultDeny and the workspace's .env files from
+	// the masked set.
+	NoDefaultDeny bool
+
+	// AllowGitWrite leaves the workspace's .git/hooks and .git/config
+	// writable. By default they are read-only: a hook planted there runs
+	// on the host the next time the user runs git.
+	AllowGitWrite bool
+
+	// Env are KEY=VALUE pairs given to every command, on top of the
+	// sandbox's clean environment.
+	Env []string
+
+	// Tools is a host directory prepended to PATH inside the sandbox.
+	Tools string
+
+	// Timeout ends each command after this long (0: only the context).
+	Timeout time.Duration
+
+	// OutputLimit caps the bytes of stdout and stderr taken together; a
+	// command that writes more is truncated and killed. 0 means
+	// DefaultOutputLimit; negative means no limit.
+	OutputLimit int64
+
+	// TmpSize caps the private /tmp, which holds HOME (0: no cap).
+	TmpSize int64
+
+	// AllowDegraded names layers that may be skipped when the host cannot
+	// set them up. Anything skipped is reported in the Result. By default
+	// nothing degrades: a layer that cannot be applied fails the command.
+	AllowDegraded []Layer
+}
+
+// DefaultOutputLimit is the output cap when Policy.OutputLimit is 0.
+const DefaultOutputLimit = 10 << 20
+
+// Home is HOME inside the sandbox: a private directory in the private
+// /tmp, fresh for every command.
+const Home = "/tmp/home"
+
+// DefaultDeny are the host paths masked by default; "~" is the host user's
+// home. Inside the workspace, .env and .env.* files are masked as well.
+var DefaultDeny = []string{
+	"~/.ssh", "~/.gnupg", "~/.aws", "~/.kube", "~/.docker", "~/.netrc",
+	"~/.git-credentials", "~/.config/gh",
+	"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/ssh", "/etc/ssl/private",
+}
+
+// DefaultPolicy returns the policy hutch's CLI runs with: workspace
+// writable, everything else read-only, DefaultDeny masked, no network.
+func DefaultPolicy(workspace string) Policy {
+	return Policy{Workspace: workspace, Timeout: 0, OutputLimit: DefaultOutputLimit}
+}
+
+// PolicyError is invalid input: which field, which value, and why. No
+// process is started for a policy or command that fails validation.
+type PolicyError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *PolicyError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("hutch: %s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("hutch: %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// maxPath is PATH_MAX: longer paths are refused outright.
+const maxPath = 4096
+
+// checkPath sanitizes a path given by the caller.
+func checkPath(field, p string) error {
+	switch {
+	case p == "":
+		return &PolicyError{Field: field, Reason: "empty path"}
+	case len(p) > maxPath:
+		return &PolicyError{Field: field, Value: p[:64] + "...", Reason: fmt.Sprintf("longer than %d bytes", maxPath)}
+	case strings.IndexByte(p, 0) >= 0:
+		return &PolicyError{Field: field, Value: strings.ReplaceAll(p, "\x00", `\x00`), Reason: "contains a NUL byte"}
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return &PolicyError{Field: field, Value: fmt.Sprintf("%q", p), Reason: "contains a control character"}
+		}
+	}
+	return nil
+}
+
+// resolve makes p absolute (relative to base) and resolves symlinks in the
+// part of it that exists, so that masks and binds name the real file.
+func resolve(p, base string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// refusedEnv may not be set by the caller: each loads code into, or
+// changes the startup of, whatever the command runs.
+var refusedEnv = map[string]bool{
+	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true,
+	"PYTHONPATH": true, "PYTHONSTARTUP": true, "PYTHONHOME": true,
+	"NODE_OPTIONS": true, "RUBYOPT": true, "PERL5OPT": true, "PERL5LIB": true,
+	"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true,
+	"DYLD_INSERT_LIBRARIES": true, "DYLD_LIBRARY_PATH": true,
+}
+
+// checkEnv validates KEY=VALUE pairs.
+func checkEnv(field string, env []string) error {
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "":
+			return &PolicyError{Field: field, Value: kv, Reason: "not in KEY=VALUE form"}
+		case strings.IndexByte(kv, 0) >= 0:
+			return &PolicyError{Field: field, Value: k, Reason: "contains a NUL byte"}
+		case refusedEnv[k]:
+			return &PolicyError{Field: field + "[" + k + "]", Reason: "may not be set: it changes what code the command loads"}
+		}
+	}
+	return nil
+}
+
+// hostHome is the home directory "~" stands for in deny paths.
+func hostHome() string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return h
+	}
+	return ""
+}

@@ -1,0 +1,419 @@
+package runtime
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/nsinit"
+)
+
+// Sandbox is a validated Policy plus what was learned about the host, ready
+// to run commands. It is safe for concurrent use by many goroutines.
+type Sandbox struct {
+	policy Policy
+	spec   mounts.Spec // the view, minus what is re-read per command
+	// workspaceEnv are the .env files found below the workspace's top
+	// level when the Sandbox was made (the top level is re-read for
+	// every command).
+	workspaceEnv []string
+	env          []string // the base environment of every command
+	uid, gid     int
+}
+
+// hiddenDirs are replaced by an empty read-only directory in every view:
+// they hold the host's unix sockets (systemd, dbus, docker, the user's
+// session bus and agents), and a read-only bind does not stop connect().
+var hiddenDirs = []string{"/run", "/var/run"}
+
+// New validates p and probes the host once. Every later Command reuses
+// the result.
+func New(p Policy) (*Sandbox, error) {
+	sb := &Sandbox{policy: p, uid: os.Getuid(), gid: os.Getgid()}
+	if err := sb.validate(); err != nil {
+		return nil, err
+	}
+	if err := probeUserNS(sb.uid); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Policy returns the validated policy, with paths as resolved.
+func (sb *Sandbox) Policy() Policy { return sb.policy }
+
+func (sb *Sandbox) validate() error {
+	p := &sb.policy
+	if p.Workspace == "" {
+		return &PolicyError{Field: "Workspace", Reason: "required"}
+	}
+	if err := checkPath("Workspace", p.Workspace); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p.Workspace) {
+		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "must be an absolute path"}
+	}
+	ws, err := filepath.EvalSymlinks(p.Workspace)
+	if err != nil {
+		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "does not exist"}
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "not a directory"}
+	}
+	if ws == "/" {
+		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "the whole host tree cannot be the workspace"}
+	}
+	p.Workspace = ws
+
+	home := hostHome()
+	var deny []string
+	if !p.NoDefaultDeny {
+		for _, d := range DefaultDeny {
+			if rest, ok := strings.CutPrefix(d, "~/"); ok {
+				if home == "" {
+					continue
+				}
+				d = filepath.Join(home, rest)
+			}
+			deny = append(deny, resolve(d, ws))
+		}
+	}
+	for i, d := range p.Deny {
+		field := fmt.Sprintf("Deny[%d]", i)
+		if err := checkPath(field, d); err != nil {
+			return err
+		}
+		if rest, ok := strings.CutPrefix(d, "~/"); ok && home != "" {
+			d = filepath.Join(home, rest)
+		}
+		r := resolve(d, ws)
+		if r == "/" || mounts.Within(ws, r) {
+			return &PolicyError{Field: field, Value: d, Reason: "would mask the workspace itself"}
+		}
+		deny = append(deny, r)
+		p.Deny[i] = r
+	}
+	for _, d := range deny {
+		if mounts.Within(ws, d) {
+			return &PolicyError{Field: "Workspace", Value: ws, Reason: "lies under the denied path " + d}
+		}
+	}
+
+	var writable []string
+	for i, w := range p.Writable {
+		field := fmt.Sprintf("Writable[%d]", i)
+		if err := checkPath(field, w); err != nil {
+			return err
+		}
+		r := resolve(w, ws)
+		fi, err := os.Stat(r)
+		if err != nil {
+			return &PolicyError{Field: field, Value: w, Reason: "does not exist"}
+		}
+		if r == "/" {
+			return &PolicyError{Field: field, Value: w, Reason: "the whole host tree cannot be writable"}
+		}
+		for _, d := range deny {
+			if mounts.Within(r, d) {
+				return &PolicyError{Field: field, Value: w, Reason: "lies under the denied path " + d}
+			}
+		}
+		for _, h := range hiddenDirs {
+			if mounts.Within(r, h) && fi.IsDir() {
+				// /run is hidden wholesale; binding into it is fine, the
+				// mount point is made in the empty tmpfs.
+				break
+			}
+		}
+		writable = append(writable, r)
+		p.Writable[i] = r
+	}
+
+	if err := checkEnv("Env", p.Env); err != nil {
+		return err
+	}
+	if p.Tools != "" {
+		if err := checkPath("Tools", p.Tools); err != nil {
+			return err
+		}
+		if !filepath.IsAbs(p.Tools) {
+			return &PolicyError{Field: "Tools", Value: p.Tools, Reason: "must be an absolute path"}
+		}
+		if fi, err := os.Stat(p.Tools); err != nil || !fi.IsDir() {
+			return &PolicyError{Field: "Tools", Value: p.Tools, Reason: "not an existing directory"}
+		}
+	}
+	if p.Timeout < 0 {
+		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "negative"}
+	}
+	if p.TmpSize < 0 {
+		return &PolicyError{Field: "TmpSize", Value: strconv.FormatInt(p.TmpSize, 10), Reason: "negative"}
+	}
+	for i, l := range p.AllowDegraded {
+		if !slices.Contains(degradable, l) {
+			return &PolicyError{Field: fmt.Sprintf("AllowDegraded[%d]", i), Value: string(l), Reason: "not a layer that can degrade (one of " + fmt.Sprint(degradable) + ")"}
+		}
+	}
+
+	var readOnly []string
+	if !p.AllowGitWrite {
+		git := filepath.Join(ws, ".git")
+		if fi, err := os.Lstat(git); err == nil && fi.IsDir() {
+			hooks := filepath.Join(git, "hooks")
+			// A missing hooks directory could be created and filled;
+			// create it (git itself would) so it can be made read-only.
+			if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
+				_ = os.Mkdir(hooks, 0o755)
+			}
+			readOnly = append(readOnly, hooks, filepath.Join(git, "config"))
+		}
+	}
+	if !p.NoDefaultDeny {
+		sb.workspaceEnv = findEnvFiles(ws)
+	}
+
+	sb.spec = mounts.Spec{
+		Workspace:    ws,
+		Writable:     writable,
+		Deny:         deny,
+		ReadOnly:     readOnly,
+		Home:         Home,
+		TmpSizeBytes: p.TmpSize,
+		HideDirs:     resolveAll(hiddenDirs),
+	}
+	sb.env = baseEnv(p)
+	return nil
+}
+
+// resolveAll resolves symlinks in each of paths (/var/run is usually a
+// link to /run) and drops duplicates.
+func resolveAll(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if r := resolve(p, "/"); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// degradable are the layers a policy may allow to be skipped.
+var degradable = []Layer{LayerLoopback, LayerKeyring}
+
+// isEnvFile reports whether name is a .env or .env.* file name.
+func isEnvFile(name string) bool {
+	return name == ".env" || strings.HasPrefix(name, ".env.")
+}
+
+// findEnvFiles walks the workspace for .env files below its top level.
+// Dependency trees and git's store are skipped: their .env files are not
+// the user's secrets, and walking them costs more than the rest together.
+func findEnvFiles(ws string) []string {
+	var found []string
+	_ = filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && p != ws {
+			switch d.Name() {
+			case "node_modules", ".git", ".hg", ".svn":
+				return filepath.SkipDir
+			}
+		}
+		if !d.IsDir() && isEnvFile(d.Name()) && filepath.Dir(p) != ws {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found
+}
+
+// topLevelEnvFiles lists .env files at the workspace's top level now.
+func topLevelEnvFiles(ws string) []string {
+	ents, err := os.ReadDir(ws)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && isEnvFile(e.Name()) {
+			out = append(out, filepath.Join(ws, e.Name()))
+		}
+	}
+	return out
+}
+
+// hostSockets lists the pathname unix sockets bound in the host's network
+// namespace that lie outside the writable set and outside the directories
+// hidden wholesale: each gets masked, because a read-only view does not
+// stop connect().
+func (sb *Sandbox) hostSockets() []string {
+	f, err := os.Open("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 8 {
+			continue
+		}
+		p := fields[7]
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			continue // abstract ("@...") or relative
+		}
+		if sb.coveredBySocketMask(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (sb *Sandbox) coveredBySocketMask(p string) bool {
+	if mounts.Within(p, "/tmp") || mounts.Within(p, sb.spec.Workspace) {
+		return true
+	}
+	for _, d := range hiddenDirs {
+		if mounts.Within(p, d) {
+			return true
+		}
+	}
+	for _, w := range sb.spec.Writable {
+		if mounts.Within(p, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// plan is the mount plan for one command: the Sandbox's spec plus what is
+// read fresh each time.
+func (sb *Sandbox) plan() mounts.Plan {
+	spec := sb.spec
+	spec.Deny = slices.Clone(spec.Deny)
+	if !sb.policy.NoDefaultDeny {
+		spec.Deny = append(spec.Deny, sb.workspaceEnv...)
+		spec.Deny = append(spec.Deny, topLevelEnvFiles(spec.Workspace)...)
+	}
+	spec.Sockets = sb.hostSockets()
+	return mounts.Build(spec)
+}
+
+// baseEnv is the clean environment every command starts from: a few
+// host variables that describe the terminal and locale, the sandbox's own
+// HOME and caches, and the policy's additions.
+func baseEnv(p *Policy) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	if p.Tools != "" {
+		path = p.Tools + ":" + path
+	}
+	env := []string{"PATH=" + path}
+	for _, k := range []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(env,
+		"HOME="+Home,
+		"TMPDIR=/tmp",
+		"XDG_CONFIG_HOME="+Home+"/.config",
+		"XDG_CACHE_HOME="+Home+"/.cache",
+		"XDG_DATA_HOME="+Home+"/.local/share",
+		"XDG_STATE_HOME="+Home+"/.local/state",
+		"XDG_RUNTIME_DIR="+Home+"/.run",
+		"GOCACHE="+Home+"/.cache/go-build",
+		"GOPATH="+Home+"/go",
+		"npm_config_cache="+Home+"/.npm",
+		"PIP_CACHE_DIR="+Home+"/.cache/pip",
+		"PYTHONUSERBASE="+Home+"/.local",
+		"CARGO_HOME="+Home+"/.cargo",
+		"HUTCH_SANDBOX=1",
+	)
+	return mergeEnv(env, p.Env)
+}
+
+// mergeEnv returns base with over's keys replacing or added.
+func mergeEnv(base, over []string) []string {
+	out := slices.Clone(base)
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		if i >= 0 {
+			out[i] = kv
+		} else {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// LayerError says that a layer cannot be set up on this host at all.
+type LayerError struct {
+	Layer  Layer
+	Reason string
+	Remedy string
+}
+
+func (e *LayerError) Error() string {
+	s := fmt.Sprintf("hutch: %s unavailable: %s", e.Layer, e.Reason)
+	if e.Remedy != "" {
+		s += " (" + e.Remedy + ")"
+	}
+	return s
+}
+
+// probeUserNS checks from the host's sysctls, without starting a process,
+// that user namespaces can be created.
+func probeUserNS(uid int) error {
+	read := func(p string) (int, bool) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n, err == nil
+	}
+	if n, ok := read("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
+		return &LayerError{Layer: LayerUserNS, Reason: "user.max_user_namespaces is 0", Remedy: "sysctl -w user.max_user_namespaces=15000"}
+	}
+	if uid != 0 {
+		if n, ok := read("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
+			return &LayerError{Layer: LayerUserNS, Reason: "kernel.unprivileged_userns_clone is 0", Remedy: "sysctl -w kernel.unprivileged_userns_clone=1"}
+		}
+		if n, ok := read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n == 1 {
+			return &LayerError{Layer: LayerUserNS, Reason: "AppArmor restricts unprivileged user namespaces", Remedy: "add an AppArmor profile with 'userns,' for this binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"}
+		}
+	}
+	return nil
+}
+
+// namespaces the init is cloned into, in the order they are reported.
+var namespaces = []Layer{LayerUserNS, LayerMountNS, LayerPidNS, LayerNetNS, LayerIPCNS, LayerUTSNS, LayerCgroupNS}
+
+// config is the init's configuration for one command.
+func (sb *Sandbox) config(c *Cmd, path string) nsinit.Config {
+	return nsinit.Config{
+		Mounts:     sb.plan(),
+		Hostname:   "hutch",
+		Namespaces: namespaces,
+		Degradable: sb.policy.AllowDegraded,
+		Path:       path,
+		Args:       c.Args,
+		Env:        mergeEnv(sb.env, c.Env),
+		Dir:        c.Dir,
+	}
+}

@@ -1,0 +1,307 @@
+package spawn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrServerDied is returned for commands in flight when the spawn server
+// dies; the next Spawn starts a new server.
+var ErrServerDied = errors.New("spawn: server died")
+
+// Request is what the host asks the server to start.
+type Request struct {
+	// Cloneflags are the namespaces to create (CLONE_NEW*).
+	Cloneflags uintptr
+	// UID and GID are the host ids, mapped to themselves inside.
+	UID, GID int
+	// Stdin, Stdout, Stderr, Config and Status are handed to the init as
+	// fds 0-4. The caller keeps ownership and closes them after Spawn.
+	Stdin, Stdout, Stderr, Config, Status *os.File
+}
+
+// Init is a running sandbox init, as the server sees it.
+type Init struct {
+	c      *Client
+	id     uint64
+	Pid    int // host pid of the init
+	done   chan struct{}
+	status syscall.WaitStatus
+	err    error
+}
+
+// Wait blocks until the init has been reaped: from then on nothing of the
+// sandbox's pid namespace is alive.
+func (p *Init) Wait() (syscall.WaitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
+
+// Done is closed when the init has been reaped.
+func (p *Init) Done() <-chan struct{} { return p.done }
+
+// Signal sends sig to the init. SIGKILL ends the whole sandbox.
+func (p *Init) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	return p.c.send(request{Kind: reqKill, ID: p.id, Signal: int(sig)}, nil)
+}
+
+// Client is the host's handle on the spawn server. One per process is
+// enough (see Default); it is safe for concurrent use.
+type Client struct {
+	mu      sync.Mutex
+	conn    *conn // current server, nil until first use or after it died
+	nextID  uint64
+	started int    // servers started, for tests and diagnostics
+	spawned uint64 // spawn requests sent
+}
+
+type conn struct {
+	fd      int
+	wmu     sync.Mutex
+	mu      sync.Mutex
+	pending map[uint64]*pending
+	dead    bool
+	pid     int
+}
+
+type pending struct {
+	started chan reply // receives started or failed
+	init    *Init
+}
+
+var defaultClient = &Client{}
+
+// Default returns the process-wide client.
+func Default() *Client { return defaultClient }
+
+// ServersStarted reports how many spawn servers this client has started.
+func (c *Client) ServersStarted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+// Spawned reports how many inits this client has asked for.
+func (c *Client) Spawned() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spawned
+}
+
+// ServerPid returns the current server's pid, or 0 if none runs.
+func (c *Client) ServerPid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return 0
+	}
+	return c.conn.pid
+}
+
+// Spawn asks the server to clone a sandbox init and returns once the init
+// process exists (not once the command runs: that the init reports on the
+// status pipe).
+func (c *Client) Spawn(r Request) (*Init, error) {
+	cn, id, err := c.get()
+	if err != nil {
+		return nil, err
+	}
+	p := &pending{started: make(chan reply, 1), init: &Init{c: c, id: id, done: make(chan struct{})}}
+	cn.mu.Lock()
+	if cn.dead {
+		cn.mu.Unlock()
+		return nil, ErrServerDied
+	}
+	cn.pending[id] = p
+	cn.mu.Unlock()
+
+	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Config.Fd()), int(r.Status.Fd())}
+	req := request{Kind: reqSpawn, ID: id, Cloneflags: r.Cloneflags, UID: r.UID, GID: r.GID}
+	if err := c.sendOn(cn, req, fds); err != nil {
+		cn.drop(id)
+		return nil, err
+	}
+	runtime.KeepAlive(r)
+	rep := <-p.started
+	if rep.Kind != replyStarted {
+		err := fmt.Errorf("spawn: start init: %s", rep.Err)
+		if rep.Errno != 0 {
+			err = fmt.Errorf("spawn: start init: %w", syscall.Errno(rep.Errno))
+		}
+		return nil, err
+	}
+	p.init.Pid = rep.Pid
+	return p.init, nil
+}
+
+func (c *Client) send(req request, fds []int) error {
+	c.mu.Lock()
+	cn := c.conn
+	c.mu.Unlock()
+	if cn == nil {
+		return ErrServerDied
+	}
+	return c.sendOn(cn, req, fds)
+}
+
+func (c *Client) sendOn(cn *conn, req request, fds []int) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	if cn.fd < 0 {
+		return ErrServerDied
+	}
+	if err := unix.Sendmsg(cn.fd, b, oob, nil, 0); err != nil {
+		return fmt.Errorf("spawn: send request: %w", err)
+	}
+	return nil
+}
+
+func (cn *conn) drop(id uint64) {
+	cn.mu.Lock()
+	delete(cn.pending, id)
+	cn.mu.Unlock()
+}
+
+// get returns a live server connection, starting a server if needed, and a
+// fresh request id.
+func (c *Client) get() (*conn, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	c.spawned++
+	if c.conn != nil {
+		c.conn.mu.Lock()
+		dead := c.conn.dead
+		c.conn.mu.Unlock()
+		if !dead {
+			return c.conn, c.nextID, nil
+		}
+		c.conn = nil
+	}
+	cn, err := startServer()
+	if err != nil {
+		return nil, 0, err
+	}
+	c.conn = cn
+	c.started++
+	go c.readLoop(cn)
+	return cn, c.nextID, nil
+}
+
+// startServer re-execs the host binary as the spawn server. It is started
+// from a goroutine locked to its own OS thread that stays alive as long as
+// the server does: PR_SET_PDEATHSIG fires when the thread that created the
+// child exits, not the process, so that thread must not go away early.
+func startServer() (*conn, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("spawn: socketpair: %w", err)
+	}
+	serverEnd := os.NewFile(uintptr(pair[1]), "spawn-server")
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: when this goroutine returns, its thread exits.
+		cmd := &exec.Cmd{
+			Path:        "/proc/self/exe",
+			Args:        []string{ServerArg0},
+			Env:         []string{},
+			ExtraFiles:  []*os.File{serverEnd},
+			SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+		}
+		if err := cmd.Start(); err != nil {
+			ch <- started{err: err}
+			return
+		}
+		ch <- started{pid: cmd.Process.Pid}
+		_ = cmd.Wait()
+	}()
+	s := <-ch
+	serverEnd.Close()
+	if s.err != nil {
+		unix.Close(pair[0])
+		return nil, fmt.Errorf("spawn: start server: %w", s.err)
+	}
+	return &conn{fd: pair[0], pending: map[uint64]*pending{}, pid: s.pid}, nil
+}
+
+func (c *Client) readLoop(cn *conn) {
+	buf := make([]byte, maxMsg)
+	for {
+		n, _, _, _, err := unix.Recvmsg(cn.fd, buf, nil, unix.MSG_CMSG_CLOEXEC)
+		if err != nil && errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		var rep reply
+		if json.Unmarshal(buf[:n], &rep) != nil {
+			continue
+		}
+		cn.mu.Lock()
+		p := cn.pending[rep.ID]
+		if rep.Kind != replyStarted {
+			delete(cn.pending, rep.ID)
+		}
+		cn.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		switch rep.Kind {
+		case replyStarted, replyFailed:
+			p.started <- rep
+		case replyExited:
+			p.init.status = syscall.WaitStatus(rep.WaitStatus)
+			close(p.init.done)
+		}
+	}
+	// The server is gone: fail everything in flight. Its inits are gone
+	// too (their parent-death signal is SIGKILL).
+	cn.mu.Lock()
+	cn.dead = true
+	pend := cn.pending
+	cn.pending = nil
+	cn.mu.Unlock()
+	cn.wmu.Lock()
+	unix.Close(cn.fd)
+	cn.fd = -1
+	cn.wmu.Unlock()
+	for _, p := range pend {
+		select {
+		case p.started <- reply{Kind: replyFailed, Err: ErrServerDied.Error()}:
+		default:
+		}
+		select {
+		case <-p.init.done:
+		default:
+			p.init.err = ErrServerDied
+			close(p.init.done)
+		}
+	}
+}
