@@ -109,7 +109,8 @@ const Home = "/tmp/home"
 var DefaultDeny = []string{
 	"~/.ssh", "~/.gnupg", "~/.aws", "~/.kube", "~/.docker", "~/.netrc",
 	"~/.git-credentials", "~/.config/gh",
-	"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/security/opasswd",
+	"/etc/sudoers", "/etc/sudoers.d",
 	"/etc/ssh", "/etc/ssl/private",
 }
 

@@ -1,0 +1,374 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// TestHostProcessesInvisibleAndUnkillable: a host process can be neither
+// seen nor signalled from the sandbox.
+func TestHostProcessesInvisibleAndUnkillable(t *testing.T) {
+	ws := dir(t, "ws-")
+	arg := uniqueSleep()
+	host := exec.Command("sleep", arg)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer host.Process.Kill()
+	pid := host.Process.Pid
+	res := sh(t, ws, fmt.Sprintf("ls /proc/%d; kill -9 %d; kill -9 -1; pkill -9 sleep; ps ax 2>/dev/null; ls /proc", pid, pid))
+	if strings.Contains(res.stdout, arg) {
+		t.Errorf("host process visible:\n%s", res)
+	}
+	if err := host.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("host: the host process was killed from the sandbox: %v\n%s", err, res)
+	}
+	// The only pids visible inside are the sandbox's own, all small.
+	if pids := strings.Fields(res.stdout); slices.Contains(pids, strconv.Itoa(pid)) {
+		t.Errorf("host pid %d listed in the sandbox's /proc", pid)
+	}
+}
+
+// TestNoLeakedFds covers CVE-2024-21626: a host fd left open without
+// O_CLOEXEC must not reach the command. The host lists the command's
+// /proc/<pid>/fd.
+func TestNoLeakedFds(t *testing.T) {
+	ws := dir(t, "ws-")
+	// Deliberately leak: no O_CLOEXEC, a directory fd outside the sandbox.
+	leak, err := unix.Open(scratchBase, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+	sb := newSandbox(t, ws)
+	arg := uniqueSleep()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := sb.Command(ctx, "sleep", arg)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	var pids []int
+	if !waitFor(5*time.Second, func() bool { pids = procsWithArg(arg); return len(pids) == 1 }) {
+		t.Fatalf("command not found on the host: %v", pids)
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		fds = append(fds, e.Name())
+	}
+	if !slices.Equal(fds, []string{"0", "1", "2"}) {
+		t.Errorf("command holds fds %v, want exactly 0 1 2", fds)
+	}
+	// The capabilities of the command, as the host sees them.
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+	for _, l := range strings.Split(string(status), "\n") {
+		for _, k := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"} {
+			if strings.HasPrefix(l, k) && strings.TrimSpace(strings.TrimPrefix(l, k)) != "0000000000000000" {
+				t.Errorf("command holds capabilities: %s", l)
+			}
+		}
+		if strings.HasPrefix(l, "NoNewPrivs:") && strings.TrimSpace(strings.TrimPrefix(l, "NoNewPrivs:")) != "1" {
+			t.Errorf("no_new_privs not set: %s", l)
+		}
+	}
+}
+
+// TestDaemonsGoneAfterRun: nothing the command started survives Run.
+func TestDaemonsGoneAfterRun(t *testing.T) {
+	ws := dir(t, "ws-")
+	arg := uniqueSleep()
+	res := sh(t, ws, "setsid nohup sleep "+arg+" >/dev/null 2>&1 & (sleep "+arg+" &) ; echo started")
+	if res.code != 0 {
+		t.Fatalf("%s", res)
+	}
+	if pids := procsWithArg(arg); len(pids) != 0 {
+		t.Errorf("host: daemons survived the run: %v", pids)
+	}
+}
+
+// TestTimeoutKillsGrandchildren: --timeout kills the whole tree.
+func TestTimeoutKillsGrandchildren(t *testing.T) {
+	ws := dir(t, "ws-")
+	arg := uniqueSleep()
+	start := time.Now()
+	res := sh(t, ws, "sh -c 'sh -c \"sleep "+arg+"\" & sleep "+arg+"' & sleep "+arg, "--timeout", "1s")
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("timeout took %v", el)
+	}
+	if res.code != 128+int(syscall.SIGKILL) {
+		t.Errorf("exit code %d, want %d:\n%s", res.code, 128+int(syscall.SIGKILL), res)
+	}
+	if res.result == nil || !res.result.Killed || res.result.KillReason != runtime.KilledTimeout {
+		t.Errorf("result does not say timeout: %+v", res.result)
+	}
+	if pids := procsWithArg(arg); len(pids) != 0 {
+		t.Errorf("host: grandchildren survived the timeout: %v", pids)
+	}
+}
+
+// TestHostDeathKillsSandbox: kill -9 of the hutch process takes the whole
+// sandbox with it (spawn server and init die by parent-death signal).
+func TestHostDeathKillsSandbox(t *testing.T) {
+	ws := dir(t, "ws-")
+	arg := uniqueSleep()
+	c := exec.Command(hutchBin, "run", "--workspace", ws, "--", "sh", "-c", "sleep "+arg+" & sleep "+arg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(10*time.Second, func() bool { return len(procsWithArg(arg)) == 2 }) {
+		c.Process.Kill()
+		t.Fatalf("sandboxed sleeps never appeared: %v", procsWithArg(arg))
+	}
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	if !waitFor(5*time.Second, func() bool { return len(procsWithArg(arg)) == 0 }) {
+		t.Errorf("host: sandbox outlived its host: %v", procsWithArg(arg))
+	}
+	if !waitFor(5*time.Second, func() bool {
+		return len(procsWithArg(spawn.ServerArg0)) == 0 || !childOf(procsWithArg(spawn.ServerArg0), c.Process.Pid)
+	}) {
+		t.Errorf("host: spawn server outlived its host")
+	}
+}
+
+// childOf reports whether any of pids has parent ppid.
+func childOf(pids []int, ppid int) bool {
+	for _, p := range pids {
+		if parentOf(p) == ppid {
+			return true
+		}
+	}
+	return false
+}
+
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// TestNetworkIsolated: host loopback TCP listeners, host abstract and
+// pathname unix sockets are unreachable. The host's listeners count what
+// they accept.
+func TestNetworkIsolated(t *testing.T) {
+	ws := dir(t, "ws-")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	port := tcp.Addr().(*net.TCPAddr).Port
+	sockDir := dir(t, "sock-")
+	sockPath := filepath.Join(sockDir, "host.sock")
+	unixL, err := net.Listen("unix", sockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixL.Close()
+	_ = os.Chmod(sockPath, 0o777)
+	abstract := "@hutch-it-" + filepath.Base(sockDir)
+	absL, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer absL.Close()
+
+	accepted := make(chan string, 10)
+	for name, l := range map[string]net.Listener{"tcp": tcp, "unix": unixL, "abstract": absL} {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- name
+				c.Close()
+			}
+		}()
+	}
+	script := fmt.Sprintf(`
+import socket
+def try_(name, fam, addr):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(addr); print("CONNECTED", name)
+    except OSError as e:
+        print("refused", name, e)
+try_("tcp", socket.AF_INET, ("127.0.0.1", %d))
+try_("unix", socket.AF_UNIX, %q)
+try_("abstract", socket.AF_UNIX, "\0" + %q)
+`, port, sockPath, abstract[1:])
+	res := runCLI(t, ws, nil, "python3", "-c", script)
+	if !strings.Contains(res.stdout, "refused tcp") {
+		t.Errorf("probe did not run:\n%s", res)
+	}
+	select {
+	case name := <-accepted:
+		t.Errorf("host: the %s listener accepted a connection from the sandbox:\n%s", name, res)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// Control: the same probe on the host does connect, so the test can fail.
+	c, err := net.Dial("unix", sockPath)
+	if err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	c.Close()
+	<-accepted
+}
+
+// TestLoopbackWorksInside: the sandbox's own loopback is up.
+func TestLoopbackWorksInside(t *testing.T) {
+	ws := dir(t, "ws-")
+	res := runCLI(t, ws, nil, "python3", "-c", `
+import socket, threading
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+c = socket.create_connection(l.getsockname(), timeout=2)
+a, _ = l.accept(); a.sendall(b"pong"); print(c.recv(4).decode())
+`)
+	if res.code != 0 || !strings.Contains(res.stdout, "pong") {
+		t.Errorf("loopback inside the sandbox does not work:\n%s", res)
+	}
+}
+
+// TestPrivilegeInside: uid 0 or not, the command cannot remount, unmount
+// its /tmp, write /proc/sys, or see the host's environment through
+// /proc/1/environ. Checked on the host: mount tables and sysctls unchanged.
+func TestPrivilegeInside(t *testing.T) {
+	ws := dir(t, "ws-")
+	corePattern, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	t.Setenv("HUTCH_IT_HOST_SECRET", "host-env-secret-5521")
+	res := sh(t, ws, `
+mount -o remount,rw / 2>&1; echo "remount=$?"
+umount /tmp 2>&1; echo "umount=$?"
+umount -l /tmp 2>&1; echo "umount-lazy=$?"
+echo '|/tmp/x' > /proc/sys/kernel/core_pattern 2>&1; echo "core=$?"
+cat /proc/1/environ 2>&1; env | grep HUTCH_IT_HOST_SECRET
+unshare -r true 2>&1; echo "unshare=$?"
+`)
+	if b, _ := os.ReadFile("/proc/sys/kernel/core_pattern"); string(b) != string(corePattern) {
+		t.Fatalf("host: kernel.core_pattern changed to %q", b)
+	}
+	if strings.Contains(res.stdout+res.stderr, "host-env-secret-5521") {
+		t.Errorf("host environment visible in the sandbox:\n%s", res)
+	}
+	for _, want := range []string{"remount=", "umount=", "core="} {
+		if strings.Contains(res.stdout, want+"0") {
+			t.Errorf("%s succeeded inside the sandbox:\n%s", strings.TrimSuffix(want, "="), res)
+		}
+	}
+}
+
+// TestLibraryLeakFree: 1,000 sequential runs leave the host process with
+// no more fds, goroutines, mounts or child processes than before.
+func TestLibraryLeakFree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 runs")
+	}
+	ws := dir(t, "ws-")
+	sb := newSandbox(t, ws)
+	run := func() {
+		if err := sb.Command(context.Background(), "true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // the spawn server starts on first use
+	settle()
+	fds0, gr0, mnt0, kids0 := countFds(), goruntime.NumGoroutine(), countMounts(), descendants(os.Getpid())
+	for range 1000 {
+		run()
+	}
+	settle()
+	fds1, gr1, mnt1, kids1 := countFds(), goruntime.NumGoroutine(), countMounts(), descendants(os.Getpid())
+	if fds1 > fds0 {
+		t.Errorf("open fds grew from %d to %d", fds0, fds1)
+	}
+	if gr1 > gr0+2 {
+		t.Errorf("goroutines grew from %d to %d", gr0, gr1)
+	}
+	if mnt1 != mnt0 {
+		t.Errorf("mounts in /proc/self/mountinfo went from %d to %d", mnt0, mnt1)
+	}
+	if len(kids1) > len(kids0) {
+		t.Errorf("descendant processes went from %v to %v", kids0, kids1)
+	}
+}
+
+func settle() {
+	time.Sleep(200 * time.Millisecond)
+	goruntime.GC()
+}
+
+func countFds() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+func countMounts() int {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	n := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		n++
+	}
+	return n
+}
+
+// descendants lists all host processes below pid.
+func descendants(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err == nil {
+			parent[p] = parentOf(p)
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
