@@ -4,7 +4,8 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all build test test-unit test-integration demo vet clean
+.PHONY: all build test test-unprivileged demo vet clean
+SHELL := /bin/bash
 
 all: build
 
@@ -14,23 +15,26 @@ build:
 vet:
 	$(GO) vet ./...
 
-# test runs everything: vet, the unit tests, and the integration suite
-# (which drives the real CLI and the library) as the current user and, when
-# that is root, again as an unprivileged uid.
-test: vet build
+# test runs everything: vet, the unit tests and the integration suite (which
+# drives the real CLI and the library) as the current user, and, when that is
+# root, the integration suite again as an unprivileged uid.
+test: vet
 	$(GO) test -count=1 ./...
-	$(MAKE) test-integration
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
-test-integration: build
-	$(GO) test -c -o $(BIN)/integration.test ./integration
-	chmod 0755 $(BIN) $(BIN)/integration.test $(BIN)/hutch
-	cd /tmp && HUTCH_BIN=$(BIN)/hutch $(BIN)/integration.test -test.count=1
-	@if [ "$$(id -u)" = 0 ]; then \
-		echo "== integration suite as uid $(UNPRIV)"; \
-		cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
-			env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-			HUTCH_BIN=$(BIN)/hutch HUTCH_EXPECT_UID=$(UNPRIV) $(BIN)/integration.test -test.count=1; \
-	fi
+# The binaries are copied to a directory any uid can reach: the checkout may
+# live under a home the unprivileged uid cannot enter.
+test-unprivileged:
+	@dir=$$(mktemp -d /tmp/hutch-unpriv-XXXXXX) && chmod 0755 $$dir && \
+	$(GO) build -o $$dir/hutch ./cmd/hutch && \
+	$(GO) test -c -o $$dir/integration.test ./integration && \
+	chmod 0755 $$dir/hutch $$dir/integration.test && \
+	echo "== integration suite as uid $(UNPRIV)" && \
+	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
+		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
+		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.v 2>&1 | \
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
+	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
 demo: build
 	$(BIN)/hutch demo
