@@ -124,6 +124,22 @@ func runCLI(t *testing.T, ws string, flags []string, cmd ...string) cliResult {
 	return r
 }
 
+// runCLIArgs runs hutch with exactly args.
+func runCLIArgs(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	c := exec.Command(hutchBin, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	r := cliResult{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("hutch: %v", err)
+	}
+	return r
+}
+
 // sh runs a shell script through the CLI.
 func sh(t *testing.T, ws, script string, flags ...string) cliResult {
 	t.Helper()

@@ -169,8 +169,10 @@ func openIn(dirfd int, p string) (int, error) {
 	if rel == "" {
 		rel = "."
 	}
+	// No O_NOFOLLOW: with O_PATH it would return the trailing symlink
+	// itself instead of failing; RESOLVE_NO_SYMLINKS then fails it (ELOOP).
 	return unix.Openat2(dirfd, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: resolveFlags,
 	})
 }

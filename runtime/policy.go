@@ -156,6 +156,14 @@ func checkPath(field, p string) error {
 	return nil
 }
 
+// lexical is p made absolute against base, without resolving anything.
+func lexical(p, base string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
+}
+
 // resolve makes p absolute (relative to base) and resolves symlinks in the
 // part of it that exists, so that masks and binds name the real file.
 func resolve(p, base string) string {

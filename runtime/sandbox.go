@@ -94,6 +94,9 @@ func (sb *Sandbox) validate() error {
 			d = filepath.Join(home, rest)
 		}
 		r := resolve(d, ws)
+		if lex := lexical(d, ws); lex != r && mounts.Within(lex, ws) && !mounts.Within(r, ws) {
+			return &PolicyError{Field: field, Value: d, Reason: "resolves through a symlink in the workspace to " + r}
+		}
 		if r == "/" || mounts.Within(ws, r) {
 			return &PolicyError{Field: field, Value: d, Reason: "would mask the workspace itself"}
 		}
@@ -113,8 +116,16 @@ func (sb *Sandbox) validate() error {
 			return err
 		}
 		r := resolve(w, ws)
-		fi, err := os.Stat(r)
-		if err != nil {
+		// The workspace (and every writable tree) is the command's to
+		// change: a symlink planted there must not turn a writable path
+		// into one outside it.
+		lex := lexical(w, ws)
+		for _, root := range append([]string{ws}, writable...) {
+			if mounts.Within(lex, root) && !mounts.Within(r, root) {
+				return &PolicyError{Field: field, Value: w, Reason: "resolves through a symlink in writable " + root + " to " + r}
+			}
+		}
+		if _, err := os.Stat(r); err != nil {
 			return &PolicyError{Field: field, Value: w, Reason: "does not exist"}
 		}
 		if r == "/" {
@@ -123,13 +134,6 @@ func (sb *Sandbox) validate() error {
 		for _, d := range deny {
 			if mounts.Within(r, d) {
 				return &PolicyError{Field: field, Value: w, Reason: "lies under the denied path " + d}
-			}
-		}
-		for _, h := range hiddenDirs {
-			if mounts.Within(r, h) && fi.IsDir() {
-				// /run is hidden wholesale; binding into it is fine, the
-				// mount point is made in the empty tmpfs.
-				break
 			}
 		}
 		writable = append(writable, r)
@@ -228,11 +232,29 @@ func findEnvFiles(ws string) []string {
 			}
 		}
 		if !d.IsDir() && isEnvFile(d.Name()) && filepath.Dir(p) != ws {
-			found = append(found, p)
+			found = append(found, envTarget(p)...)
 		}
 		return nil
 	})
 	return found
+}
+
+// envTarget is what to mask for the .env file at p: p itself, or, when p is
+// a symlink (.env -> .env.development, or a file elsewhere), the file it
+// resolves to; a mount cannot go on a symlink, and masking the target hides
+// it by every name.
+func envTarget(p string) []string {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return []string{p}
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil && r != "/" {
+		return []string{r}
+	}
+	return nil
 }
 
 // topLevelEnvFiles lists .env files at the workspace's top level now.
@@ -244,7 +266,7 @@ func topLevelEnvFiles(ws string) []string {
 	var out []string
 	for _, e := range ents {
 		if !e.IsDir() && isEnvFile(e.Name()) {
-			out = append(out, filepath.Join(ws, e.Name()))
+			out = append(out, envTarget(filepath.Join(ws, e.Name()))...)
 		}
 	}
 	return out

@@ -1,0 +1,360 @@
+package mounts
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// indexesOf returns the indexes of p's steps of kind k.
+func indexesOf(p Plan, k Kind) []int {
+	var out []int
+	for i, m := range p.Mounts {
+		if m.Kind == k {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// targetsOf returns the targets of p's steps of kind k, in plan order.
+func targetsOf(p Plan, k Kind) []string {
+	var out []string
+	for _, m := range p.Mounts {
+		if m.Kind == k {
+			out = append(out, m.Target)
+		}
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		// Expected targets per kind, in plan order (nil: none of that kind).
+		binds []string
+		dirs  []string
+		ro    []string
+		hide  []string
+		pins  []string
+		masks []string
+	}{
+		{
+			name:  "workspace only",
+			spec:  Spec{Workspace: "/w"},
+			binds: []string{"/w"},
+		},
+		{
+			name:  "home under /tmp",
+			spec:  Spec{Workspace: "/w", Home: "/tmp/home"},
+			binds: []string{"/w"},
+			dirs:  []string{"/tmp/home"},
+		},
+		{
+			name:  "deep home under /tmp: one dir per component, shallow first",
+			spec:  Spec{Workspace: "/w", Home: "/tmp/a/b/c"},
+			binds: []string{"/w"},
+			dirs:  []string{"/tmp/a", "/tmp/a/b", "/tmp/a/b/c"},
+		},
+		{
+			name:  "home is /tmp itself: no dir",
+			spec:  Spec{Workspace: "/w", Home: "/tmp"},
+			binds: []string{"/w"},
+		},
+		{
+			name:  "home outside /tmp: no dir",
+			spec:  Spec{Workspace: "/w", Home: "/w/home"},
+			binds: []string{"/w"},
+		},
+		{
+			name:  "home in a sibling of /tmp: no dir",
+			spec:  Spec{Workspace: "/w", Home: "/tmpx/home"},
+			binds: []string{"/w"},
+		},
+		{
+			name:  "writable binds sorted and deduplicated",
+			spec:  Spec{Workspace: "/w", Writable: []string{"/z", "/a", "/w", "/z", ""}},
+			binds: []string{"/a", "/w", "/z"},
+		},
+		{
+			name:  "mask outside every writable tree: no pin",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/etc/shadow", "/home/u/.ssh"}},
+			binds: []string{"/w"},
+			masks: []string{"/etc/shadow", "/home/u/.ssh"},
+		},
+		{
+			name:  "mask directly in the workspace: no pin",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/w/.env"}},
+			binds: []string{"/w"},
+			masks: []string{"/w/.env"},
+		},
+		{
+			name:  "mask deep in the workspace: every ancestor pinned, shallow first",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/w/a/b/c/.env"}},
+			binds: []string{"/w"},
+			pins:  []string{"/w/a", "/w/a/b", "/w/a/b/c"},
+			masks: []string{"/w/a/b/c/.env"},
+		},
+		{
+			name:  "shared ancestors pinned once, shallow first then by name",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/w/z/y/.env", "/w/a/b/.env", "/w/a/.env.local", "/w/z/k"}},
+			binds: []string{"/w"},
+			pins:  []string{"/w/a", "/w/z", "/w/a/b", "/w/z/y"},
+			masks: []string{"/w/a/.env.local", "/w/a/b/.env", "/w/z/k", "/w/z/y/.env"},
+		},
+		{
+			name:  "workspace whose name prefixes another path: no pin for the sibling",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/wx/a/secret"}},
+			binds: []string{"/w"},
+			masks: []string{"/wx/a/secret"},
+		},
+		{
+			name:  "mask in a nested writable tree is pinned from the deepest root",
+			spec:  Spec{Workspace: "/w", Writable: []string{"/w/sub"}, Deny: []string{"/w/sub/a/secret"}},
+			binds: []string{"/w", "/w/sub"},
+			pins:  []string{"/w/sub/a"},
+			masks: []string{"/w/sub/a/secret"},
+		},
+		{
+			name:  "mask in a further writable tree",
+			spec:  Spec{Workspace: "/w", Writable: []string{"/data"}, Deny: []string{"/data/x/y/key"}},
+			binds: []string{"/data", "/w"},
+			pins:  []string{"/data/x", "/data/x/y"},
+			masks: []string{"/data/x/y/key"},
+		},
+		{
+			name:  "sockets are masked and pinned like deny paths",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/etc/ssh"}, Sockets: []string{"/w/s/agent.sock", "/var/lib/x.sock", "/etc/ssh"}},
+			binds: []string{"/w"},
+			pins:  []string{"/w/s"},
+			masks: []string{"/etc/ssh", "/var/lib/x.sock", "/w/s/agent.sock"},
+		},
+		{
+			name:  "hidden dirs and read-only paths",
+			spec:  Spec{Workspace: "/w", HideDirs: []string{"/run", "/run"}, ReadOnly: []string{"/w/.git/hooks", "/w/.git/config"}},
+			binds: []string{"/w"},
+			hide:  []string{"/run"},
+			ro:    []string{"/w/.git/config", "/w/.git/hooks"},
+		},
+		{
+			name: "everything together",
+			spec: Spec{
+				Workspace: "/w", Writable: []string{"/data"}, Home: "/tmp/home",
+				Deny: []string{"/w/a/.env", "/etc/shadow"}, ReadOnly: []string{"/w/.git/hooks"},
+				HideDirs: []string{"/run"}, Sockets: []string{"/data/s/sock"},
+			},
+			binds: []string{"/data", "/w"},
+			dirs:  []string{"/tmp/home"},
+			hide:  []string{"/run"},
+			ro:    []string{"/w/.git/hooks"},
+			pins:  []string{"/data/s", "/w/a"},
+			masks: []string{"/data/s/sock", "/etc/shadow", "/w/a/.env"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Build(tt.spec)
+			if err := p.Validate(); err != nil {
+				t.Fatalf("Validate of a built plan: %v", err)
+			}
+			if len(p.Mounts) < 4 {
+				t.Fatalf("plan too short: %v", p.Mounts)
+			}
+			// The host root comes first, then the private mounts.
+			want := []Mount{
+				{Kind: HostRoot, Source: "/", Target: "/"},
+				{Kind: Dev, Target: "/dev"},
+				{Kind: Proc, Target: "/proc"},
+				{Kind: Tmpfs, Target: "/tmp", Mode: 0o1777, SizeBytes: tt.spec.TmpSizeBytes},
+			}
+			if !slices.Equal(p.Mounts[:4], want) {
+				t.Errorf("first steps = %v, want %v", p.Mounts[:4], want)
+			}
+			if n := len(indexesOf(p, HostRoot)); n != 1 {
+				t.Errorf("%d host-root steps, want 1", n)
+			}
+
+			check := func(k Kind, want []string) {
+				t.Helper()
+				if got := targetsOf(p, k); !slices.Equal(got, want) {
+					t.Errorf("%s targets = %q, want %q", k, got, want)
+				}
+			}
+			check(BindRW, tt.binds)
+			check(Dir, tt.dirs)
+			check(ReadOnly, tt.ro)
+			check(EmptyRO, tt.hide)
+			check(Pin, tt.pins)
+			check(Mask, tt.masks)
+			check(BindRO, nil)
+
+			for _, m := range p.Mounts {
+				switch m.Kind {
+				case BindRW:
+					if m.Source != m.Target {
+						t.Errorf("%v: bound at another path", m)
+					}
+				case Mask, Pin, EmptyRO, ReadOnly:
+					if !m.Optional {
+						t.Errorf("%v: not optional", m)
+					}
+				case Dir:
+					if m.Mode != 0o700 {
+						t.Errorf("%v: mode %#o, want 0700", m, m.Mode)
+					}
+				}
+			}
+
+			// Order: hide dirs after /tmp, binds after that, then dirs,
+			// read-only rebinds, pins, and masks last of all.
+			order := []Kind{HostRoot, Dev, Proc, Tmpfs, EmptyRO, BindRW, Dir, ReadOnly, Pin, Mask}
+			rank := func(k Kind) int { return slices.Index(order, k) }
+			for i := 1; i < len(p.Mounts); i++ {
+				if rank(p.Mounts[i-1].Kind) > rank(p.Mounts[i].Kind) {
+					t.Errorf("step %d (%v) comes after step %d (%v)", i, p.Mounts[i], i-1, p.Mounts[i-1])
+				}
+			}
+			lastBind := slices.Max(append(indexesOf(p, BindRW), indexesOf(p, BindRO)...))
+			for _, i := range indexesOf(p, Mask) {
+				if i < lastBind {
+					t.Errorf("mask %v at step %d precedes bind at step %d", p.Mounts[i], i, lastBind)
+				}
+			}
+			for _, i := range indexesOf(p, Pin) {
+				for _, j := range indexesOf(p, Mask) {
+					if j < i {
+						t.Errorf("mask at step %d precedes pin at step %d", j, i)
+					}
+				}
+			}
+			// Pins: shallow first, so no pin is buried under a later pin of
+			// an ancestor.
+			pins := targetsOf(p, Pin)
+			for i := range pins {
+				for j := i + 1; j < len(pins); j++ {
+					if Within(pins[i], pins[j]) {
+						t.Errorf("pin %s comes after its descendant %s", pins[j], pins[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestBuildTmpSize(t *testing.T) {
+	p := Build(Spec{Workspace: "/w", TmpSizeBytes: 64 << 20})
+	for _, m := range p.Mounts {
+		if m.Kind == Tmpfs && m.Target == "/tmp" {
+			if m.SizeBytes != 64<<20 || m.Mode != 0o1777 {
+				t.Fatalf("/tmp = %+v, want size 64MiB mode 1777", m)
+			}
+			return
+		}
+	}
+	t.Fatal("no /tmp tmpfs in plan")
+}
+
+// TestBuildDoesNotAliasSpec checks that Build leaves the caller's slices
+// as they were.
+func TestBuildDoesNotAliasSpec(t *testing.T) {
+	deny := make([]string, 2, 10)
+	deny[0], deny[1] = "/w/b/x", "/w/a/y"
+	writable := []string{"/z", "/a"}
+	s := Spec{Workspace: "/w", Deny: deny, Writable: writable, Sockets: []string{"/w/c/s"}}
+	Build(s)
+	if !slices.Equal(deny, []string{"/w/b/x", "/w/a/y"}) || !slices.Equal(deny[:3], []string{"/w/b/x", "/w/a/y", ""}) {
+		t.Errorf("Build changed Spec.Deny: %q", deny[:3])
+	}
+	if !slices.Equal(writable, []string{"/z", "/a"}) {
+		t.Errorf("Build changed Spec.Writable: %q", writable)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	root := Mount{Kind: HostRoot, Source: "/", Target: "/"}
+	tests := []struct {
+		name    string
+		plan    Plan
+		wantErr string // substring; "" means valid
+	}{
+		{"empty plan", Plan{}, "must start with host-root"},
+		{"host root not first", Plan{Mounts: []Mount{{Kind: Tmpfs, Target: "/tmp"}, root}}, "must start with host-root"},
+		{"host root only", Plan{Mounts: []Mount{root}}, ""},
+		{"relative target", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "etc/shadow"}}}, `target "etc/shadow"`},
+		{"empty target", Plan{Mounts: []Mount{root, {Kind: Tmpfs, Target: ""}}}, `target ""`},
+		{"target with ..", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "/w/../etc"}}}, `target "/w/../etc"`},
+		{"target with trailing slash", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "/etc/"}}}, `target "/etc/"`},
+		{"target with double slash", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "//etc"}}}, `target "//etc"`},
+		{"target with dot", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "/./etc"}}}, `target "/./etc"`},
+		{"relative source", Plan{Mounts: []Mount{root, {Kind: BindRW, Source: "w", Target: "/w"}}}, `source "w"`},
+		{"unclean source", Plan{Mounts: []Mount{root, {Kind: BindRO, Source: "/w/./x", Target: "/w/x"}}}, `source "/w/./x"`},
+		{"bind-rw without source", Plan{Mounts: []Mount{root, {Kind: BindRW, Target: "/w"}}}, "no source"},
+		{"bind-ro without source", Plan{Mounts: []Mount{root, {Kind: BindRO, Target: "/w"}}}, "no source"},
+		{"step index in message", Plan{Mounts: []Mount{root, {Kind: Proc, Target: "/proc"}, {Kind: Mask, Target: "x"}}}, "step 2 (mask)"},
+		{"good plan", Build(Spec{Workspace: "/w", Deny: []string{"/w/a/.env"}, Home: "/tmp/home"}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.plan.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v, want nil", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("Validate: nil, want error containing %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("Validate: %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	tests := []struct {
+		p, dir string
+		want   bool
+		rel    string
+	}{
+		{"/a", "/a", true, "."},
+		{"/a/b", "/a", true, "b"},
+		{"/a/b/c", "/a", true, "b/c"},
+		{"/ab", "/a", false, ""},
+		{"/a", "/ab", false, ""},
+		{"/a", "/a/b", false, ""},
+		{"/", "/a", false, ""},
+		{"/", "/", true, "."},
+		{"/a", "/", true, "a"},
+		{"/a/b", "/", true, "a/b"},
+		{"/tmp/home", "/tmp", true, "home"},
+		{"/tmpx", "/tmp", false, ""},
+		{"/proc", "/proc", true, "."},
+		{"/proc/self", "/proc", true, "self"},
+		{"/procfs", "/proc", false, ""},
+	}
+	for _, tt := range tests {
+		if got := Within(tt.p, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", tt.p, tt.dir, got, tt.want)
+		}
+		rel, ok := within(tt.p, tt.dir)
+		if ok != tt.want || rel != tt.rel {
+			t.Errorf("within(%q, %q) = %q, %v; want %q, %v", tt.p, tt.dir, rel, ok, tt.rel, tt.want)
+		}
+	}
+}
+
+func TestMountString(t *testing.T) {
+	tests := []struct {
+		m    Mount
+		want string
+	}{
+		{Mount{Kind: HostRoot, Source: "/", Target: "/"}, "host-root /"},
+		{Mount{Kind: BindRW, Source: "/w", Target: "/w"}, "bind-rw /w"},
+		{Mount{Kind: BindRO, Source: "/h/x", Target: "/x"}, "bind-ro /x <- /h/x"},
+		{Mount{Kind: Mask, Target: "/etc/shadow", Optional: true}, "mask /etc/shadow (optional)"},
+	}
+	for _, tt := range tests {
+		if got := tt.m.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+}
