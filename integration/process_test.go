@@ -270,12 +270,18 @@ a, _ = l.accept(); a.sendall(b"pong"); print(c.recv(4).decode())
 func TestPrivilegeInside(t *testing.T) {
 	ws := dir(t, "ws-")
 	corePattern, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	t.Cleanup(func() {
+		// Should the sandbox ever get through, put the host back.
+		if b, _ := os.ReadFile("/proc/sys/kernel/core_pattern"); string(b) != string(corePattern) && os.Getuid() == 0 {
+			_ = os.WriteFile("/proc/sys/kernel/core_pattern", corePattern, 0)
+		}
+	})
 	t.Setenv("HUTCH_IT_HOST_SECRET", "host-env-secret-5521")
 	res := sh(t, ws, `
 mount -o remount,rw / 2>&1; echo "remount=$?"
 umount /tmp 2>&1; echo "umount=$?"
 umount -l /tmp 2>&1; echo "umount-lazy=$?"
-echo '|/tmp/x' > /proc/sys/kernel/core_pattern 2>&1; echo "core=$?"
+echo 'hutch-it-core.%p' > /proc/sys/kernel/core_pattern 2>&1; echo "core=$?"
 cat /proc/1/environ 2>&1; env | grep HUTCH_IT_HOST_SECRET
 unshare -r true 2>&1; echo "unshare=$?"
 `)
