@@ -42,6 +42,7 @@ const (
 	LayerKeyring      Layer = "session-keyring"
 	LayerNoNewPrivs   Layer = "no-new-privs"
 	LayerCapabilities Layer = "capabilities"
+	LayerSeccomp      Layer = "seccomp"
 )
 
 // Config is everything the init needs for one command.
@@ -54,6 +55,10 @@ type Config struct {
 	// Degradable layers may be skipped when they cannot be set up; the
 	// skip is reported. Every other failure fails the run.
 	Degradable []Layer `json:"degradable,omitempty"`
+
+	// Seccomp is the compiled filter (a BPF program) loaded last, on the
+	// thread that forks the command; empty means none.
+	Seccomp []byte `json:"seccomp,omitempty"`
 
 	// Path is the command to exec, absolute or looked up in Env's PATH
 	// inside the sandbox's view.

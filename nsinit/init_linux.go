@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/seccomp"
 	"github.com/hutchbox/hutch/spawn"
 )
 
@@ -241,6 +242,14 @@ func (st *initState) run() int {
 		return 1
 	}
 	st.layers = append(st.layers, LayerCapabilities, LayerNoNewPrivs)
+	// Last: from here on this thread runs under the command's filter.
+	if len(cfg.Seccomp) > 0 {
+		if err := seccomp.Load(cfg.Seccomp); err != nil {
+			st.fail(LayerSeccomp, "load filter", "", err)
+			return 1
+		}
+		st.layers = append(st.layers, LayerSeccomp)
+	}
 
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)

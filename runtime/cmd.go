@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,9 @@ type Result struct {
 	// layers the policy allowed to degrade that could not be set up.
 	Layers  []Layer   `json:"layers"`
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// SeccompProfile names the system-call filter enforced, when the
+	// seccomp layer is among Layers.
+	SeccompProfile string `json:"seccomp_profile,omitempty"`
 }
 
 // Success reports whether the command exited with status 0.
@@ -428,6 +432,9 @@ func (c *Cmd) Wait() error {
 		Layers:    c.started.Layers,
 		Skipped:   c.started.Skipped,
 		Truncated: c.output.truncated(),
+	}
+	if slices.Contains(r.Layers, LayerSeccomp) {
+		r.SeccompProfile = c.sb.filterName
 	}
 	c.killOnce.Do(func() {}) // no kill after this point
 	if exited != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/seccomp"
 )
 
 // Layer names one isolation layer (see the Layer* constants).
@@ -44,6 +45,7 @@ const (
 	LayerKeyring      = nsinit.LayerKeyring
 	LayerNoNewPrivs   = nsinit.LayerNoNewPrivs
 	LayerCapabilities = nsinit.LayerCapabilities
+	LayerSeccomp      = nsinit.LayerSeccomp
 )
 
 // Skipped is a layer that was allowed to degrade and was not set up.
@@ -90,6 +92,14 @@ type Policy struct {
 
 	// TmpSize caps the private /tmp, which holds HOME (0: no cap).
 	TmpSize int64
+
+	// Seccomp replaces the default system-call filter (seccomp.Default)
+	// with an OCI seccomp profile, e.g. one parsed by seccomp.Parse.
+	Seccomp *seccomp.Profile
+	// SeccompAllow and SeccompDeny adjust the profile: names in
+	// SeccompAllow are allowed outright, names in SeccompDeny fail with
+	// EPERM.
+	SeccompAllow, SeccompDeny []string
 
 	// AllowDegraded names layers that may be skipped when the host cannot
 	// set them up. Anything skipped is reported in the Result. By default

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/seccomp"
 )
 
 // Sandbox is a validated Policy plus what was learned about the host, ready
@@ -26,6 +29,10 @@ type Sandbox struct {
 	workspaceEnv []string
 	env          []string // the base environment of every command
 	uid, gid     int
+	// filter is the compiled system-call filter, loaded by every init;
+	// filterName says which profile it is, for results.
+	filter     []byte
+	filterName string
 }
 
 // hiddenDirs are replaced by an empty read-only directory in every view:
@@ -193,6 +200,42 @@ func (sb *Sandbox) validate() error {
 		HideDirs:     resolveAll(hiddenDirs),
 	}
 	sb.env = baseEnv(p)
+	return sb.compileFilter()
+}
+
+// compileFilter compiles the policy's seccomp profile once; every command
+// only loads the result.
+func (sb *Sandbox) compileFilter() error {
+	p := &sb.policy
+	prof, name := p.Seccomp, seccomp.DefaultName
+	if prof == nil {
+		prof = seccomp.Default()
+	} else {
+		js, err := seccomp.Marshal(prof)
+		if err != nil {
+			return &PolicyError{Field: "Seccomp", Reason: err.Error()}
+		}
+		sum := sha256.Sum256(js)
+		name = "custom:" + hex.EncodeToString(sum[:6])
+	}
+	for i, n := range append(slices.Clone(p.SeccompAllow), p.SeccompDeny...) {
+		field := "SeccompAllow"
+		if i >= len(p.SeccompAllow) {
+			field, i = "SeccompDeny", i-len(p.SeccompAllow)
+		}
+		if n == "" || strings.ContainsAny(n, " /\x00") {
+			return &PolicyError{Field: fmt.Sprintf("%s[%d]", field, i), Value: n, Reason: "not a system call name"}
+		}
+	}
+	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
+		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
+		name += "+adjusted"
+	}
+	prog, err := seccomp.Compile(prof)
+	if err != nil {
+		return &PolicyError{Field: "Seccomp", Reason: err.Error()}
+	}
+	sb.filter, sb.filterName = prog, name
 	return nil
 }
 
@@ -433,6 +476,7 @@ func (sb *Sandbox) config(c *Cmd, path string) nsinit.Config {
 		Hostname:   "hutch",
 		Namespaces: namespaces,
 		Degradable: sb.policy.AllowDegraded,
+		Seccomp:    sb.filter,
 		Path:       path,
 		Args:       c.Args,
 		Env:        mergeEnv(sb.env, c.Env),

@@ -1,0 +1,391 @@
+// Package seccomp owns hutch's system-call filter: profiles as data in the
+// OCI LinuxSeccomp format (what Docker and Podman users already have), the
+// default agent profile, compiling a profile once into the BPF program the
+// sandbox init loads, and loading it.
+//
+// The default profile is an allow-list. System calls it does not know
+// (newer than the profile) fail with ENOSYS, so C libraries fall back as
+// they would on an older kernel; the kernel interfaces a command has no
+// business reaching (mounts, ptrace, modules, bpf, io_uring, keyrings,
+// namespaces, TIOCSTI, ...) fail with EPERM.
+package seccomp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Profile is a seccomp profile in the OCI runtime-spec format.
+type Profile = specs.LinuxSeccomp
+
+// DefaultName names the built-in profile in results.
+const DefaultName = "hutch-default"
+
+const (
+	errnoEPERM  = 1
+	errnoENOSYS = 38
+)
+
+func errno(n uint) *uint { return &n }
+
+// allowed are the system calls ordinary developer tooling needs: shells,
+// coreutils, git, compilers, interpreters, package managers, make -j.
+// Calls with arguments worth checking (clone, unshare, ioctl, socket,
+// personality) are added separately with their conditions.
+var allowed = []string{
+	// files and directories
+	"read", "write", "open", "openat", "openat2", "close", "close_range", "creat",
+	"stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
+	"lseek", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+	"access", "faccessat", "faccessat2", "truncate", "ftruncate", "fallocate",
+	"fsync", "fdatasync", "sync", "syncfs", "sync_file_range", "fadvise64", "readahead",
+	"getdents", "getdents64", "getcwd", "chdir", "fchdir",
+	"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "link", "linkat",
+	"unlink", "unlinkat", "symlink", "symlinkat", "readlink", "readlinkat",
+	"chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown", "fchownat", "umask",
+	"utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat",
+	"setxattr", "lsetxattr", "fsetxattr", "getxattr", "lgetxattr", "fgetxattr",
+	"listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
+	"flock", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2",
+	"sendfile", "splice", "tee", "vmsplice", "copy_file_range",
+	"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+	"fanotify_init", "fanotify_mark", "memfd_create",
+	// memory
+	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
+	"mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages",
+	"mbind", "set_mempolicy", "get_mempolicy", "membarrier",
+	"pkey_mprotect", "pkey_alloc", "pkey_free",
+	// processes, threads, signals
+	"fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
+	"kill", "tkill", "tgkill", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn",
+	"rt_sigpending", "rt_sigtimedwait", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+	"rt_sigsuspend", "sigaltstack", "pause", "signalfd", "signalfd4",
+	"pidfd_open", "pidfd_send_signal",
+	"getpid", "getppid", "gettid", "getpgid", "setpgid", "getpgrp", "getsid", "setsid",
+	"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+	"setfsuid", "setfsgid", "setgroups", "capget", "capset",
+	"prctl", "arch_prctl", "set_tid_address", "set_robust_list", "get_robust_list",
+	"rseq", "futex", "sched_yield", "sched_getaffinity", "sched_setaffinity",
+	"sched_getparam", "sched_setparam", "sched_getscheduler", "sched_setscheduler",
+	"sched_get_priority_max", "sched_get_priority_min", "sched_rr_get_interval",
+	"sched_getattr", "sched_setattr", "getpriority", "setpriority",
+	"ioprio_get", "ioprio_set", "getrlimit", "setrlimit", "prlimit64", "getrusage",
+	"times", "uname", "sysinfo", "getcpu", "getrandom",
+	"seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+	// time
+	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time",
+	"alarm", "getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime",
+	"timer_getoverrun", "timer_delete", "timerfd_create", "timerfd_settime", "timerfd_gettime",
+	// polling and events
+	"poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
+	"epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2",
+	// sockets (socket itself is checked by family)
+	"connect", "accept", "accept4", "bind", "listen", "getsockname", "getpeername",
+	"sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
+	"setsockopt", "getsockopt", "socketpair",
+	// System V and POSIX IPC (private to the sandbox's ipc namespace)
+	"shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl",
+	"msgget", "msgsnd", "msgrcv", "msgctl",
+	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	// asynchronous I/O (not io_uring)
+	"io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel",
+	"restart_syscall",
+}
+
+// refused fail with EPERM: kernel interfaces an agent's command has no
+// business reaching, each a known escape or attack surface.
+var refused = []string{
+	// the mount API: the view is fixed once the command runs
+	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
+	"fsmount", "fspick", "mount_setattr",
+	// other processes' memory and file descriptors
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise",
+	// the kernel itself
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"reboot", "swapon", "swapoff", "bpf", "perf_event_open", "userfaultfd",
+	"iopl", "ioperm", "acct", "quotactl", "syslog", "lookup_dcookie", "vhangup",
+	"name_to_handle_at", "open_by_handle_at", "uselib", "ustat", "sysfs", "_sysctl",
+	"nfsservctl", "create_module", "get_kernel_syms", "query_module",
+	// keyrings: the host's keys are not the command's
+	"keyctl", "add_key", "request_key",
+	// io_uring's operations bypass this filter
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	// the clock is the host's
+	"settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
+	// namespaces (clone and unshare are checked by flag)
+	"setns", "sethostname", "setdomainname",
+	"set_mempolicy_home_node", "migrate_pages", "move_pages",
+}
+
+// Namespace flags of clone(2) and unshare(2).
+const (
+	cloneNewNS     = 0x00020000
+	cloneNewCgroup = 0x02000000
+	cloneNewUTS    = 0x04000000
+	cloneNewIPC    = 0x08000000
+	cloneNewUser   = 0x10000000
+	cloneNewPID    = 0x20000000
+	cloneNewNet    = 0x40000000
+	cloneNewTime   = 0x00000080 // unshare only: for clone it is part of the exit signal
+)
+
+var cloneNamespaceFlags = []uint64{cloneNewNS, cloneNewCgroup, cloneNewUTS, cloneNewIPC, cloneNewUser, cloneNewPID, cloneNewNet}
+
+const (
+	tiocsti   = 0x5412
+	tioclinux = 0x541C
+)
+
+// Socket families a command may open; AF_NETLINK only for NETLINK_ROUTE
+// (interface and address queries, inside the sandbox's own namespace).
+const (
+	afUnix    = 1
+	afInet    = 2
+	afInet6   = 10
+	afNetlink = 16
+)
+
+// personalities allowed: the default persona, the 32-bit persona (used by
+// setarch and build tools), UNAME26 variants, and the query value.
+var personalities = []uint32{0x0, 0x0008, 0x20000, 0x20008, 0xffffffff}
+
+// Default returns the default agent profile. Each call returns a fresh
+// copy the caller may change.
+func Default() *Profile {
+	p := &Profile{
+		DefaultAction:   specs.ActErrno,
+		DefaultErrnoRet: errno(errnoENOSYS),
+		Architectures:   nativeArchitectures(),
+	}
+	p.Syscalls = append(p.Syscalls,
+		specs.LinuxSyscall{Names: slices.Clone(allowed), Action: specs.ActAllow},
+		specs.LinuxSyscall{Names: slices.Clone(refused), Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM)},
+		// clone3 passes its flags behind a pointer the filter cannot read:
+		// ENOSYS makes the C library fall back to clone, which is checked.
+		specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: errno(errnoENOSYS)},
+	)
+	p.Syscalls = append(p.Syscalls, namespaceRules("clone", cloneNamespaceFlags)...)
+	p.Syscalls = append(p.Syscalls, namespaceRules("unshare", append(slices.Clone(cloneNamespaceFlags), cloneNewTime))...)
+	p.Syscalls = append(p.Syscalls, allowExcept("ioctl", 1, []uint32{tiocsti, tioclinux})...)
+	p.Syscalls = append(p.Syscalls, allowOnly("personality", 0, personalities)...)
+	p.Syscalls = append(p.Syscalls, allowOnly("socket", 0, []uint32{afUnix, afInet, afInet6})...)
+	// socket(AF_NETLINK, *, NETLINK_ROUTE); other netlink protocols (audit,
+	// uevents, ...) fall to the default action.
+	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{
+		maskedEq(0, 0xffffffff, afNetlink), maskedEq(2, 0xffffffff, 0),
+	}})
+	return p
+}
+
+// namespaceRules allows name unless its flags argument carries one of
+// flags, which fails with EPERM.
+func namespaceRules(name string, flags []uint64) []specs.LinuxSyscall {
+	var mask uint64
+	for _, f := range flags {
+		mask |= f
+	}
+	rules := []specs.LinuxSyscall{{Names: []string{name}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{maskedEq(0, mask, 0)}}}
+	for _, f := range flags {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM),
+			Args: []specs.LinuxSeccompArg{maskedEq(0, f, f)}})
+	}
+	return rules
+}
+
+func maskedEq(index uint, mask, value uint64) specs.LinuxSeccompArg {
+	return specs.LinuxSeccompArg{Index: index, Value: mask, ValueTwo: value, Op: specs.OpMaskedEqual}
+}
+
+// allowExcept allows name unless the 32-bit argument index is one of
+// excluded, which fails with EPERM. seccomp can only compare for equality
+// under a mask, and an unconditional allow would shadow the exceptions, so
+// the allowed values are spelled out as a set of masked comparisons that
+// covers exactly everything but excluded. The comparisons look at the low 32
+// bits only: the kernel truncates these arguments to int, so garbage in the
+// upper half must not change the verdict.
+func allowExcept(name string, index uint, excluded []uint32) []specs.LinuxSyscall {
+	var rules []specs.LinuxSyscall
+	for _, mv := range complementCover(excluded) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{maskedEq(index, mv[0], mv[1])}})
+	}
+	for _, v := range excluded {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM), Args: []specs.LinuxSeccompArg{maskedEq(index, 0xffffffff, uint64(v))}})
+	}
+	return rules
+}
+
+// allowOnly allows name only for the listed values of its 32-bit argument
+// index; every other value fails with EPERM.
+func allowOnly(name string, index uint, values []uint32) []specs.LinuxSyscall {
+	var rules []specs.LinuxSyscall
+	for _, v := range values {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{maskedEq(index, 0xffffffff, uint64(v))}})
+	}
+	for _, mv := range complementCover(values) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM), Args: []specs.LinuxSeccompArg{maskedEq(index, mv[0], mv[1])}})
+	}
+	return rules
+}
+
+// complementCover returns (mask, value) pairs whose matches, taken
+// together, are exactly the 32-bit values not in set: walking the bits from
+// the top, every branch that no member of set takes is emitted whole.
+func complementCover(set []uint32) [][2]uint64 {
+	var out [][2]uint64
+	var walk func(bit int, prefix uint32, members []uint32)
+	walk = func(bit int, prefix uint32, members []uint32) {
+		if bit < 0 {
+			return // prefix is a member itself
+		}
+		fixed := ^uint32(0) << uint(bit) // bits bit..31 are decided below
+		for _, b := range []uint32{0, 1} {
+			p := prefix | b<<uint(bit)
+			var sub []uint32
+			for _, m := range members {
+				if m&fixed == p {
+					sub = append(sub, m)
+				}
+			}
+			if len(sub) == 0 {
+				out = append(out, [2]uint64{uint64(fixed), uint64(p)})
+			} else {
+				walk(bit-1, p, sub)
+			}
+		}
+	}
+	walk(31, 0, slices.Compact(slices.Sorted(slices.Values(set))))
+	return out
+}
+
+// archNames maps the OCI architecture names to libseccomp's.
+var archNames = map[specs.Arch]string{
+	specs.ArchX86: "x86", specs.ArchX86_64: "amd64", specs.ArchX32: "x32",
+	specs.ArchARM: "arm", specs.ArchAARCH64: "arm64",
+	specs.ArchMIPS: "mips", specs.ArchMIPS64: "mips64", specs.ArchMIPS64N32: "mips64n32",
+	specs.ArchMIPSEL: "mipsel", specs.ArchMIPSEL64: "mipsel64", specs.ArchMIPSEL64N32: "mipsel64n32",
+	specs.ArchPPC: "ppc", specs.ArchPPC64: "ppc64", specs.ArchPPC64LE: "ppc64le",
+	specs.ArchS390: "s390", specs.ArchS390X: "s390x", specs.ArchRISCV64: "riscv64",
+}
+
+// nativeArchitectures is the build's own architecture only: a process
+// switching to the i386 or x32 system call tables is refused by the
+// filter's architecture check.
+func nativeArchitectures() []specs.Arch {
+	switch goruntime.GOARCH {
+	case "amd64":
+		return []specs.Arch{specs.ArchX86_64}
+	case "arm64":
+		return []specs.Arch{specs.ArchAARCH64}
+	case "riscv64":
+		return []specs.Arch{specs.ArchRISCV64}
+	case "ppc64le":
+		return []specs.Arch{specs.ArchPPC64LE}
+	case "s390x":
+		return []specs.Arch{specs.ArchS390X}
+	}
+	return nil
+}
+
+// Parse reads an OCI seccomp profile (JSON) and checks it; see Check.
+func Parse(data []byte) (*Profile, error) {
+	var p Profile
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("seccomp: profile is not valid OCI seccomp JSON: %w", err)
+	}
+	if err := Check(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Marshal writes p as OCI seccomp JSON.
+func Marshal(p *Profile) ([]byte, error) {
+	return json.MarshalIndent(p, "", "  ")
+}
+
+var knownActions = []specs.LinuxSeccompAction{
+	specs.ActKill, specs.ActKillProcess, specs.ActKillThread, specs.ActTrap,
+	specs.ActErrno, specs.ActTrace, specs.ActAllow, specs.ActLog,
+}
+
+var knownOps = []specs.LinuxSeccompOperator{
+	specs.OpNotEqual, specs.OpLessThan, specs.OpLessEqual, specs.OpEqualTo,
+	specs.OpGreaterEqual, specs.OpGreaterThan, specs.OpMaskedEqual,
+}
+
+// Check validates p's structure: known actions, operators, argument
+// indexes and architectures, and at least one rule. Whether each system
+// call name exists is checked when the profile is compiled.
+func Check(p *Profile) error {
+	if p == nil {
+		return errors.New("seccomp: no profile")
+	}
+	if !slices.Contains(knownActions, p.DefaultAction) {
+		return fmt.Errorf("seccomp: defaultAction %q is not a known action", p.DefaultAction)
+	}
+	if p.ListenerPath != "" {
+		return errors.New("seccomp: listenerPath: user-notify profiles are not supported (notify decisions on pointer arguments are racy)")
+	}
+	for _, a := range p.Architectures {
+		if _, ok := archNames[a]; !ok {
+			return fmt.Errorf("seccomp: architectures: unknown architecture %q", a)
+		}
+	}
+	if len(p.Syscalls) == 0 {
+		return errors.New("seccomp: syscalls: the profile has no rules")
+	}
+	for i, s := range p.Syscalls {
+		if len(s.Names) == 0 {
+			return fmt.Errorf("seccomp: syscalls[%d]: no names", i)
+		}
+		if !slices.Contains(knownActions, s.Action) {
+			return fmt.Errorf("seccomp: syscalls[%d] (%s): action %q is not a known action", i, s.Names[0], s.Action)
+		}
+		for j, a := range s.Args {
+			if a.Index > 5 {
+				return fmt.Errorf("seccomp: syscalls[%d] (%s): args[%d]: index %d out of range 0-5", i, s.Names[0], j, a.Index)
+			}
+			if !slices.Contains(knownOps, a.Op) {
+				return fmt.Errorf("seccomp: syscalls[%d] (%s): args[%d]: unknown operator %q", i, s.Names[0], j, a.Op)
+			}
+		}
+		for _, n := range s.Names {
+			if n == "" || strings.ContainsAny(n, " \t\n/") {
+				return fmt.Errorf("seccomp: syscalls[%d]: %q is not a system call name", i, n)
+			}
+		}
+	}
+	return nil
+}
+
+// Adjust returns a copy of p with allow added as unconditional allow rules
+// and deny as EPERM rules. A name in deny wins over every rule for it in p;
+// a name in allow replaces p's rules for it.
+func Adjust(p *Profile, allow, deny []string) *Profile {
+	q := *p
+	q.Syscalls = nil
+	drop := append(slices.Clone(allow), deny...)
+	for _, s := range p.Syscalls {
+		names := slices.DeleteFunc(slices.Clone(s.Names), func(n string) bool { return slices.Contains(drop, n) })
+		if len(names) > 0 {
+			s.Names = names
+			q.Syscalls = append(q.Syscalls, s)
+		}
+	}
+	if len(allow) > 0 {
+		q.Syscalls = append(q.Syscalls, specs.LinuxSyscall{Names: slices.Clone(allow), Action: specs.ActAllow})
+	}
+	if len(deny) > 0 {
+		q.Syscalls = append(q.Syscalls, specs.LinuxSyscall{Names: slices.Clone(deny), Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM)})
+	}
+	return &q
+}
