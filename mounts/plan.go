@@ -89,8 +89,9 @@ type Spec struct {
 	Workspace string
 	// Writable are further host paths bound read-write at their own paths.
 	Writable []string
-	// Deny are host paths masked in the view. Paths that do not exist are
-	// skipped unless they lie inside a writable tree (see Build).
+	// Deny are host paths masked in the view. A path that does not exist
+	// when the command starts is skipped; inside a writable tree its
+	// ancestors are pinned (see Build).
 	Deny []string
 	// ReadOnly are paths inside writable trees that stay read-only (the
 	// workspace's .git/hooks and .git/config).

@@ -105,7 +105,7 @@ func (st *initState) fail(layer Layer, op, path string, err error) {
 // and skipped; any other failure is reported and ends the init.
 func (st *initState) try(layer Layer, op string, f func() error) bool {
 	if err := f(); err != nil {
-		if slices.Contains(st.cfg.Degradable, layer) {
+		if slices.Contains(st.cfg.Degradable, layer) && !slices.Contains(neverDegrade, layer) {
 			st.skipped = append(st.skipped, Skipped{Layer: layer, Reason: op + ": " + err.Error()})
 			return true
 		}
@@ -115,6 +115,10 @@ func (st *initState) try(layer Layer, op string, f func() error) bool {
 	st.layers = append(st.layers, layer)
 	return true
 }
+
+// neverDegrade are skipped by no configuration: without them there is no
+// sandbox (a failed filesystem step leaves the host tree reachable).
+var neverDegrade = []Layer{LayerFilesystem, LayerCapabilities, LayerNoNewPrivs, LayerSeccomp, LayerUserNS, LayerMountNS, LayerPidNS}
 
 // setup builds the sandbox around the init, in order: identity, network,
 // filesystem, working directory. Privileges are dropped in run, on the
@@ -147,6 +151,9 @@ func (st *initState) setup() error {
 	// The directory must be a real path inside the new root; a cwd that
 	// resolved outside it (a leaked fd path) shows as "(unreachable)".
 	wd, err := os.Getwd()
+	if err == nil && (mounts.Within(wd, "/proc") || mounts.Within(wd, "/dev")) {
+		err = fmt.Errorf("working directory %q (through a symlink) is a kernel interface", wd)
+	}
 	if err != nil || !filepath.IsAbs(wd) || strings.HasPrefix(wd, "(") {
 		if err == nil {
 			err = fmt.Errorf("working directory %q is outside the sandbox", wd)

@@ -151,6 +151,11 @@ type Cmd struct {
 	stopCtx  func() bool
 	timer    *time.Timer
 	finished bool
+
+	mu          sync.Mutex
+	running     bool // the init reported the command started
+	limitHit    bool // output went past the limit
+	startFailed bool
 }
 
 // Command returns a Cmd that runs name with args in the sandbox. ctx kills
@@ -279,7 +284,7 @@ func (c *Cmd) Start() error {
 	if limit == 0 {
 		limit = DefaultOutputLimit
 	}
-	c.output = &limiter{left: limit, unlimited: limit < 0, onExceed: func() { c.kill(KilledOutputLimit) }}
+	c.output = &limiter{left: limit, unlimited: limit < 0, onExceed: c.outputExceeded}
 
 	stdin, err := c.stdinFile()
 	if err != nil {
@@ -340,6 +345,13 @@ func (c *Cmd) Start() error {
 	switch {
 	case ok && ev.Kind == nsinit.EventStarted:
 		c.started = ev
+		c.mu.Lock()
+		c.running = true
+		pending := c.limitHit
+		c.mu.Unlock()
+		if pending {
+			c.kill(KilledOutputLimit)
+		}
 		return nil
 	case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
 		c.abort()
@@ -358,8 +370,22 @@ func (c *Cmd) Start() error {
 const cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 
+// outputExceeded kills the command for its output. Output can outrun the
+// init's "started" report; the kill then waits for it, so that a command
+// that did start always ends with a Result.
+func (c *Cmd) outputExceeded() {
+	c.mu.Lock()
+	running := c.running
+	c.limitHit = true
+	c.mu.Unlock()
+	if running {
+		c.kill(KilledOutputLimit)
+	}
+}
+
 // abort kills a sandbox that failed to start and releases everything.
 func (c *Cmd) abort() {
+	c.startFailed = true
 	c.kill("")
 	_, _ = c.init.Wait()
 	c.copiers.Wait()
@@ -405,7 +431,7 @@ func (c *Cmd) kill(reason KillReason) {
 // Wait waits for the command and everything it started to end, and for its
 // output to be copied. It returns an *ExitError unless the command exited 0.
 func (c *Cmd) Wait() error {
-	if c.init == nil {
+	if c.init == nil || c.startFailed {
 		return errors.New("hutch: not started")
 	}
 	if c.finished {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +106,23 @@ type Policy struct {
 	// set them up. Anything skipped is reported in the Result. By default
 	// nothing degrades: a layer that cannot be applied fails the command.
 	AllowDegraded []Layer
+}
+
+// clone returns p with every slice (and the seccomp profile) copied.
+func (p Policy) clone() Policy {
+	p.Writable = slices.Clone(p.Writable)
+	p.Deny = slices.Clone(p.Deny)
+	p.Env = slices.Clone(p.Env)
+	p.SeccompAllow = slices.Clone(p.SeccompAllow)
+	p.SeccompDeny = slices.Clone(p.SeccompDeny)
+	p.AllowDegraded = slices.Clone(p.AllowDegraded)
+	if p.Seccomp != nil {
+		prof := *p.Seccomp
+		prof.Syscalls = slices.Clone(prof.Syscalls)
+		prof.Architectures = slices.Clone(prof.Architectures)
+		p.Seccomp = &prof
+	}
+	return p
 }
 
 // DefaultOutputLimit is the output cap when Policy.OutputLimit is 0.

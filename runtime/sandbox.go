@@ -43,7 +43,9 @@ var hiddenDirs = []string{"/run", "/var/run"}
 // New validates p and probes the host once. Every later Command reuses
 // the result.
 func New(p Policy) (*Sandbox, error) {
-	sb := &Sandbox{policy: p, uid: os.Getuid(), gid: os.Getgid()}
+	// The Sandbox owns its copy: a caller changing its slices afterwards
+	// must not change what later commands get.
+	sb := &Sandbox{policy: p.clone(), uid: os.Getuid(), gid: os.Getgid()}
 	if err := sb.validate(); err != nil {
 		return nil, err
 	}
@@ -54,7 +56,7 @@ func New(p Policy) (*Sandbox, error) {
 }
 
 // Policy returns the validated policy, with paths as resolved.
-func (sb *Sandbox) Policy() Policy { return sb.policy }
+func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
 
 func (sb *Sandbox) validate() error {
 	p := &sb.policy
@@ -134,6 +136,11 @@ func (sb *Sandbox) validate() error {
 		}
 		if _, err := os.Stat(r); err != nil {
 			return &PolicyError{Field: field, Value: w, Reason: "does not exist"}
+		}
+		for _, k := range kernelTrees {
+			if mounts.Within(r, k) {
+				return &PolicyError{Field: field, Value: w, Reason: "kernel interfaces under " + k + " cannot be made writable"}
+			}
 		}
 		if r == "/" {
 			return &PolicyError{Field: field, Value: w, Reason: "the whole host tree cannot be writable"}
@@ -250,6 +257,10 @@ func resolveAll(paths []string) []string {
 	}
 	return out
 }
+
+// kernelTrees are never writable: the sandbox gets its own /proc and /dev,
+// and /sys is the host kernel's.
+var kernelTrees = []string{"/proc", "/sys", "/dev"}
 
 // degradable are the layers a policy may allow to be skipped.
 var degradable = []Layer{LayerLoopback, LayerKeyring}

@@ -175,13 +175,29 @@ func Default() *Profile {
 	p.Syscalls = append(p.Syscalls, namespaceRules("unshare", append(slices.Clone(cloneNamespaceFlags), cloneNewTime))...)
 	p.Syscalls = append(p.Syscalls, allowExcept("ioctl", 1, []uint32{tiocsti, tioclinux})...)
 	p.Syscalls = append(p.Syscalls, allowOnly("personality", 0, personalities)...)
-	p.Syscalls = append(p.Syscalls, allowOnly("socket", 0, []uint32{afUnix, afInet, afInet6})...)
-	// socket(AF_NETLINK, *, NETLINK_ROUTE); other netlink protocols (audit,
-	// uevents, ...) fall to the default action.
-	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{
-		maskedEq(0, 0xffffffff, afNetlink), maskedEq(2, 0xffffffff, 0),
-	}})
+	p.Syscalls = append(p.Syscalls, socketRules()...)
 	return p
+}
+
+// socketRules allow AF_UNIX, AF_INET and AF_INET6 sockets, and AF_NETLINK
+// only for NETLINK_ROUTE (interface and address queries, inside the
+// sandbox's own network namespace); every other family (AF_PACKET,
+// AF_VSOCK, AF_KEY, AF_ALG, ...) and netlink protocol fails with EPERM.
+func socketRules() []specs.LinuxSyscall {
+	families := []uint32{afUnix, afInet, afInet6}
+	var rules []specs.LinuxSyscall
+	for _, f := range families {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{maskedEq(0, 0xffffffff, uint64(f))}})
+	}
+	for _, mv := range complementCover(append(families, afNetlink)) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM), Args: []specs.LinuxSeccompArg{maskedEq(0, mv[0], mv[1])}})
+	}
+	netlink := maskedEq(0, 0xffffffff, afNetlink)
+	rules = append(rules, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{netlink, maskedEq(2, 0xffffffff, 0)}})
+	for _, mv := range complementCover([]uint32{0}) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM), Args: []specs.LinuxSeccompArg{netlink, maskedEq(2, mv[0], mv[1])}})
+	}
+	return rules
 }
 
 // namespaceRules allows name unless its flags argument carries one of

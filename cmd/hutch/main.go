@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/seccomp"
 )
 
 // Exit codes of hutch itself, as chroot/env/docker use them.
@@ -47,7 +49,7 @@ func execute(args []string) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCommand(&code), demoCommand(&code))
+	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand())
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
@@ -65,6 +67,7 @@ type runFlags struct {
 	timeout     time.Duration
 	outputLimit string
 	resultJSON  string
+	seccomp     string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -88,6 +91,7 @@ func runCommand(code *int) *cobra.Command {
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command and everything it started after this long (e.g. 30s)")
 	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
+	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
 	return c
 }
 
@@ -116,6 +120,17 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		return p, fmt.Errorf("--output-limit %q: %w", f.outputLimit, err)
 	}
 	p.OutputLimit = limit
+	if f.seccomp != "" {
+		b, err := os.ReadFile(f.seccomp)
+		if err != nil {
+			return p, fmt.Errorf("--seccomp: %w", err)
+		}
+		prof, err := seccomp.Parse(b)
+		if err != nil {
+			return p, fmt.Errorf("--seccomp %s: %w", f.seccomp, err)
+		}
+		p.Seccomp = prof
+	}
 	return p, nil
 }
 
@@ -193,5 +208,26 @@ func parseSize(s string) (int64, error) {
 	if err != nil || n < 0 {
 		return 0, errors.New("not a size (e.g. 10MiB, 512KiB, 1048576)")
 	}
+	if n > math.MaxInt64/mult {
+		return 0, errors.New("too large")
+	}
 	return n * mult, nil
+}
+
+func seccompCommand() *cobra.Command {
+	c := &cobra.Command{Use: "seccomp", Short: "Work with seccomp profiles"}
+	c.AddCommand(&cobra.Command{
+		Use:   "default",
+		Short: "Print the default agent profile as OCI seccomp JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := seccomp.Marshal(seccomp.Default())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+			return err
+		},
+	})
+	return c
 }

@@ -1,0 +1,546 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// newSandbox makes a Sandbox on a fresh workspace with policy edits.
+func newSandbox(t *testing.T, edit ...func(*runtime.Policy)) (*runtime.Sandbox, string) {
+	t.Helper()
+	ws := t.TempDir()
+	p := runtime.DefaultPolicy(ws)
+	for _, f := range edit {
+		f(&p)
+	}
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return sb, sb.Policy().Workspace
+}
+
+// wantExit fails t unless err is an *ExitError whose Result is c.Result.
+func wantExit(t *testing.T, c *runtime.Cmd, err error) *runtime.ExitError {
+	t.Helper()
+	var ee *runtime.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("err = %v (%T), want *runtime.ExitError", err, err)
+	}
+	if ee.Result != c.Result {
+		t.Errorf("ExitError.Result is not Cmd.Result")
+	}
+	return ee
+}
+
+func TestRunSuccess(t *testing.T) {
+	sb, ws := newSandbox(t)
+	c := sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r := c.Result
+	if r == nil || !r.Success() || r.ExitCode != 0 || r.Signal != 0 || r.Killed || r.KillReason != "" || r.Truncated {
+		t.Fatalf("Result = %+v, want a clean exit 0", r)
+	}
+	if r.Wall <= 0 || r.Wall > 10*time.Second {
+		t.Errorf("Wall = %v", r.Wall)
+	}
+	if got := r.String(); got != "exit status 0" {
+		t.Errorf("String() = %q", got)
+	}
+	if c.Dir != ws {
+		t.Errorf("Dir = %q, want the workspace %q", c.Dir, ws)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	sb, _ := newSandbox(t)
+	for _, code := range []int{1, 3, 42, 125, 255} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			c := sb.Command(context.Background(), "sh", "-c", fmt.Sprintf("exit %d", code))
+			err := c.Run()
+			ee := wantExit(t, c, err)
+			if ee.ExitCode != code || ee.Signal != 0 || ee.Killed || ee.Success() {
+				t.Errorf("Result = %+v, want exit %d", ee.Result, code)
+			}
+			if want := fmt.Sprintf("exit status %d", code); err.Error() != want {
+				t.Errorf("Error() = %q, want %q", err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestSignal(t *testing.T) {
+	sb, _ := newSandbox(t)
+	tests := []struct {
+		script string
+		sig    syscall.Signal
+	}{
+		{"kill -TERM $$", syscall.SIGTERM},
+		{"kill -KILL $$", syscall.SIGKILL},
+		{"kill -USR1 $$", syscall.SIGUSR1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			c := sb.Command(context.Background(), "sh", "-c", tt.script)
+			err := c.Run()
+			ee := wantExit(t, c, err)
+			if ee.Signal != tt.sig || ee.ExitCode != -1 {
+				t.Errorf("Signal, ExitCode = %v, %d; want %v, -1", ee.Signal, ee.ExitCode, tt.sig)
+			}
+			if ee.Killed || ee.KillReason != "" {
+				t.Errorf("Killed = %v (%q) for a command that killed itself", ee.Killed, ee.KillReason)
+			}
+			if !strings.HasPrefix(err.Error(), "signal: SIG") {
+				t.Errorf("Error() = %q", err.Error())
+			}
+		})
+	}
+}
+
+func TestOutput(t *testing.T) {
+	sb, _ := newSandbox(t)
+	ctx := context.Background()
+
+	out, err := sb.Command(ctx, "sh", "-c", "echo out; echo err >&2").Output()
+	if err != nil || string(out) != "out\n" {
+		t.Errorf("Output = %q, %v; want %q, nil", out, err, "out\n")
+	}
+
+	c := sb.Command(ctx, "sh", "-c", "echo out; echo oops >&2; exit 2")
+	out, err = c.Output()
+	ee := wantExit(t, c, err)
+	if string(out) != "out\n" || string(ee.Stderr) != "oops\n" || ee.ExitCode != 2 {
+		t.Errorf("Output = %q, Stderr %q, exit %d; want %q, %q, 2", out, ee.Stderr, ee.ExitCode, "out\n", "oops\n")
+	}
+
+	// A Stderr the caller set is the caller's: ExitError.Stderr stays empty.
+	var errb bytes.Buffer
+	c = sb.Command(ctx, "sh", "-c", "echo oops >&2; exit 1")
+	c.Stderr = &errb
+	_, err = c.Output()
+	if ee := wantExit(t, c, err); ee.Stderr != nil || errb.String() != "oops\n" {
+		t.Errorf("ExitError.Stderr = %q, caller's Stderr = %q", ee.Stderr, errb.String())
+	}
+
+	c = sb.Command(ctx, "true")
+	c.Stdout = &bytes.Buffer{}
+	if _, err := c.Output(); err == nil {
+		t.Error("Output with Stdout set: nil error")
+	}
+
+	out, err = sb.Command(ctx, "sh", "-c", "echo a; echo b >&2; echo c").CombinedOutput()
+	if err != nil || string(out) != "a\nb\nc\n" {
+		t.Errorf("CombinedOutput = %q, %v; want %q", out, err, "a\nb\nc\n")
+	}
+	c = sb.Command(ctx, "true")
+	c.Stderr = &bytes.Buffer{}
+	if _, err := c.CombinedOutput(); err == nil {
+		t.Error("CombinedOutput with Stderr set: nil error")
+	}
+
+	// Separate writers for stdout and stderr.
+	var o, e bytes.Buffer
+	c = sb.Command(ctx, "sh", "-c", "echo to-out; echo to-err >&2")
+	c.Stdout, c.Stderr = &o, &e
+	if err := c.Run(); err != nil || o.String() != "to-out\n" || e.String() != "to-err\n" {
+		t.Errorf("Run = %v; stdout %q, stderr %q", err, o.String(), e.String())
+	}
+}
+
+func TestStdin(t *testing.T) {
+	sb, _ := newSandbox(t)
+	ctx := context.Background()
+
+	in := strings.Repeat("line of input\n", 20000) // well past a pipe buffer
+	c := sb.Command(ctx, "cat")
+	c.Stdin = strings.NewReader(in)
+	out, err := c.Output()
+	if err != nil || string(out) != in {
+		t.Fatalf("cat: %d bytes, %v; want %d bytes back", len(out), err, len(in))
+	}
+
+	c = sb.Command(ctx, "sh", "-c", "read a; read b; echo \"$b $a\"")
+	c.Stdin = strings.NewReader("world\nhello\n")
+	if out, err := c.Output(); err != nil || string(out) != "hello world\n" {
+		t.Errorf("read = %q, %v", out, err)
+	}
+
+	// Without Stdin the command reads /dev/null: EOF at once.
+	out, err = sb.Command(ctx, "sh", "-c", "cat; echo eof").Output()
+	if err != nil || string(out) != "eof\n" {
+		t.Errorf("no Stdin = %q, %v; want %q", out, err, "eof\n")
+	}
+
+	// A command that does not read its input still ends.
+	c = sb.Command(ctx, "true")
+	c.Stdin = strings.NewReader(in)
+	if err := c.Run(); err != nil {
+		t.Errorf("unread stdin: %v", err)
+	}
+}
+
+func TestOutputLimit(t *testing.T) {
+	const limit = 1000
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = limit })
+	// 1 MiB of output, then a sleep so that the command cannot end on its
+	// own before hutch kills it. The short sleep first lets Start return
+	// before the limit is hit (see TestOutputLimitBeforeStartReturns).
+	c := sb.Command(context.Background(), "sh", "-c", "sleep 0.2; head -c 1048576 /dev/zero; sleep 20")
+	out, err := c.Output()
+	ee := wantExit(t, c, err)
+	if len(out) > limit {
+		t.Errorf("captured %d bytes, limit %d", len(out), limit)
+	}
+	if len(out) != limit {
+		t.Logf("captured %d bytes (limit %d)", len(out), limit)
+	}
+	if !ee.Truncated || !ee.Killed || ee.KillReason != runtime.KilledOutputLimit {
+		t.Errorf("Result = %+v, want Truncated, Killed, %q", ee.Result, runtime.KilledOutputLimit)
+	}
+	if ee.Signal != syscall.SIGKILL || ee.ExitCode != -1 {
+		t.Errorf("Signal, ExitCode = %v, %d; want SIGKILL, -1", ee.Signal, ee.ExitCode)
+	}
+	if ee.Wall > 10*time.Second {
+		t.Errorf("Wall = %v: the command was not killed", ee.Wall)
+	}
+	if !strings.Contains(err.Error(), "killed: output limit") {
+		t.Errorf("Error() = %q", err.Error())
+	}
+
+	// Both streams count against the one limit.
+	c = sb.Command(context.Background(), "sh", "-c", "sleep 0.2; head -c 600 /dev/zero; head -c 600 /dev/zero >&2; sleep 20")
+	out, err = c.CombinedOutput()
+	ee = wantExit(t, c, err)
+	if len(out) != limit || !ee.Truncated || ee.KillReason != runtime.KilledOutputLimit {
+		t.Errorf("combined: %d bytes, Result %+v; want %d bytes, truncated, killed", len(out), ee.Result, limit)
+	}
+
+	// Output within the limit is untouched.
+	out, err = sb.Command(context.Background(), "head", "-c", "999", "/dev/zero").Output()
+	if err != nil || len(out) != 999 {
+		t.Errorf("under the limit: %d bytes, %v", len(out), err)
+	}
+}
+
+// TestOutputLimitBeforeStartReturns: a command that passes the output limit
+// at once may do so before its init reports "started"; it still starts, and
+// ends with a Result that says Truncated (Killed for the output limit, unless
+// it finished on its own first).
+func TestOutputLimitBeforeStartReturns(t *testing.T) {
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = 1000 })
+	for i := range 100 {
+		c := sb.Command(context.Background(), "head", "-c", "1048576", "/dev/zero")
+		out, err := c.Output()
+		var ee *runtime.ExitError
+		if err != nil && !errors.As(err, &ee) || c.Result == nil {
+			t.Fatalf("run %d: err = %v, Result = %v; want a Result", i, err, c.Result)
+		}
+		if !c.Result.Truncated || len(out) != 1000 {
+			t.Fatalf("run %d: %d bytes, Result = %+v, want Truncated at 1000", i, len(out), c.Result)
+		}
+		if err != nil && c.Result.KillReason != runtime.KilledOutputLimit {
+			t.Fatalf("run %d: Result = %+v, want KilledOutputLimit", i, c.Result)
+		}
+	}
+}
+
+func TestNoOutputLimit(t *testing.T) {
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = -1 })
+	c := sb.Command(context.Background(), "head", "-c", "3000000", "/dev/zero")
+	out, err := c.Output()
+	if err != nil || len(out) != 3000000 || c.Result.Truncated {
+		t.Errorf("unlimited: %d bytes, %v, %+v", len(out), err, c.Result)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.Timeout = 200 * time.Millisecond })
+	c := sb.Command(context.Background(), "sleep", "10")
+	err := c.Run()
+	ee := wantExit(t, c, err)
+	if !ee.Killed || ee.KillReason != runtime.KilledTimeout || ee.Signal != syscall.SIGKILL || ee.ExitCode != -1 {
+		t.Errorf("Result = %+v, want killed by the timeout", ee.Result)
+	}
+	if ee.Wall < 200*time.Millisecond || ee.Wall > 5*time.Second {
+		t.Errorf("Wall = %v, want about 200ms", ee.Wall)
+	}
+
+	// A command that ends in time is not killed.
+	c = sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil || c.Result.Killed {
+		t.Errorf("quick command: %v, %+v", err, c.Result)
+	}
+}
+
+func TestTimeoutKillsEverything(t *testing.T) {
+	// The timeout ends the command's whole tree, even a background child
+	// that holds the output pipe open.
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.Timeout = 200 * time.Millisecond })
+	c := sb.Command(context.Background(), "sh", "-c", "sleep 30 & echo started; wait")
+	start := time.Now()
+	out, err := c.Output()
+	ee := wantExit(t, c, err)
+	if ee.KillReason != runtime.KilledTimeout || string(out) != "started\n" {
+		t.Errorf("Result = %+v, out %q", ee.Result, out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Output returned after %v", d)
+	}
+}
+
+func TestContext(t *testing.T) {
+	sb, _ := newSandbox(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c := sb.Command(ctx, "sleep", "10")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(100*time.Millisecond, cancel)
+	err := c.Wait()
+	ee := wantExit(t, c, err)
+	if !ee.Killed || ee.KillReason != runtime.KilledCanceled || ee.Signal != syscall.SIGKILL {
+		t.Errorf("Result = %+v, want killed for %q", ee.Result, runtime.KilledCanceled)
+	}
+	if ee.Wall > 5*time.Second {
+		t.Errorf("Wall = %v", ee.Wall)
+	}
+
+	// A context deadline counts as a timeout.
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	c = sb.Command(ctx, "sleep", "10")
+	ee = wantExit(t, c, c.Run())
+	if !ee.Killed || ee.KillReason != runtime.KilledTimeout {
+		t.Errorf("Result = %+v, want killed for %q", ee.Result, runtime.KilledTimeout)
+	}
+	if ee.Wall > 5*time.Second {
+		t.Errorf("Wall = %v", ee.Wall)
+	}
+}
+
+func TestLayers(t *testing.T) {
+	sb, _ := newSandbox(t)
+	c := sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []runtime.Layer{
+		runtime.LayerUserNS, runtime.LayerMountNS, runtime.LayerPidNS, runtime.LayerNetNS,
+		runtime.LayerIPCNS, runtime.LayerUTSNS, runtime.LayerCgroupNS,
+		runtime.LayerFilesystem, runtime.LayerCapabilities, runtime.LayerNoNewPrivs,
+		runtime.LayerLoopback, runtime.LayerKeyring,
+	} {
+		if !slices.Contains(c.Result.Layers, l) {
+			t.Errorf("Layers %v lack %s", c.Result.Layers, l)
+		}
+	}
+	seen := map[runtime.Layer]bool{}
+	for _, l := range c.Result.Layers {
+		if seen[l] {
+			t.Errorf("layer %s reported twice: %v", l, c.Result.Layers)
+		}
+		seen[l] = true
+	}
+	if len(c.Result.Skipped) != 0 {
+		t.Errorf("Skipped = %v with nothing allowed to degrade", c.Result.Skipped)
+	}
+	// A failed command reports its layers too.
+	c = sb.Command(context.Background(), "false")
+	ee := wantExit(t, c, c.Run())
+	if !slices.Contains(ee.Layers, runtime.LayerFilesystem) {
+		t.Errorf("Layers of a failed command = %v", ee.Layers)
+	}
+}
+
+func TestCommandNotFound(t *testing.T) {
+	sb, _ := newSandbox(t)
+	for _, name := range []string{"hutch-no-such-command", "/nonexistent/hutch-no-such-command", "./missing"} {
+		t.Run(name, func(t *testing.T) {
+			c := sb.Command(context.Background(), name)
+			err := c.Start()
+			var se *runtime.SetupError
+			if !errors.As(err, &se) {
+				t.Fatalf("Start: %v (%T), want *runtime.SetupError", err, err)
+			}
+			if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
+				t.Errorf("Start: %v, want errors.Is fs.ErrNotExist", err)
+			}
+			if se.Layer != "exec" {
+				t.Errorf("Layer = %q, want exec", se.Layer)
+			}
+			if err := c.Wait(); err == nil {
+				t.Error("Wait after a failed Start: nil")
+			}
+		})
+	}
+
+	// A file that exists but cannot be executed.
+	sb, ws := newSandbox(t)
+	if err := os.WriteFile(filepath.Join(ws, "script"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := sb.Command(context.Background(), "./script").Run()
+	var se *runtime.SetupError
+	if !errors.As(err, &se) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("non-executable: %v, want *SetupError matching fs.ErrPermission", err)
+	}
+}
+
+func TestStartWaitMisuse(t *testing.T) {
+	sb, _ := newSandbox(t)
+	c := sb.Command(context.Background(), "true")
+	if err := c.Wait(); err == nil {
+		t.Error("Wait before Start: nil")
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err == nil {
+		t.Error("second Start: nil")
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err == nil {
+		t.Error("second Wait: nil")
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	sb, _ := newSandbox(t)
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	outs := make([][]byte, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := sb.Command(context.Background(), "sh", "-c", "echo $0", strconv.Itoa(i))
+			outs[i], errs[i] = c.Output()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if want := strconv.Itoa(i) + "\n"; errs[i] != nil || string(outs[i]) != want {
+			t.Errorf("command %d: %q, %v; want %q", i, outs[i], errs[i], want)
+		}
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	const secret = "HUTCH_TEST_SECRET"
+	t.Setenv(secret, "host-value-must-not-leak")
+	sb, _ := newSandbox(t, func(p *runtime.Policy) {
+		p.Env = []string{"FROM_POLICY=p", "OVERRIDDEN=policy"}
+	})
+	c := sb.Command(context.Background(), "sh", "-c",
+		`printf '%s|%s|%s|%s|%s|%s\n' "$HOME" "$FROM_CMD" "$FROM_POLICY" "$OVERRIDDEN" "${HUTCH_TEST_SECRET-unset}" "$HUTCH_SANDBOX"`)
+	c.Env = []string{"FROM_CMD=hello world", "OVERRIDDEN=cmd"}
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runtime.Home + "|hello world|p|cmd|unset|1\n"
+	if string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+
+	out, err = sb.Command(context.Background(), "env").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(out, []byte(secret)) {
+		t.Errorf("host variable reached the command:\n%s", out)
+	}
+	// HOME is a fresh, writable, private directory.
+	out, err = sb.Command(context.Background(), "sh", "-c", `cd && pwd && ls -A | wc -l && touch f`).Output()
+	if err != nil || string(out) != runtime.Home+"\n0\n" {
+		t.Errorf("home: %q, %v", out, err)
+	}
+}
+
+func TestDir(t *testing.T) {
+	sb, ws := newSandbox(t)
+	if err := os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ dir, want string }{
+		{"", ws},
+		{"a/b", filepath.Join(ws, "a/b")},
+		{"a/../a", filepath.Join(ws, "a")},
+		{filepath.Join(ws, "a"), filepath.Join(ws, "a")},
+		{"/", "/"},
+		{"/tmp", "/tmp"},
+	}
+	for _, tt := range tests {
+		c := sb.Command(context.Background(), "pwd")
+		c.Dir = tt.dir
+		out, err := c.Output()
+		if err != nil || string(out) != tt.want+"\n" {
+			t.Errorf("Dir %q: %q, %v; want %q", tt.dir, out, err, tt.want)
+		}
+	}
+
+	// A directory that does not exist fails setup.
+	c := sb.Command(context.Background(), "pwd")
+	c.Dir = "missing"
+	err := c.Run()
+	var se *runtime.SetupError
+	if !errors.As(err, &se) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing Dir: %v, want *SetupError matching fs.ErrNotExist", err)
+	}
+}
+
+func TestWorkspaceWritable(t *testing.T) {
+	sb, ws := newSandbox(t)
+	out, err := sb.Command(context.Background(), "sh", "-c", "echo data > new.txt && cat new.txt; { echo x > /etc/hutch-unit-test; } 2>/dev/null && echo WROTE-ETC; true").CombinedOutput()
+	if err != nil || string(out) != "data\n" {
+		t.Errorf("out %q, %v", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "new.txt")); err != nil || string(b) != "data\n" {
+		t.Errorf("host sees %q, %v", b, err)
+	}
+	if _, err := os.Stat("/etc/hutch-unit-test"); err == nil {
+		os.Remove("/etc/hutch-unit-test")
+		t.Error("the command wrote /etc on the host")
+	}
+}
+
+func TestResultString(t *testing.T) {
+	tests := []struct {
+		r    runtime.Result
+		want string
+	}{
+		{runtime.Result{}, "exit status 0"},
+		{runtime.Result{ExitCode: 3}, "exit status 3"},
+		{runtime.Result{ExitCode: -1, Signal: syscall.SIGTERM}, "signal: SIGTERM"},
+		{runtime.Result{ExitCode: -1, Signal: syscall.SIGKILL, Killed: true, KillReason: runtime.KilledTimeout}, "signal: SIGKILL (killed: timeout)"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+	var nilResult *runtime.Result
+	if nilResult.Success() {
+		t.Error("nil Result reports success")
+	}
+}

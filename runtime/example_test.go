@@ -1,0 +1,133 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// Importing the package is the whole integration: the host binary becomes
+// its own sandbox init, because hutch re-executes it through
+// /proc/self/exe and the package's init function takes that process over
+// before main runs. No line in main is needed (this test binary has none).
+func Example() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, err := sb.Command(context.Background(), "sh", "-c",
+		"echo hello from the sandbox > greeting.txt; cat greeting.txt").Output()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(out))
+
+	// The workspace is the host's own directory: the file is there.
+	b, _ := os.ReadFile(ws + "/greeting.txt")
+	fmt.Print("on the host: ", string(b))
+	// Output:
+	// hello from the sandbox
+	// on the host: hello from the sandbox
+}
+
+// After Run, Cmd.Result holds the exit status and the isolation layers
+// that were enforced; a command that did not exit 0 returns an
+// *ExitError carrying the same Result.
+func ExampleCmd_Run() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	cmd := sb.Command(context.Background(), "sh", "-c", "exit 3")
+	err = cmd.Run()
+	var ee *runtime.ExitError
+	if errors.As(err, &ee) {
+		fmt.Println("exit code:", ee.ExitCode)
+		fmt.Println("error:", err)
+	}
+	for _, l := range []runtime.Layer{runtime.LayerUserNS, runtime.LayerNetNS, runtime.LayerFilesystem, runtime.LayerCapabilities} {
+		fmt.Printf("%s enforced: %v\n", l, slices.Contains(cmd.Result.Layers, l))
+	}
+	// Output:
+	// exit code: 3
+	// error: exit status 3
+	// user-namespace enforced: true
+	// network-namespace enforced: true
+	// filesystem enforced: true
+	// capabilities enforced: true
+}
+
+// Policy.Timeout ends a command, and everything it started, after a
+// while; Result says that hutch killed it and why.
+func ExamplePolicy_timeout() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	p := runtime.DefaultPolicy(ws)
+	p.Timeout = 100 * time.Millisecond
+	sb, err := runtime.New(p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	cmd := sb.Command(context.Background(), "sleep", "60")
+	err = cmd.Run()
+	fmt.Println(err)
+	fmt.Println("killed:", cmd.Result.Killed, "reason:", cmd.Result.KillReason)
+	// Output:
+	// signal: SIGKILL (killed: timeout)
+	// killed: true reason: timeout
+}
+
+// Bad input is refused before any process starts, with the field at fault.
+func ExamplePolicyError() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	cmd := sb.Command(context.Background(), "python3", "script.py")
+	cmd.Env = []string{"PYTHONPATH=/tmp/evil"}
+	err = cmd.Run()
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		fmt.Println(pe.Field)
+		fmt.Println(err)
+	}
+	// Output:
+	// Cmd.Env[PYTHONPATH]
+	// hutch: Cmd.Env[PYTHONPATH]: may not be set: it changes what code the command loads
+}

@@ -1,0 +1,73 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// TestPolicyOwnedBySandbox: changing the caller's policy slices, or those
+// Policy() returns, after New changes nothing; and no configuration lets
+// the filesystem layer degrade, since a failed view leaves the host tree
+// reachable.
+func TestPolicyOwnedBySandbox(t *testing.T) {
+	extra := t.TempDir()
+	outside := t.TempDir()
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Writable = []string{extra}
+	p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback}
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AllowDegraded[0] = runtime.LayerFilesystem
+	sb.Policy().AllowDegraded[0] = runtime.LayerFilesystem
+	if err := os.RemoveAll(extra); err != nil {
+		t.Fatal(err)
+	}
+	c := sb.Command(context.Background(), "/.oldroot/usr/bin/touch", "/.oldroot"+outside+"/escaped")
+	c.Dir = "/"
+	err = c.Run()
+	var se *runtime.SetupError
+	if !errors.As(err, &se) || se.Layer != runtime.LayerFilesystem {
+		t.Errorf("want a filesystem SetupError, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Fatal("host: the command wrote outside the sandbox")
+	}
+}
+
+func TestKernelTreesNeverWritable(t *testing.T) {
+	for _, w := range []string{"/proc/sys/vm", "/sys/kernel", "/dev/shm"} {
+		p := runtime.DefaultPolicy(t.TempDir())
+		p.Writable = []string{w}
+		_, err := runtime.New(p)
+		var pe *runtime.PolicyError
+		if !errors.As(err, &pe) || pe.Field != "Writable[0]" {
+			t.Errorf("Writable %s: got %v", w, err)
+		}
+	}
+}
+
+// TestDirThroughSymlinkIntoProc: a workspace symlink cannot make /proc the
+// command's working directory.
+func TestDirThroughSymlinkIntoProc(t *testing.T) {
+	sb, ws := newSandbox(t)
+	if err := os.Symlink("/proc/self", filepath.Join(ws, "p")); err != nil {
+		t.Fatal(err)
+	}
+	c := sb.Command(context.Background(), "pwd")
+	c.Dir = "p"
+	err := c.Run()
+	var se *runtime.SetupError
+	if !errors.As(err, &se) || se.Layer != runtime.LayerFilesystem {
+		t.Errorf("want a filesystem SetupError, got %v", err)
+	}
+	if err := c.Wait(); err == nil {
+		t.Error("Wait after a failed Start succeeded")
+	}
+}

@@ -1,0 +1,452 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// refusedEnv are the variables neither a Policy nor a Cmd may set.
+var refusedEnv = []string{
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+	"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
+	"NODE_OPTIONS", "RUBYOPT", "PERL5OPT", "PERL5LIB",
+	"BASH_ENV", "ENV", "PROMPT_COMMAND",
+	"DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
+}
+
+// wantPolicyError fails t unless err is a *runtime.PolicyError for field.
+func wantPolicyError(t *testing.T, err error, field string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err = nil, want *runtime.PolicyError for %s", field)
+	}
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v (%T), want *runtime.PolicyError for %s", err, err, field)
+	}
+	if pe.Field != field {
+		t.Fatalf("PolicyError.Field = %q, want %q (err: %v)", pe.Field, field, err)
+	}
+	if pe.Reason == "" {
+		t.Errorf("PolicyError has no Reason: %#v", pe)
+	}
+	if !strings.HasPrefix(err.Error(), "hutch: "+field) {
+		t.Errorf("Error() = %q, want it to start with %q", err.Error(), "hutch: "+field)
+	}
+}
+
+// noSpawn fails t if f makes the process-wide spawn client ask for an init.
+func noSpawn(t *testing.T, f func()) {
+	t.Helper()
+	before := spawn.Default().Spawned()
+	f()
+	if after := spawn.Default().Spawned(); after != before {
+		t.Errorf("%d sandbox inits were requested, want none", after-before)
+	}
+}
+
+// mkdirs creates each of dirs (relative to base) and returns base.
+func mkdirs(t *testing.T, base string, dirs ...string) string {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base
+}
+
+func TestNewRefusesBadPolicy(t *testing.T) {
+	// HOME decides what "~" in DefaultDeny and Deny means.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	mkdirs(t, home, ".ssh/work")
+
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	type tc struct {
+		name  string
+		p     func(ws string) runtime.Policy
+		field string
+	}
+	pol := func(f func(p *runtime.Policy)) func(string) runtime.Policy {
+		return func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			f(&p)
+			return p
+		}
+	}
+	tests := []tc{
+		{"no workspace", func(string) runtime.Policy { return runtime.Policy{} }, "Workspace"},
+		{"empty workspace", pol(func(p *runtime.Policy) { p.Workspace = "" }), "Workspace"},
+		{"non-existent workspace", pol(func(p *runtime.Policy) { p.Workspace = filepath.Join(p.Workspace, "missing") }), "Workspace"},
+		{"relative workspace", pol(func(p *runtime.Policy) { p.Workspace = "ws" }), "Workspace"},
+		{"dot workspace", pol(func(p *runtime.Policy) { p.Workspace = "." }), "Workspace"},
+		{"workspace with NUL", pol(func(p *runtime.Policy) { p.Workspace += "\x00x" }), "Workspace"},
+		{"workspace with newline", pol(func(p *runtime.Policy) { p.Workspace += "\nx" }), "Workspace"},
+		{"workspace with escape", pol(func(p *runtime.Policy) { p.Workspace += "\x1b[31m" }), "Workspace"},
+		{"workspace with DEL", pol(func(p *runtime.Policy) { p.Workspace += "\x7f" }), "Workspace"},
+		{"workspace longer than PATH_MAX", pol(func(p *runtime.Policy) { p.Workspace = "/" + strings.Repeat("a/", 2100) }), "Workspace"},
+		{"workspace is a file", pol(func(p *runtime.Policy) { p.Workspace = file }), "Workspace"},
+		{"workspace is /", pol(func(p *runtime.Policy) { p.Workspace = "/" }), "Workspace"},
+		{"workspace under a default-denied path", pol(func(p *runtime.Policy) { p.Workspace = filepath.Join(home, ".ssh", "work") }), "Workspace"},
+		{"workspace linked into a default-denied path", pol(func(p *runtime.Policy) {
+			link := filepath.Join(p.Workspace, "link")
+			if err := os.Symlink(filepath.Join(home, ".ssh", "work"), link); err != nil {
+				t.Fatal(err)
+			}
+			p.Workspace = link
+		}), "Workspace"},
+
+		{"writable under a denied path", pol(func(p *runtime.Policy) {
+			mkdirs(t, p.Workspace, "secret/sub")
+			p.Deny, p.Writable = []string{"secret"}, []string{"secret/sub"}
+		}), "Writable[0]"},
+		{"writable is the denied path", pol(func(p *runtime.Policy) {
+			mkdirs(t, p.Workspace, "secret")
+			p.Deny, p.Writable = []string{"secret"}, []string{"secret"}
+		}), "Writable[0]"},
+		{"second writable under a denied path", pol(func(p *runtime.Policy) {
+			mkdirs(t, p.Workspace, "ok", "secret/sub")
+			p.Deny, p.Writable = []string{"secret"}, []string{"ok", "secret/sub"}
+		}), "Writable[1]"},
+		{"writable reaching a denied path through a symlink", pol(func(p *runtime.Policy) {
+			mkdirs(t, p.Workspace, "secret/sub")
+			if err := os.Symlink("secret/sub", filepath.Join(p.Workspace, "link")); err != nil {
+				t.Fatal(err)
+			}
+			p.Deny, p.Writable = []string{"secret"}, []string{"link"}
+		}), "Writable[0]"},
+		{"writable under a default-denied path", pol(func(p *runtime.Policy) {
+			p.Writable = []string{filepath.Join(home, ".ssh", "work")}
+		}), "Writable[0]"},
+		{"writable does not exist", pol(func(p *runtime.Policy) { p.Writable = []string{"missing"} }), "Writable[0]"},
+		{"writable absolute does not exist", pol(func(p *runtime.Policy) { p.Writable = []string{"/nonexistent-hutch-test/x"} }), "Writable[0]"},
+		{"writable is /", pol(func(p *runtime.Policy) { p.Writable = []string{"/"} }), "Writable[0]"},
+		{"writable empty", pol(func(p *runtime.Policy) { p.Writable = []string{""} }), "Writable[0]"},
+		{"writable with NUL", pol(func(p *runtime.Policy) { p.Writable = []string{"a\x00b"} }), "Writable[0]"},
+		{"writable with control character", pol(func(p *runtime.Policy) { p.Writable = []string{"a\tb"} }), "Writable[0]"},
+		{"writable too long", pol(func(p *runtime.Policy) { p.Writable = []string{strings.Repeat("x", 4097)} }), "Writable[0]"},
+
+		{"deny is the workspace", pol(func(p *runtime.Policy) { p.Deny = []string{p.Workspace} }), "Deny[0]"},
+		{"deny is the workspace, relative", pol(func(p *runtime.Policy) { p.Deny = []string{"."} }), "Deny[0]"},
+		{"deny contains the workspace", pol(func(p *runtime.Policy) { p.Deny = []string{filepath.Dir(p.Workspace)} }), "Deny[0]"},
+		{"deny contains the workspace, relative", pol(func(p *runtime.Policy) { p.Deny = []string{".."} }), "Deny[0]"},
+		{"deny is /", pol(func(p *runtime.Policy) { p.Deny = []string{"/"} }), "Deny[0]"},
+		{"second deny is / spelled with ..", pol(func(p *runtime.Policy) { p.Deny = []string{"x", "/tmp/.."} }), "Deny[1]"},
+		{"deny linking to the workspace's parent", pol(func(p *runtime.Policy) {
+			if err := os.Symlink(filepath.Dir(p.Workspace), filepath.Join(p.Workspace, "up")); err != nil {
+				t.Fatal(err)
+			}
+			p.Deny = []string{"up"}
+		}), "Deny[0]"},
+		{"deny empty", pol(func(p *runtime.Policy) { p.Deny = []string{""} }), "Deny[0]"},
+		{"deny with NUL", pol(func(p *runtime.Policy) { p.Deny = []string{"a\x00"} }), "Deny[0]"},
+		{"deny with control character", pol(func(p *runtime.Policy) { p.Deny = []string{"a\rb"} }), "Deny[0]"},
+
+		{"env without =", pol(func(p *runtime.Policy) { p.Env = []string{"FOO"} }), "Env"},
+		{"env with empty key", pol(func(p *runtime.Policy) { p.Env = []string{"=x"} }), "Env"},
+		{"env with NUL", pol(func(p *runtime.Policy) { p.Env = []string{"A=b\x00c"} }), "Env"},
+
+		{"relative tools", pol(func(p *runtime.Policy) { p.Tools = "bin" }), "Tools"},
+		{"missing tools", pol(func(p *runtime.Policy) { p.Tools = "/nonexistent-hutch-tools" }), "Tools"},
+		{"tools is a file", pol(func(p *runtime.Policy) { p.Tools = file }), "Tools"},
+		{"tools with NUL", pol(func(p *runtime.Policy) { p.Tools = "/bin\x00" }), "Tools"},
+		{"negative timeout", pol(func(p *runtime.Policy) { p.Timeout = -time.Second }), "Timeout"},
+		{"negative tmp size", pol(func(p *runtime.Policy) { p.TmpSize = -1 }), "TmpSize"},
+		{"filesystem may not degrade", pol(func(p *runtime.Policy) { p.AllowDegraded = []runtime.Layer{runtime.LayerFilesystem} }), "AllowDegraded[0]"},
+		{"user namespace may not degrade", pol(func(p *runtime.Policy) {
+			p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback, runtime.LayerUserNS}
+		}), "AllowDegraded[1]"},
+		{"unknown layer", pol(func(p *runtime.Policy) { p.AllowDegraded = []runtime.Layer{"seccomp"} }), "AllowDegraded[0]"},
+	}
+	for _, name := range refusedEnv {
+		tests = append(tests, tc{"env " + name, pol(func(p *runtime.Policy) {
+			p.Env = []string{"OK=1", name + "=/tmp/x"}
+		}), "Env[" + name + "]"})
+	}
+	// An empty value is refused too: LD_PRELOAD= is still a choice the
+	// caller does not get to make.
+	tests = append(tests, tc{"env empty LD_PRELOAD", pol(func(p *runtime.Policy) { p.Env = []string{"LD_PRELOAD="} }), "Env[LD_PRELOAD]"})
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.p(t.TempDir())
+			noSpawn(t, func() {
+				sb, err := runtime.New(p)
+				if sb != nil {
+					t.Errorf("New returned a Sandbox with the error %v", err)
+				}
+				wantPolicyError(t, err, tt.field)
+			})
+		})
+	}
+}
+
+func TestNewAcceptsGoodPolicy(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	tests := []struct {
+		name string
+		p    func(ws string) runtime.Policy
+	}{
+		{"default", runtime.DefaultPolicy},
+		{"zero output limit and timeout", func(ws string) runtime.Policy { return runtime.Policy{Workspace: ws} }},
+		{"workspace with trailing slash", func(ws string) runtime.Policy { return runtime.DefaultPolicy(ws + "/") }},
+		{"workspace with spaces and unicode", func(ws string) runtime.Policy {
+			return runtime.DefaultPolicy(mkdirs(t, ws, "my wörk space") + "/my wörk space")
+		}},
+		{"writable containing a denied path", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			mkdirs(t, ws, "data/secret")
+			p.Writable, p.Deny = []string{"data"}, []string{"data/secret"}
+			return p
+		}},
+		{"writable home containing ~/.ssh", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			mkdirs(t, home, ".ssh")
+			p.Writable = []string{home}
+			return p
+		}},
+		{"deny that does not exist", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			p.Deny = []string{"not/there/yet", "/nonexistent-hutch-test"}
+			return p
+		}},
+		{"degradable layers", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback, runtime.LayerKeyring}
+			return p
+		}},
+		{"everything else set", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			p.Env = []string{"A=1", "B=", "C=x=y"}
+			p.Tools = "/usr/bin"
+			p.Timeout = time.Minute
+			p.OutputLimit = -1
+			p.TmpSize = 1 << 20
+			p.NoDefaultDeny = true
+			p.AllowGitWrite = true
+			return p
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			noSpawn(t, func() {
+				if _, err := runtime.New(tt.p(t.TempDir())); err != nil {
+					t.Fatalf("New: %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestStartRefusesBadCommand(t *testing.T) {
+	ws := t.TempDir()
+	mkdirs(t, ws, "sub")
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type tc struct {
+		name  string
+		cmd   func() *runtime.Cmd
+		field string
+	}
+	tests := []tc{
+		{"empty command", func() *runtime.Cmd { return sb.Command(ctx, "") }, "Cmd.Path"},
+		{"empty Path set by hand", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Path = ""; return c }, "Cmd.Path"},
+		{"NUL in Path", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Path = "tr\x00ue"; return c }, "Cmd.Path"},
+		{"NUL in arg 0", func() *runtime.Cmd { return sb.Command(ctx, "tr\x00ue") }, "Cmd.Args[0]"},
+		{"NUL in arg 1", func() *runtime.Cmd { return sb.Command(ctx, "echo", "a\x00b") }, "Cmd.Args[1]"},
+		{"NUL in arg 3", func() *runtime.Cmd { return sb.Command(ctx, "echo", "a", "b", "\x00") }, "Cmd.Args[3]"},
+		{"env without =", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Env = []string{"A=1", "B"}; return c }, "Cmd.Env"},
+		{"env with empty key", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Env = []string{"=1"}; return c }, "Cmd.Env"},
+		{"env with NUL", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Env = []string{"A=\x00"}; return c }, "Cmd.Env"},
+		{"dir /proc", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/proc"; return c }, "Cmd.Dir"},
+		{"dir /proc/self/cwd", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/proc/self/cwd"; return c }, "Cmd.Dir"},
+		{"dir /proc/1/root/", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/proc/1/root/"; return c }, "Cmd.Dir"},
+		{"dir /proc via ..", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/tmp/../proc/self"; return c }, "Cmd.Dir"},
+		{"dir /proc relative to the workspace", func() *runtime.Cmd {
+			c := sb.Command(ctx, "true")
+			c.Dir = strings.Repeat("../", strings.Count(ws, "/")+2) + "proc/self/fd"
+			return c
+		}, "Cmd.Dir"},
+		{"dir /dev", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/dev/fd"; return c }, "Cmd.Dir"},
+		{"dir with NUL", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "sub\x00"; return c }, "Cmd.Dir"},
+		{"dir with control character", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "sub\n"; return c }, "Cmd.Dir"},
+		{"dir too long", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = strings.Repeat("d", 5000); return c }, "Cmd.Dir"},
+	}
+	for _, name := range refusedEnv {
+		tests = append(tests, tc{"env " + name, func() *runtime.Cmd {
+			c := sb.Command(ctx, "true")
+			c.Env = []string{"OK=1", name + "=x"}
+			return c
+		}, "Cmd.Env[" + name + "]"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.cmd()
+			noSpawn(t, func() {
+				wantPolicyError(t, c.Start(), tt.field)
+			})
+			if c.Result != nil {
+				t.Errorf("Result set for a command that never started: %v", c.Result)
+			}
+			// Nothing runs, so there is nothing to wait for.
+			if err := c.Wait(); err == nil {
+				t.Error("Wait after a refused Start returned nil")
+			}
+			// The same refusal through Run, Output and CombinedOutput.
+			noSpawn(t, func() {
+				wantPolicyError(t, tt.cmd().Run(), tt.field)
+				_, err := tt.cmd().Output()
+				wantPolicyError(t, err, tt.field)
+				_, err = tt.cmd().CombinedOutput()
+				wantPolicyError(t, err, tt.field)
+			})
+		})
+	}
+}
+
+func TestStartRefusesWithoutSpawning(t *testing.T) {
+	sb, err := runtime.New(runtime.DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		cmd  *runtime.Cmd
+		want error // errors.Is target, or nil for any non-nil error
+	}{
+		{"nil context", sb.Command(nil, "true"), nil},
+		{"canceled context", sb.Command(canceled, "true"), context.Canceled},
+		{"zero Cmd", &runtime.Cmd{Path: "true"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			noSpawn(t, func() {
+				err := tt.cmd.Start()
+				if err == nil {
+					t.Fatal("Start: nil error")
+				}
+				if tt.want != nil && !errors.Is(err, tt.want) {
+					t.Fatalf("Start: %v, want %v", err, tt.want)
+				}
+				var pe *runtime.PolicyError
+				if errors.As(err, &pe) {
+					t.Errorf("Start: %v is a PolicyError", err)
+				}
+			})
+		})
+	}
+}
+
+func TestNewResolvesPaths(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	real := t.TempDir()
+	real, err = filepath.EvalSymlinks(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, real, "sub", "target", "denied", "a/b")
+	wsLink := filepath.Join(t.TempDir(), "ws-link")
+	for _, l := range [][2]string{
+		{real, wsLink},
+		{"target", filepath.Join(real, "wlink")},
+		{filepath.Join(real, "denied"), filepath.Join(real, "dlink")},
+	} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p := runtime.DefaultPolicy(wsLink)
+	p.Writable = []string{"sub", "wlink", "./a/../a/b/", other}
+	p.Deny = []string{"dlink/secret", "not/there", "~/creds", "/etc/../etc/hutch-test-missing", "sub/../sub/.netrc"}
+	wantWritable := []string{
+		filepath.Join(real, "sub"),
+		filepath.Join(real, "target"),
+		filepath.Join(real, "a/b"),
+		other,
+	}
+	wantDeny := []string{
+		filepath.Join(real, "denied/secret"),
+		filepath.Join(real, "not/there"),
+		filepath.Join(home, "creds"),
+		"/etc/hutch-test-missing",
+		filepath.Join(real, "sub/.netrc"),
+	}
+
+	var sb *runtime.Sandbox
+	noSpawn(t, func() {
+		sb, err = runtime.New(p)
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	got := sb.Policy()
+	if got.Workspace != real {
+		t.Errorf("Workspace = %q, want %q (symlink resolved)", got.Workspace, real)
+	}
+	if !slices.Equal(got.Writable, wantWritable) {
+		t.Errorf("Writable = %q, want %q", got.Writable, wantWritable)
+	}
+	if !slices.Equal(got.Deny, wantDeny) {
+		t.Errorf("Deny = %q, want %q", got.Deny, wantDeny)
+	}
+	if got.OutputLimit != runtime.DefaultOutputLimit || got.Timeout != 0 {
+		t.Errorf("OutputLimit, Timeout = %d, %v; want the defaults", got.OutputLimit, got.Timeout)
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	p := runtime.DefaultPolicy("/some/ws")
+	if p.Workspace != "/some/ws" || p.OutputLimit != runtime.DefaultOutputLimit || p.Timeout != 0 ||
+		p.NoDefaultDeny || p.AllowGitWrite || len(p.Writable)+len(p.Deny)+len(p.Env)+len(p.AllowDegraded) != 0 {
+		t.Errorf("DefaultPolicy = %+v", p)
+	}
+	for _, d := range []string{"~/.ssh", "~/.aws", "/etc/shadow", "/etc/sudoers"} {
+		if !slices.Contains(runtime.DefaultDeny, d) {
+			t.Errorf("DefaultDeny lacks %s", d)
+		}
+	}
+}
+
+func TestPolicyErrorMessage(t *testing.T) {
+	tests := []struct {
+		e    runtime.PolicyError
+		want string
+	}{
+		{runtime.PolicyError{Field: "Workspace", Reason: "required"}, "hutch: Workspace: required"},
+		{runtime.PolicyError{Field: "Writable[0]", Value: "x", Reason: "does not exist"}, `hutch: Writable[0] "x": does not exist`},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
