@@ -4,7 +4,7 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all build test test-unprivileged demo vet clean
+.PHONY: all build test test-unprivileged bench demo vet clean
 SHELL := /bin/bash
 
 all: build
@@ -35,6 +35,11 @@ test-unprivileged:
 		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
+
+# bench measures spawn latency against bare fork/exec and bwrap (when
+# installed), in the same run.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./bench/
 
 demo: build
 	$(BIN)/hutch demo

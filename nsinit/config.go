@@ -55,6 +55,8 @@ type Config struct {
 	// Degradable layers may be skipped when they cannot be set up; the
 	// skip is reported. Every other failure fails the run.
 	Degradable []Layer `json:"degradable,omitempty"`
+	// Skip layers are not set up; each is reported as skipped.
+	Skip []Layer `json:"skip,omitempty"`
 
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command; empty means none.

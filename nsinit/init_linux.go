@@ -104,6 +104,10 @@ func (st *initState) fail(layer Layer, op, path string, err error) {
 // try runs one setup step. A failure of a degradable layer is recorded
 // and skipped; any other failure is reported and ends the init.
 func (st *initState) try(layer Layer, op string, f func() error) bool {
+	if slices.Contains(st.cfg.Skip, layer) && !slices.Contains(neverDegrade, layer) {
+		st.skipped = append(st.skipped, Skipped{Layer: layer, Reason: "skipped by policy"})
+		return true
+	}
 	if err := f(); err != nil {
 		if slices.Contains(st.cfg.Degradable, layer) && !slices.Contains(neverDegrade, layer) {
 			st.skipped = append(st.skipped, Skipped{Layer: layer, Reason: op + ": " + err.Error()})
@@ -250,7 +254,10 @@ func (st *initState) run() int {
 	}
 	st.layers = append(st.layers, LayerCapabilities, LayerNoNewPrivs)
 	// Last: from here on this thread runs under the command's filter.
-	if len(cfg.Seccomp) > 0 {
+	if slices.Contains(cfg.Skip, LayerSeccomp) {
+		st.skipped = append(st.skipped, Skipped{Layer: LayerSeccomp, Reason: "skipped by policy"})
+	} else {
+		// No filter and no skip is a config bug: fail closed.
 		if err := seccomp.Load(cfg.Seccomp); err != nil {
 			st.fail(LayerSeccomp, "load filter", "", err)
 			return 1

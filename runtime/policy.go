@@ -106,6 +106,12 @@ type Policy struct {
 	// set them up. Anything skipped is reported in the Result. By default
 	// nothing degrades: a layer that cannot be applied fails the command.
 	AllowDegraded []Layer
+
+	// SkipLayers are not set up at all, and reported as skipped in every
+	// Result: for measuring what each layer costs, or for a host that
+	// enforces the same thing by other means. Only LayerSeccomp,
+	// LayerLoopback and LayerKeyring can be skipped.
+	SkipLayers []Layer
 }
 
 // clone returns p with every slice (and the seccomp profile) copied.
@@ -116,6 +122,7 @@ func (p Policy) clone() Policy {
 	p.SeccompAllow = slices.Clone(p.SeccompAllow)
 	p.SeccompDeny = slices.Clone(p.SeccompDeny)
 	p.AllowDegraded = slices.Clone(p.AllowDegraded)
+	p.SkipLayers = slices.Clone(p.SkipLayers)
 	if p.Seccomp != nil {
 		prof := *p.Seccomp
 		prof.Syscalls = slices.Clone(prof.Syscalls)

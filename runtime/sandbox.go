@@ -174,6 +174,11 @@ func (sb *Sandbox) validate() error {
 	if p.TmpSize < 0 {
 		return &PolicyError{Field: "TmpSize", Value: strconv.FormatInt(p.TmpSize, 10), Reason: "negative"}
 	}
+	for i, l := range p.SkipLayers {
+		if !slices.Contains(skippable, l) {
+			return &PolicyError{Field: fmt.Sprintf("SkipLayers[%d]", i), Value: string(l), Reason: "not a layer that can be skipped (one of " + fmt.Sprint(skippable) + ")"}
+		}
+	}
 	for i, l := range p.AllowDegraded {
 		if !slices.Contains(degradable, l) {
 			return &PolicyError{Field: fmt.Sprintf("AllowDegraded[%d]", i), Value: string(l), Reason: "not a layer that can degrade (one of " + fmt.Sprint(degradable) + ")"}
@@ -238,6 +243,9 @@ func (sb *Sandbox) compileFilter() error {
 		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
 		name += "+adjusted"
 	}
+	if slices.Contains(p.SkipLayers, LayerSeccomp) {
+		return nil
+	}
 	prog, err := seccomp.Compile(prof)
 	if err != nil {
 		return &PolicyError{Field: "Seccomp", Reason: err.Error()}
@@ -264,6 +272,9 @@ var kernelTrees = []string{"/proc", "/sys", "/dev"}
 
 // degradable are the layers a policy may allow to be skipped.
 var degradable = []Layer{LayerLoopback, LayerKeyring}
+
+// skippable are the layers a policy may leave out altogether.
+var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring}
 
 // isEnvFile reports whether name is a .env or .env.* file name.
 func isEnvFile(name string) bool {
@@ -488,6 +499,7 @@ func (sb *Sandbox) config(c *Cmd, path string) nsinit.Config {
 		Namespaces: namespaces,
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
+		Skip:       sb.policy.SkipLayers,
 		Path:       path,
 		Args:       c.Args,
 		Env:        mergeEnv(sb.env, c.Env),

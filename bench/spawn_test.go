@@ -1,0 +1,182 @@
+// Package bench measures hutch's spawn latency against baselines taken in
+// the same run: a bare fork/exec/wait of /bin/true, and bubblewrap with an
+// equivalent agent policy when bwrap is installed.
+//
+//	go test -run '^$' -bench . -benchtime 200x ./bench/
+//
+// Every variant reports ms/op plus p50/p90/p99 and the ratios x_bare and
+// x_bwrap (its p50 over the baseline's p50) as custom metrics.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/seccomp"
+)
+
+// baselineRuns is how many spawns each baseline takes for its p50.
+const baselineRuns = 200
+
+var (
+	baselineOnce sync.Once
+	bareP50      time.Duration
+	bwrapP50     time.Duration // 0 when bwrap is not installed
+	workspace    string
+)
+
+func TestMain(m *testing.M) {
+	ws, err := os.MkdirTemp("/var/tmp", "hutch-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workspace = ws
+	code := m.Run()
+	os.RemoveAll(ws)
+	os.Exit(code)
+}
+
+func runBare() error { return exec.Command("/bin/true").Run() }
+
+// bwrapArgs is the agent policy in bubblewrap's terms.
+func bwrapArgs() []string {
+	return []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--bind", workspace, workspace, "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"}
+}
+
+func baselines(b *testing.B) {
+	baselineOnce.Do(func() {
+		bareP50 = p50(sample(baselineRuns, runBare))
+		if bw, err := exec.LookPath("bwrap"); err == nil {
+			bwrapP50 = p50(sample(baselineRuns, func() error { return exec.Command(bw, bwrapArgs()...).Run() }))
+		}
+	})
+	if bareP50 == 0 {
+		b.Fatal("no baseline")
+	}
+}
+
+func sample(n int, f func() error) []time.Duration {
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if err := f(); err != nil {
+			panic(err)
+		}
+		ds = append(ds, time.Since(t))
+	}
+	return ds
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	return s[int(q*float64(len(s)-1))]
+}
+
+func p50(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// report adds the latency distribution and the ratios to b's metrics.
+func report(b *testing.B, ds []time.Duration) {
+	b.ReportMetric(ms(quantile(ds, 0.5)), "p50-ms")
+	b.ReportMetric(ms(quantile(ds, 0.9)), "p90-ms")
+	b.ReportMetric(ms(quantile(ds, 0.99)), "p99-ms")
+	b.ReportMetric(float64(p50(ds))/float64(bareP50), "x_bare")
+	if bwrapP50 > 0 {
+		b.ReportMetric(float64(p50(ds))/float64(bwrapP50), "x_bwrap")
+	}
+}
+
+func benchmark(b *testing.B, f func() error) {
+	baselines(b)
+	if err := f(); err != nil { // warm: the spawn server starts on first use
+		b.Fatal(err)
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t))
+	}
+	b.StopTimer()
+	report(b, ds)
+}
+
+func sandbox(b *testing.B, edit func(*runtime.Policy)) *runtime.Sandbox {
+	p := runtime.DefaultPolicy(workspace)
+	if edit != nil {
+		edit(&p)
+	}
+	sb, err := runtime.New(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sb
+}
+
+func hutchRun(sb *runtime.Sandbox) func() error {
+	return func() error { return sb.Command(context.Background(), "/bin/true").Run() }
+}
+
+// BenchmarkSpawn compares a full sandboxed /bin/true with the baselines,
+// and with single layers left out so that each layer's cost shows.
+func BenchmarkSpawn(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { benchmark(b, runBare) })
+	b.Run("bwrap", func(b *testing.B) {
+		bw, err := exec.LookPath("bwrap")
+		if err != nil {
+			b.Skip("bwrap not installed: no bwrap baseline")
+		}
+		benchmark(b, func() error { return exec.Command(bw, bwrapArgs()...).Run() })
+	})
+	b.Run("hutch/default", func(b *testing.B) { benchmark(b, hutchRun(sandbox(b, nil))) })
+	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring} {
+		b.Run("hutch/without-"+string(l), func(b *testing.B) {
+			benchmark(b, hutchRun(sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })))
+		})
+	}
+}
+
+// BenchmarkSeccompLoad reports what loading the filter adds to a spawn:
+// the same command with and without the seccomp layer, alternated so that
+// drift in the machine's load cancels out. Compiling is not part of it: it
+// happens once, in New (see BenchmarkSeccompCompile).
+func BenchmarkSeccompLoad(b *testing.B) {
+	baselines(b)
+	with := hutchRun(sandbox(b, nil))
+	without := hutchRun(sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
+	_ = with()
+	_ = without()
+	var dw, dn []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dw = append(dw, sample(1, with)...)
+		dn = append(dn, sample(1, without)...)
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(p50(dw)), "with-p50-ms")
+	b.ReportMetric(ms(p50(dn)), "without-p50-ms")
+	b.ReportMetric(ms(p50(dw)-p50(dn)), "added-ms")
+}
+
+// BenchmarkSeccompCompile is the per-Sandbox cost of compiling the default
+// profile (never paid per command).
+func BenchmarkSeccompCompile(b *testing.B) {
+	for range b.N {
+		if _, err := seccomp.Compile(seccomp.Default()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
