@@ -4,21 +4,33 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all build test test-unprivileged bench demo vet clean
+.PHONY: all deps build test test-unprivileged bench demo vet clean
 SHELL := /bin/bash
 
 all: build
 
-build:
+# deps installs the system packages the build needs (libseccomp-golang is
+# cgo) when they are missing; as root it installs them, otherwise it says
+# what to install.
+deps:
+	@if ! pkg-config --exists libseccomp 2>/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev pkg-config; \
+		else \
+			echo "hutch needs libseccomp-dev and pkg-config: sudo apt-get install -y libseccomp-dev pkg-config" >&2; exit 1; \
+		fi; \
+	fi
+
+build: deps
 	$(GO) build -o $(BIN)/hutch ./cmd/hutch
 
-vet:
+vet: deps
 	$(GO) vet ./...
 
 # test runs everything: vet, the unit tests and the integration suite (which
 # drives the real CLI and the library) as the current user, and, when that is
 # root, the integration suite again as an unprivileged uid.
-test: vet
+test: deps vet
 	$(GO) test -count=1 ./...
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -205,6 +206,7 @@ func (c *Client) get() (*conn, uint64, error) {
 	}
 	c.conn = cn
 	c.started++
+	slog.Debug("hutch: spawn server started", "pid", cn.pid, "servers", c.started)
 	go c.readLoop(cn)
 	return cn, c.nextID, nil
 }
@@ -283,6 +285,7 @@ func (c *Client) readLoop(cn *conn) {
 	}
 	// The server is gone: fail everything in flight. Its inits are gone
 	// too (their parent-death signal is SIGKILL).
+	slog.Debug("hutch: spawn server gone", "pid", cn.pid)
 	cn.mu.Lock()
 	cn.dead = true
 	pend := cn.pending
