@@ -378,3 +378,36 @@ func descendants(pid int) []int {
 	slices.Sort(out)
 	return out
 }
+
+// TestSpawnServerRestarts: when the spawn server dies, the command in
+// flight fails (its sandbox dies with the server) and the next command
+// starts a new server.
+func TestSpawnServerRestarts(t *testing.T) {
+	ws := dir(t, "ws-")
+	sb := newSandbox(t, ws)
+	arg := uniqueSleep()
+	cmd := sb.Command(context.Background(), "sleep", arg)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	server := spawn.Default().ServerPid()
+	before := spawn.Default().ServersStarted()
+	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Error("the command in flight survived its spawn server")
+	}
+	if !waitFor(5*time.Second, func() bool { return len(procsWithArg(arg)) == 0 }) {
+		t.Errorf("host: sandbox outlived its spawn server: %v", procsWithArg(arg))
+	}
+	if err := sb.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatalf("after a server death: %v", err)
+	}
+	if after := spawn.Default().ServersStarted(); after != before+1 {
+		t.Errorf("servers started: %d -> %d, want one more", before, after)
+	}
+	if p := spawn.Default().ServerPid(); p == server || p == 0 {
+		t.Errorf("server pid %d after restart (was %d)", p, server)
+	}
+}
