@@ -9,7 +9,9 @@ require (
 )
 
 require (
+	github.com/containerd/cgroups/v3 v3.1.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/opencontainers/runtime-spec v1.3.0 // indirect
 	github.com/seccomp/libseccomp-golang v0.11.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect

@@ -98,8 +98,9 @@ type Policy struct {
 	// with an OCI seccomp profile, e.g. one parsed by seccomp.Parse.
 	Seccomp *seccomp.Profile
 	// SeccompAllow and SeccompDeny adjust the profile: names in
-	// SeccompAllow are allowed outright, names in SeccompDeny fail with
-	// EPERM.
+	// SeccompAllow are allowed outright (replacing any argument checks:
+	// "clone", "unshare" and "setns" there opt in to nested namespaces),
+	// names in SeccompDeny fail with EPERM.
 	SeccompAllow, SeccompDeny []string
 
 	// AllowDegraded names layers that may be skipped when the host cannot
