@@ -38,8 +38,10 @@ type Result struct {
 	ExitCode int `json:"exit_code"`
 	// Signal is the signal that ended the command, or 0.
 	Signal syscall.Signal `json:"signal,omitempty"`
-	// Wall is the time from Start to the end of Wait.
-	Wall time.Duration `json:"wall_ns"`
+	// Wall is the time from Start to the end of Wait; Startup the part of
+	// it before the command was exec'd (the sandbox's setup).
+	Wall    time.Duration `json:"wall_ns"`
+	Startup time.Duration `json:"startup_ns"`
 	// Killed is set when hutch ended the command, for KillReason.
 	Killed     bool       `json:"killed"`
 	KillReason KillReason `json:"kill_reason,omitempty"`
@@ -140,6 +142,7 @@ type Cmd struct {
 	ctx context.Context
 
 	start    time.Time
+	startup  time.Duration
 	init     *spawn.Init
 	events   chan nsinit.Event
 	copiers  sync.WaitGroup
@@ -308,9 +311,16 @@ func (c *Cmd) Start() error {
 		return fail(err)
 	}
 	childEnds = append(childEnds, cfgR)
+	// Written now, while the spawn request travels: a config that fits
+	// the pipe buffer is waiting when the init starts to read. A larger
+	// one blocks this goroutine until the init reads, or until the read end
+	// closes on failure (EPIPE).
+	go func() {
+		_, _ = cfgW.Write(cfgJSON)
+		cfgW.Close()
+	}()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		cfgW.Close()
 		return fail(err)
 	}
 	childEnds = append(childEnds, statusW)
@@ -322,7 +332,6 @@ func (c *Cmd) Start() error {
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Config: cfgR, Status: statusW,
 	})
 	if err != nil {
-		cfgW.Close()
 		return fail(fmt.Errorf("hutch: start sandbox: %w", err))
 	}
 	c.init = in
@@ -330,12 +339,6 @@ func (c *Cmd) Start() error {
 		f.Close()
 	}
 	childEnds = nil
-	// A config larger than the pipe buffer would block until the init
-	// reads it; write it from a goroutine either way.
-	go func() {
-		_, _ = cfgW.Write(cfgJSON)
-		cfgW.Close()
-	}()
 
 	c.events = make(chan nsinit.Event, 4)
 	go readEvents(statusR, c.events)
@@ -345,6 +348,7 @@ func (c *Cmd) Start() error {
 	switch {
 	case ok && ev.Kind == nsinit.EventStarted:
 		c.started = ev
+		c.startup = time.Since(c.start)
 		c.mu.Lock()
 		c.running = true
 		pending := c.limitHit
@@ -455,6 +459,7 @@ func (c *Cmd) Wait() error {
 
 	r := &Result{
 		Wall:      time.Since(c.start),
+		Startup:   c.startup,
 		Layers:    c.started.Layers,
 		Skipped:   c.started.Skipped,
 		Truncated: c.output.truncated(),
