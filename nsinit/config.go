@@ -1,13 +1,15 @@
 // Package nsinit owns the sandbox init: the host binary started again, in
 // fresh namespaces, as pid 1 of the sandbox.
 //
-// The init reads one Config from an inherited pipe (never argv or env: both
+// The init reads a Config from an inherited socket (never argv or env: both
 // are readable by other processes and size-capped), builds the filesystem
-// view, drops every privilege on the thread that will fork the command,
-// starts the command, reaps, forwards signals, and reports to the host over
-// a second pipe as a stream of Events. When the command exits the init
-// exits too, and the kernel kills whatever the command left behind in the
-// pid namespace.
+// view, drops every privilege and loads the seccomp filter on the thread
+// that will fork the command, and then waits for the Command, which may
+// come at once or much later (a warm pool). It starts the command, reaps,
+// forwards signals, and reports to the host over a pipe as Events. When
+// the command exits, the init kills and reaps whatever it left behind in
+// the pid namespace, reports the exit, and exits itself; the namespaces'
+// teardown happens off the command's critical path.
 //
 // Importing this package (package runtime does) installs the role switch:
 // a process started by hutch with a role marker as argv[0] runs that role
@@ -19,10 +21,11 @@ import "github.com/hutchbox/hutch/mounts"
 // Arg0 is the argv[0] that selects the init role.
 const Arg0 = "hutch-init"
 
-// Fds the init inherits beside stdin, stdout and stderr.
+// Fds the init inherits beside stdin, stdout and stderr (which are
+// /dev/null for the init itself; the command's own arrive with it).
 const (
-	ConfigFd = 3 // read end of the config pipe; closed once read
-	StatusFd = 4 // write end of the status pipe
+	ControlFd = 3 // the init's end of the control socket (see WriteFrame)
+	StatusFd  = 4 // write end of the status pipe
 )
 
 // Layer names one isolation layer. Results list the layers that were
@@ -45,7 +48,8 @@ const (
 	LayerSeccomp      Layer = "seccomp"
 )
 
-// Config is everything the init needs for one command.
+// Config is the sandbox part of the init's configuration: everything but
+// the command. It comes in the first frame on the control socket.
 type Config struct {
 	Mounts   mounts.Plan `json:"mounts"`
 	Hostname string      `json:"hostname"`
@@ -61,7 +65,12 @@ type Config struct {
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command; empty means none.
 	Seccomp []byte `json:"seccomp,omitempty"`
+}
 
+// Command is the per-command part, sent in a second frame once the
+// sandbox is built (at once for a cold start; when a command comes, for a
+// pooled init). The frame carries the command's stdin, stdout and stderr.
+type Command struct {
 	// Path is the command to exec, absolute or looked up in Env's PATH
 	// inside the sandbox's view.
 	Path string   `json:"path"`
@@ -72,6 +81,7 @@ type Config struct {
 
 // Event kinds, in the order the init sends them.
 const (
+	EventReady   = "ready"   // the sandbox is built; the init waits for its command
 	EventStarted = "started" // the command was exec'd
 	EventExited  = "exited"  // the command ended
 	EventError   = "error"   // setup or exec failed; nothing runs

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -40,6 +39,7 @@ type initState struct {
 	enc     *json.Encoder
 	layers  []Layer
 	skipped []Skipped
+	sigs    chan os.Signal
 }
 
 // runInit is the whole life of the init. It runs from a package init
@@ -71,17 +71,46 @@ func runInit() int {
 	if err := st.setup(); err != nil {
 		return 1
 	}
-	return st.run()
+	if err := st.confine(); err != nil {
+		return 1
+	}
+	st.send(Event{Kind: EventReady})
+	cmd, stdio, err := st.readCommand()
+	if err != nil {
+		// The host closed the socket: a pooled init it no longer needs.
+		return 0
+	}
+	return st.run(cmd, stdio)
 }
 
 func (st *initState) readConfig() error {
-	f := os.NewFile(ConfigFd, "config")
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	b, fds, err := ReadFrame(ControlFd)
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, &st.cfg)
+}
+
+// readCommand waits for the command frame and its three stdio fds.
+func (st *initState) readCommand() (Command, []int, error) {
+	var cmd Command
+	b, fds, err := ReadFrame(ControlFd)
+	if err == nil && len(fds) != 3 {
+		err = fmt.Errorf("command frame with %d fds, want 3", len(fds))
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &cmd)
+	}
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return cmd, nil, err
+	}
+	return cmd, fds, nil
 }
 
 func (st *initState) send(ev Event) {
@@ -148,24 +177,25 @@ func (st *initState) setup() error {
 	}
 	// The uts layer was already reported as a namespace; keep one entry.
 	st.layers = slices.Compact(sortLayers(st.layers))
-	if err := unix.Chdir(cfg.Dir); err != nil {
-		st.fail(LayerFilesystem, "chdir", cfg.Dir, err)
+	return nil
+}
+
+// chdir enters the command's working directory, which must be a real
+// path inside the new root: a cwd that resolved outside it (a leaked fd
+// path) shows as "(unreachable)", and a symlink must not lead into /proc
+// or /dev.
+func chdir(dir string) error {
+	if err := unix.Chdir(dir); err != nil {
 		return err
 	}
-	// The directory must be a real path inside the new root; a cwd that
-	// resolved outside it (a leaked fd path) shows as "(unreachable)".
 	wd, err := os.Getwd()
 	if err == nil && (mounts.Within(wd, "/proc") || mounts.Within(wd, "/dev")) {
 		err = fmt.Errorf("working directory %q (through a symlink) is a kernel interface", wd)
 	}
-	if err != nil || !filepath.IsAbs(wd) || strings.HasPrefix(wd, "(") {
-		if err == nil {
-			err = fmt.Errorf("working directory %q is outside the sandbox", wd)
-		}
-		st.fail(LayerFilesystem, "check working directory", cfg.Dir, err)
-		return err
+	if err == nil && (!filepath.IsAbs(wd) || strings.HasPrefix(wd, "(")) {
+		err = fmt.Errorf("working directory %q is outside the sandbox", wd)
 	}
-	return nil
+	return err
 }
 
 func sortLayers(ls []Layer) []Layer {
@@ -238,19 +268,36 @@ func dropPrivileges() error {
 	return nil
 }
 
+// emptyNamespace kills every other process of the pid namespace and reaps
+// them all. Orphans are re-parented to the init (or to a subreaper, which
+// dies too), so when wait4 reports no children left, nothing but the init
+// is alive. A process forking while the kill goes out cannot escape: fork
+// fails for a parent with a fatal signal pending.
+func emptyNamespace() {
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(-1, nil, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return // ECHILD: no one left
+		}
+	}
+}
+
 // forwarded are the signals the init passes on to the command.
 var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
 
-func (st *initState) run() int {
+// confine drops every privilege and loads the seccomp filter on this
+// thread, the one that will fork the command, and starts forwarding
+// signals. After it the init holds nothing the command could want, so it
+// may wait for its command as long as it likes.
+func (st *initState) confine() error {
 	cfg := &st.cfg
-	path, err := lookPath(cfg.Path, cfg.Env)
-	if err != nil {
-		st.fail("exec", "look up command", cfg.Path, err)
-		return 1
-	}
 	if err := dropPrivileges(); err != nil {
 		st.fail(LayerCapabilities, "drop privileges", "", err)
-		return 1
+		return err
 	}
 	st.layers = append(st.layers, LayerCapabilities, LayerNoNewPrivs)
 	// Last: from here on this thread runs under the command's filter.
@@ -260,17 +307,42 @@ func (st *initState) run() int {
 		// No filter and no skip is a config bug: fail closed.
 		if err := seccomp.Load(cfg.Seccomp); err != nil {
 			st.fail(LayerSeccomp, "load filter", "", err)
-			return 1
+			return err
 		}
 		st.layers = append(st.layers, LayerSeccomp)
 	}
+	st.sigs = make(chan os.Signal, 16)
+	signal.Notify(st.sigs, forwarded...)
+	return nil
+}
 
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwarded...)
+func (st *initState) run(cmd Command, stdioFds []int) int {
+	for i, fd := range stdioFds {
+		// Dup3 without O_CLOEXEC: these are the command's 0, 1, 2.
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			st.fail("exec", "set up stdio", "", err)
+			return 1
+		}
+	}
+	for _, fd := range stdioFds {
+		if fd > 2 {
+			unix.Close(fd)
+		}
+	}
+	if err := chdir(cmd.Dir); err != nil {
+		st.fail(LayerFilesystem, "chdir", cmd.Dir, err)
+		return 1
+	}
+	path, err := lookPath(cmd.Path, cmd.Env)
+	if err != nil {
+		st.fail("exec", "look up command", cmd.Path, err)
+		return 1
+	}
+	sigs := st.sigs
 
 	stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-	proc, err := os.StartProcess(path, cfg.Args, &os.ProcAttr{
-		Env:   cfg.Env,
+	proc, err := os.StartProcess(path, cmd.Args, &os.ProcAttr{
+		Env:   cmd.Env,
 		Files: stdio,
 		Sys: &syscall.SysProcAttr{
 			// A new session without a controlling terminal: TIOCSTI has no
@@ -323,6 +395,7 @@ func (st *initState) run() int {
 			ev.ExitCode = -1
 			ev.Signal = int(ws.Signal())
 		}
+		emptyNamespace()
 		st.send(ev)
 		return 0
 	}

@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
-	"github.com/hutchbox/hutch/spawn"
 )
 
 // KillReason says why hutch killed a command.
@@ -143,8 +140,7 @@ type Cmd struct {
 
 	start    time.Time
 	startup  time.Duration
-	init     *spawn.Init
-	events   chan nsinit.Event
+	in       *sandboxInit
 	copiers  sync.WaitGroup
 	closers  []io.Closer
 	started  nsinit.Event
@@ -249,7 +245,7 @@ func (c *Cmd) check() error {
 // with the reason it could not: a *PolicyError for bad input (nothing was
 // started), a *SetupError for a layer that failed.
 func (c *Cmd) Start() error {
-	if c.init != nil {
+	if c.in != nil {
 		return errors.New("hutch: already started")
 	}
 	if c.ctx == nil {
@@ -262,14 +258,10 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	c.start = time.Now()
-	cfg := c.sb.config(c, c.Path)
-	cfgJSON, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
+	path := c.Path
 
-	// Every pipe end here is O_CLOEXEC; the child ends travel to the
-	// spawn server by SCM_RIGHTS and are closed here once sent.
+	// Every pipe end here is O_CLOEXEC; the child ends travel to the init
+	// by SCM_RIGHTS and are closed here once sent.
 	var childEnds []*os.File
 	defer func() {
 		for _, f := range childEnds {
@@ -306,67 +298,60 @@ func (c *Cmd) Start() error {
 		}
 		childEnds = append(childEnds, stderr)
 	}
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return fail(err)
-	}
-	childEnds = append(childEnds, cfgR)
-	// Written now, while the spawn request travels: a config that fits
-	// the pipe buffer is waiting when the init starts to read. A larger
-	// one blocks this goroutine until the init reads, or until the read end
-	// closes on failure (EPIPE).
-	go func() {
-		_, _ = cfgW.Write(cfgJSON)
-		cfgW.Close()
-	}()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return fail(err)
-	}
-	childEnds = append(childEnds, statusW)
-	c.closers = append(c.closers, statusR)
 
-	in, err := spawn.Default().Spawn(spawn.Request{
-		Cloneflags: cloneflags,
-		UID:        c.sb.uid, GID: c.sb.gid,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr, Config: cfgR, Status: statusW,
-	})
+	in, err := c.sb.takeInit()
 	if err != nil {
-		return fail(fmt.Errorf("hutch: start sandbox: %w", err))
+		// The copiers wait for EOF on pipes whose write ends are only
+		// ours: closing them (deferred) ends the copiers.
+		for _, f := range childEnds {
+			f.Close()
+		}
+		childEnds = nil
+		c.copiers.Wait()
+		return fail(err)
 	}
-	c.init = in
+	c.in = in
+	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir}, [3]*os.File{stdin, stdout, stderr})
 	for _, f := range childEnds {
 		f.Close()
 	}
 	childEnds = nil
-
-	c.events = make(chan nsinit.Event, 4)
-	go readEvents(statusR, c.events)
 	c.watch()
+	if err != nil {
+		c.abort()
+		return fmt.Errorf("hutch: hand the command to its sandbox: %w", err)
+	}
 
-	ev, ok := <-c.events
-	switch {
-	case ok && ev.Kind == nsinit.EventStarted:
-		c.started = ev
-		c.startup = time.Since(c.start)
-		c.mu.Lock()
-		c.running = true
-		pending := c.limitHit
-		c.mu.Unlock()
-		if pending {
-			c.kill(KilledOutputLimit)
+	for {
+		ev, ok := <-in.events
+		switch {
+		case ok && ev.Kind == nsinit.EventReady:
+			continue
+		case ok && ev.Kind == nsinit.EventStarted:
+			c.started = ev
+			c.startup = time.Since(c.start)
+			c.mu.Lock()
+			c.running = true
+			pending := c.limitHit
+			c.mu.Unlock()
+			if pending {
+				c.kill(KilledOutputLimit)
+			}
+			if c.sb.pool != nil {
+				c.sb.pool.refill()
+			}
+			return nil
+		case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
+			c.abort()
+			return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
+				Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
+		default:
+			c.abort()
+			if c.reason != "" {
+				return fmt.Errorf("hutch: killed before start: %s", c.reason)
+			}
+			return errors.New("hutch: sandbox init exited before starting the command")
 		}
-		return nil
-	case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
-		c.abort()
-		return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
-			Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
-	default:
-		c.abort()
-		if c.reason != "" {
-			return fmt.Errorf("hutch: killed before start: %s", c.reason)
-		}
-		return errors.New("hutch: sandbox init exited before starting the command")
 	}
 }
 
@@ -391,13 +376,16 @@ func (c *Cmd) outputExceeded() {
 func (c *Cmd) abort() {
 	c.startFailed = true
 	c.kill("")
-	_, _ = c.init.Wait()
+	_, _ = c.in.proc.Wait()
+	for range c.in.events {
+	}
 	c.copiers.Wait()
 	c.stopWatch()
 	for _, cl := range c.closers {
 		cl.Close()
 	}
 	c.closers = nil
+	c.in.close()
 }
 
 // watch arranges for the timeout and the context to kill the command.
@@ -428,34 +416,50 @@ func (c *Cmd) stopWatch() {
 func (c *Cmd) kill(reason KillReason) {
 	c.killOnce.Do(func() {
 		c.reason = reason
-		_ = c.init.Signal(syscall.SIGKILL)
+		c.in.kill()
 	})
 }
 
 // Wait waits for the command and everything it started to end, and for its
 // output to be copied. It returns an *ExitError unless the command exited 0.
 func (c *Cmd) Wait() error {
-	if c.init == nil || c.startFailed {
+	if c.in == nil || c.startFailed {
 		return errors.New("hutch: not started")
 	}
 	if c.finished {
 		return errors.New("hutch: Wait was already called")
 	}
 	c.finished = true
+	// The init reports "exited" only once it has killed and reaped
+	// everything else in the sandbox's pid namespace: from that event on,
+	// nothing the command started is alive, and the init's own exit (the
+	// namespaces' teardown) need not be waited for. Without the event
+	// (hutch's kill, or the server gone) the init's reaping is the proof.
 	var exited *nsinit.Event
-	for ev := range c.events {
+	for ev := range c.in.events {
 		if ev.Kind == nsinit.EventExited {
 			e := ev
 			exited = &e
+			break
 		}
 	}
-	_, werr := c.init.Wait()
+	var werr error
+	if exited == nil {
+		_, werr = c.in.proc.Wait()
+	}
 	c.copiers.Wait()
 	c.stopWatch()
 	for _, cl := range c.closers {
 		cl.Close()
 	}
 	c.closers = nil
+	in := c.in
+	go func() {
+		_, _ = in.proc.Wait()
+		for range in.events {
+		}
+		in.close()
+	}()
 
 	r := &Result{
 		Wall:      time.Since(c.start),
@@ -487,18 +491,6 @@ func (c *Cmd) Wait() error {
 		return &ExitError{Result: r}
 	}
 	return nil
-}
-
-func readEvents(r io.ReadCloser, out chan<- nsinit.Event) {
-	defer close(out)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var ev nsinit.Event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			out <- ev
-		}
-	}
 }
 
 func sameWriter(a, b io.Writer) bool {

@@ -108,6 +108,13 @@ type Policy struct {
 	// nothing degrades: a layer that cannot be applied fails the command.
 	AllowDegraded []Layer
 
+	// Prewarm keeps this many inits built and confined ahead of time
+	// (namespaces, filesystem view, privileges dropped, seccomp loaded),
+	// each waiting for one command, so that a command pays little more than
+	// its own fork and exec. Each pooled init serves exactly one command;
+	// Close releases them. 0 means none.
+	Prewarm int
+
 	// SkipLayers are not set up at all, and reported as skipped in every
 	// Result: for measuring what each layer costs, or for a host that
 	// enforces the same thing by other means. Only LayerSeccomp,

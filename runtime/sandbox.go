@@ -33,6 +33,8 @@ type Sandbox struct {
 	// filterName says which profile it is, for results.
 	filter     []byte
 	filterName string
+	// pool holds prewarmed inits when Policy.Prewarm > 0.
+	pool *pool
 }
 
 // hiddenDirs are replaced by an empty read-only directory in every view:
@@ -51,6 +53,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	if err := probeUserNS(sb.uid); err != nil {
 		return nil, err
+	}
+	if sb.policy.Prewarm > 0 {
+		sb.pool = newPool(sb, sb.policy.Prewarm)
 	}
 	return sb, nil
 }
@@ -171,6 +176,9 @@ func (sb *Sandbox) validate() error {
 	if p.Timeout < 0 {
 		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "negative"}
 	}
+	if p.Prewarm < 0 || p.Prewarm > maxPrewarm {
+		return &PolicyError{Field: "Prewarm", Value: strconv.Itoa(p.Prewarm), Reason: fmt.Sprintf("must be 0-%d", maxPrewarm)}
+	}
 	if p.TmpSize < 0 {
 		return &PolicyError{Field: "TmpSize", Value: strconv.FormatInt(p.TmpSize, 10), Reason: "negative"}
 	}
@@ -265,6 +273,9 @@ func resolveAll(paths []string) []string {
 	}
 	return out
 }
+
+// maxPrewarm bounds Policy.Prewarm: each pooled init is a live process.
+const maxPrewarm = 64
 
 // kernelTrees are never writable: the sandbox gets its own /proc and /dev,
 // and /sys is the host kernel's.
@@ -384,16 +395,38 @@ func (sb *Sandbox) coveredBySocketMask(p string) bool {
 	return false
 }
 
-// plan is the mount plan for one command: the Sandbox's spec plus what is
-// read fresh each time.
-func (sb *Sandbox) plan() mounts.Plan {
+// fresh is what the view takes from the host at the moment an init is
+// built rather than once per Sandbox: the workspace's top-level .env files
+// and the host's unix sockets. A pooled init built with other values than
+// the current ones is stale.
+type fresh struct {
+	envFiles []string
+	sockets  []string
+}
+
+func (sb *Sandbox) readFresh() fresh {
+	var f fresh
+	if !sb.policy.NoDefaultDeny {
+		f.envFiles = topLevelEnvFiles(sb.spec.Workspace)
+	}
+	f.sockets = sb.hostSockets()
+	return f
+}
+
+func (f fresh) equal(g fresh) bool {
+	return slices.Equal(f.envFiles, g.envFiles) && slices.Equal(f.sockets, g.sockets)
+}
+
+// plan is the mount plan for an init: the Sandbox's spec plus what is
+// read fresh.
+func (sb *Sandbox) plan(f fresh) mounts.Plan {
 	spec := sb.spec
 	spec.Deny = slices.Clone(spec.Deny)
 	if !sb.policy.NoDefaultDeny {
 		spec.Deny = append(spec.Deny, sb.workspaceEnv...)
-		spec.Deny = append(spec.Deny, topLevelEnvFiles(spec.Workspace)...)
+		spec.Deny = append(spec.Deny, f.envFiles...)
 	}
-	spec.Sockets = sb.hostSockets()
+	spec.Sockets = f.sockets
 	return mounts.Build(spec)
 }
 
@@ -491,18 +524,14 @@ func probeUserNS(uid int) error {
 // namespaces the init is cloned into, in the order they are reported.
 var namespaces = []Layer{LayerUserNS, LayerMountNS, LayerPidNS, LayerNetNS, LayerIPCNS, LayerUTSNS, LayerCgroupNS}
 
-// config is the init's configuration for one command.
-func (sb *Sandbox) config(c *Cmd, path string) nsinit.Config {
+// config is an init's sandbox configuration.
+func (sb *Sandbox) config(f fresh) nsinit.Config {
 	return nsinit.Config{
-		Mounts:     sb.plan(),
+		Mounts:     sb.plan(f),
 		Hostname:   "hutch",
 		Namespaces: namespaces,
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
 		Skip:       sb.policy.SkipLayers,
-		Path:       path,
-		Args:       c.Args,
-		Env:        mergeEnv(sb.env, c.Env),
-		Dir:        c.Dir,
 	}
 }

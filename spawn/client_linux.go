@@ -24,9 +24,9 @@ type Request struct {
 	Cloneflags uintptr
 	// UID and GID are the host ids, mapped to themselves inside.
 	UID, GID int
-	// Stdin, Stdout, Stderr, Config and Status are handed to the init as
+	// Stdin, Stdout, Stderr, Control and Status are handed to the init as
 	// fds 0-4. The caller keeps ownership and closes them after Spawn.
-	Stdin, Stdout, Stderr, Config, Status *os.File
+	Stdin, Stdout, Stderr, Control, Status *os.File
 }
 
 // Init is a running sandbox init, as the server sees it.
@@ -129,7 +129,7 @@ func (c *Client) Spawn(r Request) (*Init, error) {
 	cn.pending[id] = p
 	cn.mu.Unlock()
 
-	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Config.Fd()), int(r.Status.Fd())}
+	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Control.Fd()), int(r.Status.Fd())}
 	req := request{Kind: reqSpawn, ID: id, Cloneflags: r.Cloneflags, UID: r.UID, GID: r.GID}
 	if err := c.sendOn(cn, req, fds); err != nil {
 		cn.drop(id)

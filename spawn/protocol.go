@@ -4,10 +4,11 @@
 // Go cannot use vfork when it creates a user namespace, so a clone copies
 // the parent's page tables: from a host holding a 1 GiB heap a spawn costs
 // tens of milliseconds instead of a few. The spawn server is the host binary
-// re-exec'd once with a tiny heap; the host sends it one request per command
-// over a SOCK_SEQPACKET socket (the command's stdio, config and status
-// pipes travel as SCM_RIGHTS), and it clones the sandbox init. Config and
-// status flow straight between the host and the init through those pipes;
+// re-exec'd once with a tiny heap; the host sends it one request per init
+// over a SOCK_SEQPACKET socket, carrying the init's end of a control socket
+// and of a status pipe as SCM_RIGHTS, and it clones the sandbox init.
+// Configuration, the command and its stdio, and status flow straight
+// between the host and the init through those;
 // the server only clones, signals and reaps.
 //
 // The server is started lazily, restarted when it dies, and dies with the
@@ -29,7 +30,7 @@ const (
 )
 
 // request is one message from the host. A spawn request carries five fds:
-// stdin, stdout, stderr, the config pipe's read end and the status pipe's
+// stdin, stdout, stderr, the init's end of the control socket and the status pipe's
 // write end.
 type request struct {
 	Kind string `json:"kind"`

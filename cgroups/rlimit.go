@@ -1,0 +1,91 @@
+package cgroups
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Rlimit is one resource limit to set with setrlimit(2).
+type Rlimit struct {
+	Resource   int // unix.RLIMIT_*
+	Soft, Hard uint64
+}
+
+// NoFileCap is the RLIMIT_NOFILE a sandboxed command gets at most: enough for
+// any build or test run, far below the million-fd hard limits some hosts set
+// (a process that sizes tables by the limit, or loops over every possible
+// fd, is slow with those).
+const NoFileCap = 65536
+
+// Rlimits is the rlimit fallback for hosts without writable cgroups (and
+// the per-process limits cgroups do not provide). It is a pure function of
+// l; SetRlimits applies the result without ever raising a current limit.
+//
+//   - RLIMIT_CORE is 0 always: a core dump of a sandboxed process would be
+//     written by the kernel on the host's terms (core_pattern may pipe to a
+//     host helper), outside the sandbox's accounting.
+//   - RLIMIT_NOFILE is capped at NoFileCap.
+//   - RLIMIT_AS from MemoryBytes. Address space is not memory: runtimes
+//     that reserve large virtual ranges up front (V8's pointer-compression
+//     cage, the JVM's heap reservation, ASan) fail to start under a small
+//     RLIMIT_AS even though they would fit a memory cgroup of the same size.
+//     It is the only per-process memory bound there is, and it bounds each
+//     process, not the command's total.
+//   - RLIMIT_NPROC from Pids. It is not a per-sandbox count: it limits the
+//     processes of the real uid, and the sandbox's uid maps to the host
+//     user's own, so processes the user already runs elsewhere on the host
+//     count against it (on kernels since 5.14 the count is kept per user
+//     namespace and uid, but every ancestor namespace's count is checked
+//     too). It is therefore only approximately the command's own limit.
+//   - RLIMIT_CPU is not derived from CPUs: CPUs is a rate (cores), RLIMIT_CPU
+//     a total of seconds; a timeout is the right bound on total time.
+//   - RLIMIT_FSIZE from FileSizeBytes: the largest file any process of the
+//     command may write (SIGXFSZ, then EFBIG, beyond it).
+func Rlimits(l Limits) []Rlimit {
+	rl := []Rlimit{
+		{Resource: unix.RLIMIT_CORE, Soft: 0, Hard: 0},
+		{Resource: unix.RLIMIT_NOFILE, Soft: NoFileCap, Hard: NoFileCap},
+	}
+	if l.MemoryBytes > 0 {
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_AS, Soft: uint64(l.MemoryBytes), Hard: uint64(l.MemoryBytes)})
+	}
+	if l.Pids > 0 {
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_NPROC, Soft: uint64(l.Pids), Hard: uint64(l.Pids)})
+	}
+	if l.FileSizeBytes > 0 {
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_FSIZE, Soft: uint64(l.FileSizeBytes), Hard: uint64(l.FileSizeBytes)})
+	}
+	return rl
+}
+
+// Within returns r lowered so that it raises nothing above cur: an
+// unprivileged process cannot raise a hard limit, and a sandbox must never
+// get more than its host had.
+func (r Rlimit) Within(cur unix.Rlimit) Rlimit {
+	// RLIM_INFINITY is ^uint64(0), so plain comparisons treat it as the
+	// largest value.
+	r.Hard = min(r.Hard, cur.Max)
+	r.Soft = min(r.Soft, cur.Cur, r.Hard)
+	return r
+}
+
+// SetRlimits sets each limit on the calling process, each lowered by
+// Within against its current value. It uses unix.Setrlimit, which goes
+// through syscall.Setrlimit: for RLIMIT_NOFILE that also tells the Go
+// runtime to stop restoring the soft limit it found at startup into
+// processes it starts and execs (a prlimit(2) behind the runtime's back
+// would be undone by the next exec).
+func SetRlimits(rl []Rlimit) error {
+	for _, r := range rl {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(r.Resource, &cur); err != nil {
+			return fmt.Errorf("cgroups: getrlimit %d: %w", r.Resource, err)
+		}
+		w := r.Within(cur)
+		if err := unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: w.Soft, Max: w.Hard}); err != nil {
+			return fmt.Errorf("cgroups: setrlimit %d: %w", r.Resource, err)
+		}
+	}
+	return nil
+}

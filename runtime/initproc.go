@@ -1,0 +1,138 @@
+package runtime
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// sandboxInit is a sandbox init on its way to (or waiting at) the point
+// where only its command is missing. It is used by exactly one command.
+type sandboxInit struct {
+	proc    *spawn.Init
+	control int // host end of the control socket (blocking; raw fd)
+	status  *os.File
+	events  chan nsinit.Event
+	fresh   fresh
+	pooled  bool // handed out by the pool (for tests and results)
+
+	closeOnce sync.Once
+}
+
+var (
+	devNullOnce sync.Once
+	devNull     *os.File
+	devNullErr  error
+)
+
+// initStdio is the init's own stdin, stdout and stderr: /dev/null. The
+// command's come later, over the control socket.
+func initStdio() (*os.File, error) {
+	devNullOnce.Do(func() { devNull, devNullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
+	return devNull, devNullErr
+}
+
+// startInit clones a new init and sends it the sandbox configuration. It
+// does not wait for the sandbox to be built.
+func (sb *Sandbox) startInit(f fresh) (*sandboxInit, error) {
+	cfg, err := json.Marshal(sb.config(f))
+	if err != nil {
+		return nil, err
+	}
+	null, err := initStdio()
+	if err != nil {
+		return nil, err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("hutch: control socket: %w", err)
+	}
+	initEnd := os.NewFile(uintptr(pair[1]), "control")
+	defer initEnd.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		unix.Close(pair[0])
+		return nil, err
+	}
+	defer statusW.Close()
+	// The config goes out while the spawn request travels; a config
+	// larger than the socket buffer blocks this goroutine until the init
+	// reads, or fails once the init is gone.
+	// The goroutine writes through its own dup, so closing the control
+	// socket never leaves it writing to a reused fd number.
+	cfgFd, err := unix.FcntlInt(uintptr(pair[0]), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(pair[0])
+		statusR.Close()
+		return nil, err
+	}
+	go func() {
+		_ = nsinit.WriteFrame(cfgFd, cfg)
+		unix.Close(cfgFd)
+	}()
+	proc, err := spawn.Default().Spawn(spawn.Request{
+		Cloneflags: cloneflags,
+		UID:        sb.uid, GID: sb.gid,
+		Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,
+	})
+	if err != nil {
+		unix.Close(pair[0])
+		statusR.Close()
+		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
+	}
+	in := &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f}
+	go readEvents(statusR, in.events)
+	return in, nil
+}
+
+// send hands the init its command and the command's stdio.
+func (in *sandboxInit) send(cmd nsinit.Command, stdio [3]*os.File) error {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	return nsinit.WriteFrame(in.control, b, int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
+}
+
+// kill ends the init and, with it, its whole sandbox.
+func (in *sandboxInit) kill() { _ = in.proc.Signal(unix.SIGKILL) }
+
+// close releases the host's ends; call once the init has been reaped or
+// will never be used.
+func (in *sandboxInit) close() {
+	in.closeOnce.Do(func() {
+		unix.Close(in.control)
+		in.status.Close()
+	})
+}
+
+// discard kills an init that will not be used and releases it.
+func (in *sandboxInit) discard() {
+	in.kill()
+	go func() {
+		_, _ = in.proc.Wait()
+		for range in.events {
+		}
+		in.close()
+	}()
+}
+
+func readEvents(r io.Reader, out chan<- nsinit.Event) {
+	defer close(out)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var ev nsinit.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			out <- ev
+		}
+	}
+}

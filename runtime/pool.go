@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"sync"
+
+	"github.com/hutchbox/hutch/nsinit"
+)
+
+// pool keeps Policy.Prewarm inits of one Sandbox built and confined,
+// waiting for their command. Each is handed out once; a used one is
+// replaced in the background. An init whose fresh inputs (top-level .env
+// files, host sockets) no longer match the host is discarded, not used.
+type pool struct {
+	sb      *Sandbox
+	size    int
+	mu      sync.Mutex
+	ready   []*sandboxInit
+	filling int
+	closed  bool
+}
+
+func newPool(sb *Sandbox, size int) *pool {
+	p := &pool{sb: sb, size: size}
+	p.refill()
+	return p
+}
+
+// refill starts inits until ready plus in-flight reaches the pool size.
+func (p *pool) refill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && len(p.ready)+p.filling < p.size {
+		p.filling++
+		go p.add()
+	}
+}
+
+func (p *pool) add() {
+	in, err := p.sb.startInit(p.sb.readFresh())
+	if err == nil {
+		// Pooled means built: wait for the init to say it waits for its
+		// command. A setup error (or death) instead: the init is useless,
+		// and the next cold start will report the error to its caller.
+		if ev, ok := <-in.events; !ok || ev.Kind != nsinit.EventReady {
+			in.discard()
+			p.mu.Lock()
+			p.filling--
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.mu.Lock()
+	p.filling--
+	if err != nil || p.closed {
+		p.mu.Unlock()
+		if in != nil {
+			in.discard()
+		}
+		return // the next take falls back to a cold start and refills
+	}
+	p.ready = append(p.ready, in)
+	p.mu.Unlock()
+}
+
+// take returns a pooled init built with fresh inputs equal to f, or nil.
+// It does not refill: building an init costs milliseconds of CPU, which
+// would compete with the command being started; Cmd.Start refills once
+// its command runs.
+func (p *pool) take(f fresh) *sandboxInit {
+	for {
+		p.mu.Lock()
+		if len(p.ready) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		in := p.ready[0]
+		p.ready = p.ready[1:]
+		p.mu.Unlock()
+		select {
+		case <-in.proc.Done():
+			in.discard() // died while waiting (its server went away)
+			continue
+		default:
+		}
+		if !in.fresh.equal(f) {
+			in.discard()
+			continue
+		}
+		in.pooled = true
+		return in
+	}
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	for _, in := range ready {
+		in.discard()
+	}
+}
+
+// takeInit returns an init for one command: a pooled one when the policy
+// prewarms and one is ready and current, otherwise a fresh one.
+func (sb *Sandbox) takeInit() (*sandboxInit, error) {
+	f := sb.readFresh()
+	if sb.pool != nil {
+		if in := sb.pool.take(f); in != nil {
+			return in, nil
+		}
+	}
+	return sb.startInit(f)
+}
+
+// Close releases the Sandbox's pooled inits. Commands already started are
+// not affected; a closed Sandbox still runs commands, cold.
+func (sb *Sandbox) Close() error {
+	if sb.pool != nil {
+		sb.pool.close()
+	}
+	return nil
+}
+
+// Prewarmed reports how many pooled inits are ready now.
+func (sb *Sandbox) Prewarmed() int {
+	if sb.pool == nil {
+		return 0
+	}
+	sb.pool.mu.Lock()
+	defer sb.pool.mu.Unlock()
+	return len(sb.pool.ready)
+}

@@ -1,0 +1,180 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitPool waits until the pool holds n ready inits.
+func waitPool(t *testing.T, sb *Sandbox, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		sb.pool.mu.Lock()
+		k := len(sb.pool.ready)
+		sb.pool.mu.Unlock()
+		if k >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pool never filled to %d", n)
+}
+
+// TestPoolHandsOutEachInitOnce: across sequential and concurrent commands,
+// no init process serves two commands, and the pool is really used.
+func TestPoolHandsOutEachInitOnce(t *testing.T) {
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 3
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var mu sync.Mutex
+	seen := map[int]int{}
+	pooled := 0
+	run := func() {
+		c := sb.Command(context.Background(), "true")
+		if err := c.Run(); err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		seen[c.in.proc.Pid]++
+		if c.in.pooled {
+			pooled++
+		}
+		mu.Unlock()
+	}
+	waitPool(t, sb, 3)
+	for range 10 {
+		run()
+		waitPool(t, sb, 1)
+	}
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() { defer wg.Done(); run() }()
+	}
+	wg.Wait()
+	for pid, n := range seen {
+		if n != 1 {
+			t.Errorf("init %d served %d commands", pid, n)
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d distinct inits for 40 commands", len(seen))
+	}
+	if pooled < 10 {
+		t.Errorf("only %d of 40 commands used a pooled init", pooled)
+	}
+}
+
+// TestPoolSeesItsOwnPolicy: two prewarmed Sandboxes with different
+// writable paths; each pooled command can write exactly its own, as the
+// host sees it.
+func TestPoolSeesItsOwnPolicy(t *testing.T) {
+	ws := t.TempDir()
+	a, b := filepath.Join(ws, "a"), filepath.Join(ws, "b")
+	outside := t.TempDir()
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(writable string) *Sandbox {
+		p := DefaultPolicy(outside) // the workspace is another dir
+		p.Writable = []string{writable}
+		p.Prewarm = 2
+		sb, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sb.Close() })
+		waitPool(t, sb, 2)
+		return sb
+	}
+	sa, sbb := mk(a), mk(b)
+	for _, c := range []struct {
+		sb   *Sandbox
+		name string
+	}{{sa, "from-a"}, {sbb, "from-b"}} {
+		cmd := c.sb.Command(context.Background(), "sh", "-c", "touch "+a+"/"+c.name+" "+b+"/"+c.name+" 2>/dev/null; true")
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !cmd.in.pooled {
+			t.Errorf("%s: not a pooled init", c.name)
+		}
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if !exists(a+"/from-a") || exists(b+"/from-a") {
+		t.Errorf("sandbox a: a/from-a %v, b/from-a %v; want only the first", exists(a+"/from-a"), exists(b+"/from-a"))
+	}
+	if !exists(b+"/from-b") || exists(a+"/from-b") {
+		t.Errorf("sandbox b: b/from-b %v, a/from-b %v; want only the first", exists(b+"/from-b"), exists(a+"/from-b"))
+	}
+}
+
+// TestPoolStaleInitNotUsed: a .env file created in the workspace after
+// the pool filled makes the pooled inits stale; the command gets a view
+// with the new file masked.
+func TestPoolStaleInitNotUsed(t *testing.T) {
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 2
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	waitPool(t, sb, 2)
+	const secret = "POOL-STALE-SECRET-55"
+	if err := os.WriteFile(filepath.Join(sb.Policy().Workspace, ".env"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sb.Command(context.Background(), "cat", ".env")
+	out, _ := c.CombinedOutput()
+	if strings.Contains(string(out), secret) {
+		t.Fatalf("a stale pooled init exposed the new .env: %q", out)
+	}
+	if c.in.pooled {
+		t.Errorf("a stale pooled init was used")
+	}
+}
+
+// TestPoolCloseKillsInits: Close ends every pooled init (host view).
+func TestPoolCloseKillsInits(t *testing.T) {
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 3
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPool(t, sb, 3)
+	sb.pool.mu.Lock()
+	var pids []int
+	for _, in := range sb.pool.ready {
+		pids = append(pids, in.proc.Pid)
+	}
+	sb.pool.mu.Unlock()
+	sb.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for {
+			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pooled init %d alive after Close", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
