@@ -50,8 +50,9 @@ test-unprivileged:
 
 # bench measures spawn latency against bare fork/exec and bwrap (when
 # installed), in the same run.
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 200x ./bench/
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./bench/ | tee bench/results.txt
+	$(GO) run ./bench/plot -in bench/results.txt -readme bench/README.md -svg bench/latency.svg
 
 demo: build
 	$(BIN)/hutch demo

@@ -13,13 +13,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // baselineRuns is how many spawns each baseline takes for its p50.
@@ -201,4 +205,141 @@ func BenchmarkSeccompCompile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkThroughput runs b.N commands from P parallel callers and
+// reports spawns per second, against bwrap's rate at the same parallelism
+// when bwrap is installed.
+func BenchmarkThroughput(b *testing.B) {
+	sb := sandbox(b, nil)
+	bw, bwErr := exec.LookPath("bwrap")
+	for _, par := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("callers-%d", par), func(b *testing.B) {
+			_ = hutchRun(sb)()
+			rate := func(n int, f func() error) float64 {
+				var wg sync.WaitGroup
+				work := make(chan struct{}, n)
+				for range n {
+					work <- struct{}{}
+				}
+				close(work)
+				t := time.Now()
+				for range par {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range work {
+							if err := f(); err != nil {
+								b.Error(err)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				return float64(n) / time.Since(t).Seconds()
+			}
+			b.ResetTimer()
+			r := rate(b.N, hutchRun(sb))
+			b.StopTimer()
+			b.ReportMetric(r, "spawns/s")
+			if bwErr == nil {
+				br := rate(b.N, func() error { return exec.Command(bw, bwrapArgs()...).Run() })
+				b.ReportMetric(br, "bwrap-spawns/s")
+				b.ReportMetric(r/br, "x_bwrap_rate")
+			}
+		})
+	}
+}
+
+// BenchmarkHostHeap spawns from a host process holding a large live heap.
+// Sandboxes are cloned by the spawn server, so the host's heap should not
+// show in the latency; x_small is the ratio to the small-heap p50 measured
+// in the same run.
+func BenchmarkHostHeap(b *testing.B) {
+	sb := sandbox(b, nil)
+	run := hutchRun(sb)
+	_ = run()
+	small := p50(sample(50, run))
+	for _, gib := range []int{1, 4} {
+		b.Run(fmt.Sprintf("heap-%dGiB", gib), func(b *testing.B) {
+			heap := make([]byte, gib<<30)
+			for i := 0; i < len(heap); i += 4096 {
+				heap[i] = 1 // touch every page: resident, not just reserved
+			}
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t := time.Now()
+				if err := run(); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t))
+			}
+			b.StopTimer()
+			b.ReportMetric(ms(p50(ds)), "p50-ms")
+			b.ReportMetric(float64(p50(ds))/float64(small), "x_small")
+			goruntime.KeepAlive(heap)
+		})
+	}
+}
+
+// BenchmarkPoolMemory reports the resident memory of an idle pooled init
+// (the host-side cost of Policy.Prewarm), read from /proc of each init.
+func BenchmarkPoolMemory(b *testing.B) {
+	const n = 8
+	for range b.N {
+		sb := sandbox(b, func(p *runtime.Policy) { p.Prewarm = n })
+		deadline := time.Now().Add(30 * time.Second)
+		for sb.Prewarmed() < n && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		var total int64
+		inits := 0
+		server := spawn.Default().ServerPid()
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || parentOf(pid) != server {
+				continue
+			}
+			if kb := rssKiB(pid); kb > 0 {
+				total += kb
+				inits++
+			}
+		}
+		sb.Close()
+		if inits == 0 {
+			b.Fatal("no pooled inits found")
+		}
+		b.ReportMetric(float64(total)/float64(inits)/1024, "MiB-rss/init")
+		b.ReportMetric(float64(inits), "inits")
+	}
+}
+
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+func rssKiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

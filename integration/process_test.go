@@ -411,3 +411,28 @@ func TestSpawnServerRestarts(t *testing.T) {
 		t.Errorf("server pid %d after restart (was %d)", p, server)
 	}
 }
+
+// TestLargeHostHeapStillSpawns: a host holding 1 GiB of live heap still
+// runs commands (sandboxes are cloned by the spawn server, not by the
+// host; the timing is the benchmark's business).
+func TestLargeHostHeapStillSpawns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 1 GiB")
+	}
+	heap := make([]byte, 1<<30)
+	for i := 0; i < len(heap); i += 4096 {
+		heap[i] = 1
+	}
+	ws := dir(t, "ws-")
+	sb := newSandbox(t, ws)
+	for i := range 5 {
+		name := fmt.Sprintf("heap-%d", i)
+		if err := sb.Command(context.Background(), "touch", name).Run(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, name)); err != nil {
+			t.Fatalf("host: %v", err)
+		}
+	}
+	goruntime.KeepAlive(heap)
+}

@@ -22,6 +22,9 @@ type sandboxInit struct {
 	status  *os.File
 	events  chan nsinit.Event
 	fresh   fresh
+	// cfgSent reports the config frame written: the command frame must
+	// not overtake it on the socket.
+	cfgSent chan error
 	pooled  bool // handed out by the pool (for tests and results)
 
 	closeOnce sync.Once
@@ -74,8 +77,9 @@ func (sb *Sandbox) startInit(f fresh) (*sandboxInit, error) {
 		statusR.Close()
 		return nil, err
 	}
+	cfgSent := make(chan error, 1)
 	go func() {
-		_ = nsinit.WriteFrame(cfgFd, cfg)
+		cfgSent <- nsinit.WriteFrame(cfgFd, cfg)
 		unix.Close(cfgFd)
 	}()
 	proc, err := spawn.Default().Spawn(spawn.Request{
@@ -88,13 +92,16 @@ func (sb *Sandbox) startInit(f fresh) (*sandboxInit, error) {
 		statusR.Close()
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in := &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f}
+	in := &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent}
 	go readEvents(statusR, in.events)
 	return in, nil
 }
 
 // send hands the init its command and the command's stdio.
 func (in *sandboxInit) send(cmd nsinit.Command, stdio [3]*os.File) error {
+	if err := <-in.cfgSent; err != nil {
+		return err
+	}
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return err
