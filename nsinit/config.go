@@ -16,7 +16,10 @@
 // from this package's init function and never reaches the host's main.
 package nsinit
 
-import "github.com/hutchbox/hutch/mounts"
+import (
+	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/mounts"
+)
 
 // Arg0 is the argv[0] that selects the init role.
 const Arg0 = "hutch-init"
@@ -46,6 +49,8 @@ const (
 	LayerNoNewPrivs   Layer = "no-new-privs"
 	LayerCapabilities Layer = "capabilities"
 	LayerSeccomp      Layer = "seccomp"
+	LayerCgroup       Layer = "cgroup"
+	LayerRlimits      Layer = "rlimits"
 )
 
 // Config is the sandbox part of the init's configuration: everything but
@@ -59,6 +64,13 @@ type Config struct {
 	// Degradable layers may be skipped when they cannot be set up; the
 	// skip is reported. Every other failure fails the run.
 	Degradable []Layer `json:"degradable,omitempty"`
+	// Rlimits are set on the init before anything else and inherited by
+	// the command.
+	Rlimits []cgroups.Rlimit `json:"rlimits,omitempty"`
+	// CgroupTasks is the number of cgroup v1 tasks files that come with
+	// the config frame: the init's forking thread joins the group through
+	// them (cgroups.JoinThread) before it confines itself.
+	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer `json:"skip,omitempty"`
 

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/seccomp"
@@ -40,6 +41,8 @@ type initState struct {
 	layers  []Layer
 	skipped []Skipped
 	sigs    chan os.Signal
+	// cgroupTasks are v1 tasks files to join (see Config.CgroupTasks).
+	cgroupTasks []int
 }
 
 // runInit is the whole life of the init. It runs from a package init
@@ -85,13 +88,20 @@ func runInit() int {
 
 func (st *initState) readConfig() error {
 	b, fds, err := ReadFrame(ControlFd)
-	for _, fd := range fds {
-		unix.Close(fd)
+	if err == nil {
+		err = json.Unmarshal(b, &st.cfg)
+	}
+	if err == nil && len(fds) != st.cfg.CgroupTasks {
+		err = fmt.Errorf("config frame with %d fds, want %d", len(fds), st.cfg.CgroupTasks)
 	}
 	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
 		return err
 	}
-	return json.Unmarshal(b, &st.cfg)
+	st.cgroupTasks = fds
+	return nil
 }
 
 // readCommand waits for the command frame and its three stdio fds.
@@ -295,6 +305,24 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 // may wait for its command as long as it likes.
 func (st *initState) confine() error {
 	cfg := &st.cfg
+	if len(cfg.Rlimits) > 0 {
+		if err := cgroups.SetRlimits(cfg.Rlimits); err != nil {
+			st.fail(LayerRlimits, "set rlimits", "", err)
+			return err
+		}
+		st.layers = append(st.layers, LayerRlimits)
+	}
+	if len(st.cgroupTasks) > 0 {
+		// This thread forks the command: in the group, it is born there.
+		err := cgroups.JoinThread(st.cgroupTasks)
+		for _, fd := range st.cgroupTasks {
+			unix.Close(fd)
+		}
+		if err != nil {
+			st.fail(LayerCgroup, "join cgroup", "", err)
+			return err
+		}
+	}
 	if err := dropPrivileges(); err != nil {
 		st.fail(LayerCapabilities, "drop privileges", "", err)
 		return err

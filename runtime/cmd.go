@@ -16,9 +16,21 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 )
+
+// sizeString renders a byte count the way limits are usually given.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // KillReason says why hutch killed a command.
 type KillReason string
@@ -51,7 +63,19 @@ type Result struct {
 	// SeccompProfile names the system-call filter enforced, when the
 	// seccomp layer is among Layers.
 	SeccompProfile string `json:"seccomp_profile,omitempty"`
+	// Cgroup is the host's cgroup layout (v1, v2, hybrid) when the cgroup
+	// layer is among Layers; Usage is what the command consumed, read from
+	// its cgroup.
+	Cgroup string `json:"cgroup,omitempty"`
+	Usage  *Usage `json:"usage,omitempty"`
+	// Reason says in words why the command ended as it did when hutch or
+	// the kernel ended it: "timeout", or "memory limit of 128 MiB exceeded
+	// (OOM kill)".
+	Reason string `json:"reason,omitempty"`
 }
+
+// Usage is what a command consumed, from its cgroup.
+type Usage = cgroups.Usage
 
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
@@ -453,13 +477,6 @@ func (c *Cmd) Wait() error {
 		cl.Close()
 	}
 	c.closers = nil
-	in := c.in
-	go func() {
-		_, _ = in.proc.Wait()
-		for range in.events {
-		}
-		in.close()
-	}()
 
 	r := &Result{
 		Wall:      time.Since(c.start),
@@ -470,6 +487,15 @@ func (c *Cmd) Wait() error {
 	}
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
+	}
+	if g := c.in.group; g != nil {
+		r.Layers = append(r.Layers, LayerCgroup)
+		r.Cgroup = c.sb.cgroups.Layout().String()
+		if u, err := g.Usage(); err == nil {
+			r.Usage = &u
+		}
+	} else if c.sb.cgroupSkip != "" {
+		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerCgroup, Reason: c.sb.cgroupSkip})
 	}
 	c.killOnce.Do(func() {}) // no kill after this point
 	if exited != nil {
@@ -483,7 +509,22 @@ func (c *Cmd) Wait() error {
 			r.Killed, r.KillReason = true, c.reason
 		}
 	}
+	switch {
+	case r.Usage != nil && r.Usage.OOMKills > 0:
+		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", sizeString(c.sb.policy.Memory))
+	case r.Killed:
+		r.Reason = string(r.KillReason)
+	}
 	c.Result = r
+	// The init exits on its own once it reported; its namespaces' teardown
+	// and the cgroup's removal happen off the caller's path.
+	in := c.in
+	go func() {
+		_, _ = in.proc.Wait()
+		for range in.events {
+		}
+		in.close()
+	}()
 	if werr != nil && exited == nil {
 		return fmt.Errorf("hutch: %w", werr)
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/spawn"
 )
@@ -26,6 +28,9 @@ type sandboxInit struct {
 	// not overtake it on the socket.
 	cfgSent chan error
 	pooled  bool // handed out by the pool (for tests and results)
+	// group is the command's cgroup, or nil without cgroups. Destroyed
+	// once the init is reaped.
+	group *cgroups.Group
 
 	closeOnce sync.Once
 }
@@ -45,8 +50,38 @@ func initStdio() (*os.File, error) {
 
 // startInit clones a new init and sends it the sandbox configuration. It
 // does not wait for the sandbox to be built.
-func (sb *Sandbox) startInit(f fresh) (*sandboxInit, error) {
-	cfg, err := json.Marshal(sb.config(f))
+func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
+	config := sb.config(f)
+	// The command's cgroup exists, limits written, before the init does:
+	// on v2 the init is cloned into it, on v1 its forking thread joins it
+	// before it is handed a command.
+	var group *cgroups.Group
+	var cgroupDir *os.File
+	var tasks []*os.File
+	if sb.cgroups != nil {
+		if group, err = sb.cgroups.Create(sb.limits); err != nil {
+			return nil, &SetupError{Layer: LayerCgroup, Op: "create", Err: err}
+		}
+		defer func() {
+			if err != nil {
+				_ = group.Destroy()
+			}
+		}()
+		if fd, ok := group.FD(); ok {
+			cgroupDir = os.NewFile(uintptr(fd), "cgroup") // owned by group
+		} else {
+			if tasks, err = group.OpenTasks(); err != nil {
+				return nil, &SetupError{Layer: LayerCgroup, Op: "open tasks", Err: err}
+			}
+			defer func() {
+				for _, t := range tasks {
+					t.Close()
+				}
+			}()
+			config.CgroupTasks = len(tasks)
+		}
+	}
+	cfg, err := json.Marshal(config)
 	if err != nil {
 		return nil, err
 	}
@@ -78,21 +113,39 @@ func (sb *Sandbox) startInit(f fresh) (*sandboxInit, error) {
 		return nil, err
 	}
 	cfgSent := make(chan error, 1)
+	// The tasks files travel with the config; the goroutine gets its own
+	// copies, since this function closes its own when it returns.
+	var taskFds []int
+	for _, t := range tasks {
+		d, err := unix.FcntlInt(t.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			for _, fd := range append(taskFds, cfgFd, pair[0]) {
+				unix.Close(fd)
+			}
+			statusR.Close()
+			return nil, err
+		}
+		taskFds = append(taskFds, d)
+	}
 	go func() {
-		cfgSent <- nsinit.WriteFrame(cfgFd, cfg)
+		cfgSent <- nsinit.WriteFrame(cfgFd, cfg, taskFds...)
 		unix.Close(cfgFd)
+		for _, fd := range taskFds {
+			unix.Close(fd)
+		}
 	}()
 	proc, err := spawn.Default().Spawn(spawn.Request{
 		Cloneflags: cloneflags,
 		UID:        sb.uid, GID: sb.gid,
 		Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,
+		Cgroup: cgroupDir,
 	})
 	if err != nil {
 		unix.Close(pair[0])
 		statusR.Close()
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in := &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent}
+	in = &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group}
 	go readEvents(statusR, in.events)
 	return in, nil
 }
@@ -118,6 +171,11 @@ func (in *sandboxInit) close() {
 	in.closeOnce.Do(func() {
 		unix.Close(in.control)
 		in.status.Close()
+		if in.group != nil {
+			if err := in.group.Destroy(); err != nil {
+				slog.Warn("hutch: remove cgroup", "group", in.group.Path(), "err", err)
+			}
+		}
 	})
 }
 

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -47,6 +49,8 @@ const (
 	LayerNoNewPrivs   = nsinit.LayerNoNewPrivs
 	LayerCapabilities = nsinit.LayerCapabilities
 	LayerSeccomp      = nsinit.LayerSeccomp
+	LayerCgroup       = nsinit.LayerCgroup
+	LayerRlimits      = nsinit.LayerRlimits
 )
 
 // Skipped is a layer that was allowed to degrade and was not set up.
@@ -93,6 +97,20 @@ type Policy struct {
 
 	// TmpSize caps the private /tmp, which holds HOME (0: no cap).
 	TmpSize int64
+
+	// Resource limits of each command, enforced by a cgroup of its own
+	// (0: no limit). Memory counts everything the command's processes are
+	// charged (no swap on top); Pids bounds processes and threads alive at
+	// once; CPUs is a rate in cores (1.5: one and a half). FileSize bounds
+	// any file the command writes (RLIMIT_FSIZE). Where cgroups cannot be
+	// used (an unprivileged user on a host without a delegated cgroup v2
+	// subtree) New fails, unless AllowDegraded names LayerCgroup: then
+	// Memory and Pids fall back to RLIMIT_AS and RLIMIT_NPROC, per process
+	// and approximate, and every Result says so.
+	Memory   int64
+	Pids     int64
+	CPUs     float64
+	FileSize int64
 
 	// Seccomp replaces the default system-call filter (seccomp.Default)
 	// with an OCI seccomp profile, e.g. one parsed by seccomp.Parse.
@@ -160,7 +178,30 @@ var DefaultDeny = []string{
 // DefaultPolicy returns the policy hutch's CLI runs with: workspace
 // writable, everything else read-only, DefaultDeny masked, no network.
 func DefaultPolicy(workspace string) Policy {
-	return Policy{Workspace: workspace, Timeout: 0, OutputLimit: DefaultOutputLimit}
+	return Policy{
+		Workspace:   workspace,
+		OutputLimit: DefaultOutputLimit,
+		// A fork bomb or a memory hog is everyday model output; neither
+		// may take the host down. Half the host's memory, and processes
+		// far beyond any build's needs.
+		Memory: defaultMemory(),
+		Pids:   DefaultPids,
+		// Most hosts give an ordinary user no cgroups; rlimits are the
+		// honest fallback there, and each Result names it.
+		AllowDegraded: []Layer{LayerCgroup},
+	}
+}
+
+// DefaultPids is DefaultPolicy's process limit.
+const DefaultPids = 4096
+
+// defaultMemory is half of the host's memory, or 0 when it cannot be read.
+func defaultMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit) / 2
 }
 
 // PolicyError is invalid input: which field, which value, and why. No

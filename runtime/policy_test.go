@@ -426,8 +426,13 @@ func TestNewResolvesPaths(t *testing.T) {
 func TestDefaultPolicy(t *testing.T) {
 	p := runtime.DefaultPolicy("/some/ws")
 	if p.Workspace != "/some/ws" || p.OutputLimit != runtime.DefaultOutputLimit || p.Timeout != 0 ||
-		p.NoDefaultDeny || p.AllowGitWrite || len(p.Writable)+len(p.Deny)+len(p.Env)+len(p.AllowDegraded) != 0 {
+		p.NoDefaultDeny || p.AllowGitWrite || len(p.Writable)+len(p.Deny)+len(p.Env) != 0 {
 		t.Errorf("DefaultPolicy = %+v", p)
+	}
+	// Resource limits by default; only the cgroup layer may degrade (to
+	// rlimits), nothing else.
+	if p.Pids != runtime.DefaultPids || p.Memory <= 0 || !slices.Equal(p.AllowDegraded, []runtime.Layer{runtime.LayerCgroup}) {
+		t.Errorf("DefaultPolicy limits = memory %d, pids %d, degradable %v", p.Memory, p.Pids, p.AllowDegraded)
 	}
 	for _, d := range []string{"~/.ssh", "~/.aws", "/etc/shadow", "/etc/sudoers"} {
 		if !slices.Contains(runtime.DefaultDeny, d) {

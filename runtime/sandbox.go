@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
@@ -35,6 +38,59 @@ type Sandbox struct {
 	filterName string
 	// pool holds prewarmed inits when Policy.Prewarm > 0.
 	pool *pool
+
+	// limits go into a cgroup per command when cgroups is set; rlimits
+	// are set in every init (the fallback for limits without cgroups,
+	// and the per-process limits cgroups do not have).
+	limits     cgroups.Limits
+	cgroups    *cgroups.Manager
+	cgroupSkip string // why limits are not in a cgroup, when they are not
+	rlimits    []cgroups.Rlimit
+}
+
+var (
+	managerOnce sync.Once
+	manager     *cgroups.Manager
+	managerErr  error
+)
+
+// cgroupManager is the process's cgroup manager, made on first use.
+func cgroupManager() (*cgroups.Manager, error) {
+	managerOnce.Do(func() { manager, managerErr = cgroups.NewManager() })
+	return manager, managerErr
+}
+
+// setupLimits decides, once per Sandbox, how the policy's limits are
+// enforced: a cgroup per command, or (if the policy allows degrading)
+// rlimits. It also sweeps groups a crashed host left behind.
+func (sb *Sandbox) setupLimits() error {
+	p := &sb.policy
+	sb.limits = cgroups.Limits{MemoryBytes: p.Memory, Pids: p.Pids, CPUs: p.CPUs, FileSizeBytes: p.FileSize}
+	// Core dumps and file-size and fd caps are per process in any case.
+	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: p.FileSize})
+	if p.Memory == 0 && p.Pids == 0 && p.CPUs == 0 {
+		sb.rlimits = base
+		return nil
+	}
+	m, err := cgroupManager()
+	if err == nil {
+		if _, err = m.Sweep(); err != nil {
+			slog.Debug("hutch: cgroup sweep", "err", err)
+		}
+		// One throwaway group proves the limits can be applied here.
+		var g *cgroups.Group
+		if g, err = m.Create(sb.limits); err == nil {
+			_ = g.Destroy()
+			sb.cgroups, sb.rlimits = m, base
+			return nil
+		}
+	}
+	if !slices.Contains(p.AllowDegraded, LayerCgroup) {
+		return &LayerError{Layer: LayerCgroup, Reason: err.Error(), Remedy: "run as root, delegate a cgroup v2 subtree (systemd Delegate=yes), or allow degrading to rlimits"}
+	}
+	sb.cgroupSkip = "cgroups unavailable, limits are per-process rlimits: " + err.Error()
+	sb.rlimits = cgroups.Rlimits(sb.limits)
+	return nil
 }
 
 // hiddenDirs are replaced by an empty read-only directory in every view:
@@ -52,6 +108,9 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	if err := probeUserNS(sb.uid); err != nil {
+		return nil, err
+	}
+	if err := sb.setupLimits(); err != nil {
 		return nil, err
 	}
 	if sb.policy.Prewarm > 0 {
@@ -179,6 +238,20 @@ func (sb *Sandbox) validate() error {
 	if p.Prewarm < 0 || p.Prewarm > maxPrewarm {
 		return &PolicyError{Field: "Prewarm", Value: strconv.Itoa(p.Prewarm), Reason: fmt.Sprintf("must be 0-%d", maxPrewarm)}
 	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"Memory", p.Memory}, {"Pids", p.Pids}, {"FileSize", p.FileSize}} {
+		if f.v < 0 {
+			return &PolicyError{Field: f.name, Value: strconv.FormatInt(f.v, 10), Reason: "negative"}
+		}
+	}
+	if p.CPUs < 0 || p.CPUs > 4096 {
+		return &PolicyError{Field: "CPUs", Value: strconv.FormatFloat(p.CPUs, 'g', -1, 64), Reason: "must be between 0 and 4096"}
+	}
+	if p.Memory > 0 && p.Memory < 4<<20 {
+		return &PolicyError{Field: "Memory", Value: strconv.FormatInt(p.Memory, 10), Reason: "below 4 MiB no command can start"}
+	}
 	if p.TmpSize < 0 {
 		return &PolicyError{Field: "TmpSize", Value: strconv.FormatInt(p.TmpSize, 10), Reason: "negative"}
 	}
@@ -282,7 +355,7 @@ const maxPrewarm = 64
 var kernelTrees = []string{"/proc", "/sys", "/dev"}
 
 // degradable are the layers a policy may allow to be skipped.
-var degradable = []Layer{LayerLoopback, LayerKeyring}
+var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup}
 
 // skippable are the layers a policy may leave out altogether.
 var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring}
@@ -533,5 +606,6 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
 		Skip:       sb.policy.SkipLayers,
+		Rlimits:    sb.rlimits,
 	}
 }

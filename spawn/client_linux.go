@@ -27,6 +27,8 @@ type Request struct {
 	// Stdin, Stdout, Stderr, Control and Status are handed to the init as
 	// fds 0-4. The caller keeps ownership and closes them after Spawn.
 	Stdin, Stdout, Stderr, Control, Status *os.File
+	// Cgroup, if set, is a cgroup v2 directory the init is cloned into.
+	Cgroup *os.File
 }
 
 // Init is a running sandbox init, as the server sees it.
@@ -131,6 +133,10 @@ func (c *Client) Spawn(r Request) (*Init, error) {
 
 	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Control.Fd()), int(r.Status.Fd())}
 	req := request{Kind: reqSpawn, ID: id, Cloneflags: r.Cloneflags, UID: r.UID, GID: r.GID}
+	if r.Cgroup != nil {
+		req.IntoCgroup = true
+		fds = append(fds, int(r.Cgroup.Fd()))
+	}
 	if err := c.sendOn(cn, req, fds); err != nil {
 		cn.drop(id)
 		return nil, err

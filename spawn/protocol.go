@@ -41,6 +41,9 @@ type request struct {
 	// UID and GID are mapped to themselves inside the user namespace.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+	// IntoCgroup: a sixth fd, a cgroup v2 directory, follows the five;
+	// the init is cloned straight into it (CLONE_INTO_CGROUP).
+	IntoCgroup bool `json:"into_cgroup,omitempty"`
 
 	// Kill.
 	Signal int `json:"signal,omitempty"`
@@ -64,7 +67,8 @@ type reply struct {
 	WaitStatus uint32 `json:"wait_status,omitempty"`
 }
 
-// numFds is the number of fds a spawn request carries.
+// numFds is the number of fds a spawn request carries, plus one for a
+// cgroup (request.IntoCgroup).
 const numFds = 5
 
 // maxMsg bounds one message; requests carry no config, so they are small.

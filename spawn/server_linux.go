@@ -3,6 +3,7 @@ package spawn
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -56,7 +57,7 @@ func (s *server) send(r reply) {
 
 func (s *server) loop() {
 	buf := make([]byte, maxMsg)
-	oob := make([]byte, unix.CmsgSpace(numFds*4))
+	oob := make([]byte, unix.CmsgSpace((numFds+1)*4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != nil {
@@ -92,12 +93,16 @@ func (s *server) loop() {
 }
 
 func (s *server) spawn(req request, fds []int) {
-	if len(fds) != numFds {
+	want := numFds
+	if req.IntoCgroup {
+		want++
+	}
+	if len(fds) != want {
 		closeAll(fds)
-		s.send(reply{Kind: replyFailed, ID: req.ID, Err: "spawn request without its five fds"})
+		s.send(reply{Kind: replyFailed, ID: req.ID, Err: fmt.Sprintf("spawn request with %d fds, want %d", len(fds), want)})
 		return
 	}
-	files := make([]*os.File, numFds)
+	files := make([]*os.File, want)
 	for i, fd := range fds {
 		files[i] = os.NewFile(uintptr(fd), "")
 	}
@@ -111,6 +116,9 @@ func (s *server) spawn(req request, fds []int) {
 		Setsid:     true,
 		// If this server dies, so does every sandbox it started.
 		Pdeathsig: syscall.SIGKILL,
+	}
+	if req.IntoCgroup {
+		sys.UseCgroupFD, sys.CgroupFD = true, fds[numFds]
 	}
 	if req.Cloneflags&unix.CLONE_NEWUSER != 0 {
 		sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: req.UID, HostID: req.UID, Size: 1}}
@@ -129,7 +137,7 @@ func (s *server) spawn(req request, fds []int) {
 		Stdin:       files[0],
 		Stdout:      files[1],
 		Stderr:      files[2],
-		ExtraFiles:  files[3:],
+		ExtraFiles:  files[3:numFds],
 		SysProcAttr: sys,
 	}
 	if err := cmd.Start(); err != nil {

@@ -68,6 +68,10 @@ type runFlags struct {
 	outputLimit string
 	resultJSON  string
 	seccomp     string
+	memory      string
+	pids        int64
+	cpus        float64
+	tmpSize     string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -92,6 +96,10 @@ func runCommand(code *int) *cobra.Command {
 	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
 	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
+	fl.StringVar(&f.memory, "memory", "", "memory limit (e.g. 512MiB; default: half the host's memory)")
+	fl.Int64Var(&f.pids, "pids", runtime.DefaultPids, "limit on processes and threads alive at once")
+	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in cores (e.g. 1.5; 0: none)")
+	fl.StringVar(&f.tmpSize, "tmp-size", "", "size cap of the private /tmp, which holds HOME (e.g. 1GiB)")
 	return c
 }
 
@@ -120,6 +128,17 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		return p, fmt.Errorf("--output-limit %q: %w", f.outputLimit, err)
 	}
 	p.OutputLimit = limit
+	p.Pids, p.CPUs = f.pids, f.cpus
+	if f.memory != "" {
+		if p.Memory, err = parseSize(f.memory); err != nil {
+			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
+		}
+	}
+	if f.tmpSize != "" {
+		if p.TmpSize, err = parseSize(f.tmpSize); err != nil {
+			return p, fmt.Errorf("--tmp-size %q: %w", f.tmpSize, err)
+		}
+	}
 	if f.seccomp != "" {
 		b, err := os.ReadFile(f.seccomp)
 		if err != nil {
@@ -153,8 +172,8 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
-		if r := cmd.Result; r.Killed {
-			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.KillReason)
+		if r := cmd.Result; r.Reason != "" {
+			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
 		} else if r.Truncated {
 			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
 		}
