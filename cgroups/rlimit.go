@@ -26,12 +26,13 @@ const NoFileCap = 65536
 //     written by the kernel on the host's terms (core_pattern may pipe to a
 //     host helper), outside the sandbox's accounting.
 //   - RLIMIT_NOFILE is capped at NoFileCap.
-//   - RLIMIT_AS from MemoryBytes. Address space is not memory: runtimes
-//     that reserve large virtual ranges up front (V8's pointer-compression
-//     cage, the JVM's heap reservation, ASan) fail to start under a small
-//     RLIMIT_AS even though they would fit a memory cgroup of the same size.
-//     It is the only per-process memory bound there is, and it bounds each
-//     process, not the command's total.
+//   - RLIMIT_DATA from MemoryBytes: the private writable memory of each
+//     process (heap, anonymous mappings), not its address space. RLIMIT_AS
+//     would count the large PROT_NONE ranges that runtimes reserve up front
+//     (Go's arenas, V8's pointer-compression cage, the JVM's heap) and make
+//     them fail to start under a limit they would fit; it would also stop
+//     the Go sandbox init itself, which carries these limits to the command.
+//     It bounds each process, not the command's total.
 //   - RLIMIT_NPROC from Pids. It is not a per-sandbox count: it limits the
 //     processes of the real uid, and the sandbox's uid maps to the host
 //     user's own, so processes the user already runs elsewhere on the host
@@ -48,7 +49,7 @@ func Rlimits(l Limits) []Rlimit {
 		{Resource: unix.RLIMIT_NOFILE, Soft: NoFileCap, Hard: NoFileCap},
 	}
 	if l.MemoryBytes > 0 {
-		rl = append(rl, Rlimit{Resource: unix.RLIMIT_AS, Soft: uint64(l.MemoryBytes), Hard: uint64(l.MemoryBytes)})
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_DATA, Soft: uint64(l.MemoryBytes), Hard: uint64(l.MemoryBytes)})
 	}
 	if l.Pids > 0 {
 		rl = append(rl, Rlimit{Resource: unix.RLIMIT_NPROC, Soft: uint64(l.Pids), Hard: uint64(l.Pids)})
@@ -76,16 +77,28 @@ func (r Rlimit) Within(cur unix.Rlimit) Rlimit {
 // runtime to stop restoring the soft limit it found at startup into
 // processes it starts and execs (a prlimit(2) behind the runtime's back
 // would be undone by the next exec).
-func SetRlimits(rl []Rlimit) error {
+func SetRlimits(rl []Rlimit) error { return SetRlimitsOf(0, rl) }
+
+// SetRlimitsOf applies rl to process pid (0: the caller) with prlimit(2),
+// never raising a current limit.
+func SetRlimitsOf(pid int, rl []Rlimit) error {
 	for _, r := range rl {
 		var cur unix.Rlimit
-		if err := unix.Getrlimit(r.Resource, &cur); err != nil {
-			return fmt.Errorf("cgroups: getrlimit %d: %w", r.Resource, err)
+		if err := unix.Prlimit(pid, r.Resource, nil, &cur); err != nil {
+			return fmt.Errorf("cgroups: getrlimit %d of %d: %w", r.Resource, pid, err)
 		}
 		w := r.Within(cur)
-		if err := unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: w.Soft, Max: w.Hard}); err != nil {
-			return fmt.Errorf("cgroups: setrlimit %d: %w", r.Resource, err)
+		if err := unix.Prlimit(pid, r.Resource, &unix.Rlimit{Cur: w.Soft, Max: w.Hard}, nil); err != nil {
+			return fmt.Errorf("cgroups: setrlimit %d of %d: %w", r.Resource, pid, err)
 		}
 	}
 	return nil
+}
+
+// ForChild reports whether r must be set on the command's process rather
+// than inherited from the one that starts it: a memory limit low enough
+// for a command would stop a Go process (such as hutch's sandbox init),
+// whose runtime already holds more private memory than many commands need.
+func (r Rlimit) ForChild() bool {
+	return r.Resource == unix.RLIMIT_DATA || r.Resource == unix.RLIMIT_AS
 }

@@ -18,13 +18,13 @@ func TestRlimits(t *testing.T) {
 		want []Rlimit
 	}{
 		{"none", Limits{}, base},
-		{"memory", Limits{MemoryBytes: 256 << 20}, append(slices.Clone(base), Rlimit{unix.RLIMIT_AS, 256 << 20, 256 << 20})},
+		{"memory", Limits{MemoryBytes: 256 << 20}, append(slices.Clone(base), Rlimit{unix.RLIMIT_DATA, 256 << 20, 256 << 20})},
 		{"pids", Limits{Pids: 64}, append(slices.Clone(base), Rlimit{unix.RLIMIT_NPROC, 64, 64})},
 		{"file size", Limits{FileSizeBytes: 1 << 30}, append(slices.Clone(base), Rlimit{unix.RLIMIT_FSIZE, 1 << 30, 1 << 30})},
 		// CPUs is a rate: no RLIMIT_CPU. Swap and io weight have no rlimit.
 		{"cpus, swap, io", Limits{CPUs: 1.5, SwapBytes: 1 << 20, IOWeight: 50}, base},
 		{"all", Limits{MemoryBytes: 1 << 30, Pids: 100, CPUs: 2, FileSizeBytes: 10 << 20}, append(slices.Clone(base),
-			Rlimit{unix.RLIMIT_AS, 1 << 30, 1 << 30},
+			Rlimit{unix.RLIMIT_DATA, 1 << 30, 1 << 30},
 			Rlimit{unix.RLIMIT_NPROC, 100, 100},
 			Rlimit{unix.RLIMIT_FSIZE, 10 << 20, 10 << 20})},
 	}
@@ -54,7 +54,7 @@ func TestRlimitWithin(t *testing.T) {
 		{Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}, unix.Rlimit{Cur: 1048575, Max: 1048576}, Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}},
 		// A host with less keeps its limits: never raised.
 		{Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}, unix.Rlimit{Cur: 1024, Max: 4096}, Rlimit{unix.RLIMIT_NOFILE, 1024, 4096}},
-		{Rlimit{unix.RLIMIT_AS, 1 << 30, 1 << 30}, unix.Rlimit{Cur: inf, Max: inf}, Rlimit{unix.RLIMIT_AS, 1 << 30, 1 << 30}},
+		{Rlimit{unix.RLIMIT_DATA, 1 << 30, 1 << 30}, unix.Rlimit{Cur: inf, Max: inf}, Rlimit{unix.RLIMIT_DATA, 1 << 30, 1 << 30}},
 		{Rlimit{unix.RLIMIT_CORE, 0, 0}, unix.Rlimit{Cur: inf, Max: inf}, Rlimit{unix.RLIMIT_CORE, 0, 0}},
 		// Soft below hard is kept; soft never above the new hard.
 		{Rlimit{unix.RLIMIT_NPROC, 100, 100}, unix.Rlimit{Cur: 50, Max: inf}, Rlimit{unix.RLIMIT_NPROC, 50, 100}},

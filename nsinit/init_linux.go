@@ -43,6 +43,9 @@ type initState struct {
 	sigs    chan os.Signal
 	// cgroupTasks are v1 tasks files to join (see Config.CgroupTasks).
 	cgroupTasks []int
+	// childRlimits are set on the command's process once it exists (see
+	// cgroups.Rlimit.ForChild).
+	childRlimits []cgroups.Rlimit
 }
 
 // runInit is the whole life of the init. It runs from a package init
@@ -306,7 +309,15 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT
 func (st *initState) confine() error {
 	cfg := &st.cfg
 	if len(cfg.Rlimits) > 0 {
-		if err := cgroups.SetRlimits(cfg.Rlimits); err != nil {
+		var own []cgroups.Rlimit
+		for _, r := range cfg.Rlimits {
+			if r.ForChild() {
+				st.childRlimits = append(st.childRlimits, r)
+			} else {
+				own = append(own, r)
+			}
+		}
+		if err := cgroups.SetRlimits(own); err != nil {
 			st.fail(LayerRlimits, "set rlimits", "", err)
 			return err
 		}
@@ -384,6 +395,16 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		return 1
 	}
 	pid := proc.Pid
+	if len(st.childRlimits) > 0 {
+		// Within microseconds of its exec, before the dynamic loader is
+		// done: the command cannot have grown much yet. (Only the rlimit
+		// fallback for hosts without cgroups takes this path.)
+		if err := cgroups.SetRlimitsOf(pid, st.childRlimits); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			st.fail(LayerRlimits, "set the command's rlimits", "", err)
+			return 1
+		}
+	}
 	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped})
 	// The init keeps no copy of the command's stdio: output pipes reach
 	// EOF as soon as the command's own tree closes them.

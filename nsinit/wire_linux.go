@@ -46,12 +46,20 @@ func ReadFrame(fd int) ([]byte, []int, error) {
 	var fds []int
 	read := func(want int) ([]byte, error) {
 		out := make([]byte, 0, want)
-		oob := make([]byte, unix.CmsgSpace(3*4))
+		// Room for the most fds a frame carries: a v1 cgroup in every
+		// hierarchy a command may need, with margin.
+		oob := make([]byte, unix.CmsgSpace(16*4))
 		for len(out) < want {
 			buf := make([]byte, want-len(out))
-			n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+			n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			if errors.Is(err, unix.EINTR) {
 				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err == nil && flags&unix.MSG_CTRUNC != 0 {
+				err = errors.New("nsinit: frame carried more fds than fit")
 			}
 			if err != nil {
 				return nil, err

@@ -342,6 +342,14 @@ func (c *Cmd) Start() error {
 	childEnds = nil
 	c.watch()
 	if err != nil {
+		// The init is gone; it may have said why.
+		for ev := range in.events {
+			if ev.Kind == nsinit.EventError && ev.Error != nil {
+				c.abort()
+				return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
+					Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
+			}
+		}
 		c.abort()
 		return fmt.Errorf("hutch: hand the command to its sandbox: %w", err)
 	}

@@ -105,7 +105,7 @@ type Policy struct {
 	// any file the command writes (RLIMIT_FSIZE). Where cgroups cannot be
 	// used (an unprivileged user on a host without a delegated cgroup v2
 	// subtree) New fails, unless AllowDegraded names LayerCgroup: then
-	// Memory and Pids fall back to RLIMIT_AS and RLIMIT_NPROC, per process
+	// Memory and Pids fall back to RLIMIT_DATA and RLIMIT_NPROC, per process
 	// and approximate, and every Result says so.
 	Memory   int64
 	Pids     int64

@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// cgroupsEnforced reports whether this host gives hutch cgroups (root
+// here; a delegated v2 subtree elsewhere). Without them the default policy
+// degrades to rlimits and the tests check that instead.
+func cgroupsEnforced(t *testing.T, ws string) bool {
+	t.Helper()
+	res := runCLI(t, ws, nil, "true")
+	if res.result == nil {
+		t.Fatalf("no result:\n%s", res)
+	}
+	return slices.Contains(res.result.Layers, runtime.LayerCgroup)
+}
+
+// TestForkBombBounded: a fork bomb stays under --pids and the host keeps
+// spawning processes while it rages. The host counts the bomb's processes
+// itself, in its own process table.
+func TestForkBombBounded(t *testing.T) {
+	ws := dir(t, "ws-")
+	const limit = 64
+	c := exec.Command(hutchBin, "run", "--workspace", ws, "--pids", fmt.Sprint(limit), "--timeout", "4s", "--",
+		"sh", "-c", "b() { b | b & }; b; sleep 10")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	var slowest time.Duration
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		n := len(descendants(c.Process.Pid))
+		most = max(most, n)
+		start := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			t.Errorf("host: cannot spawn during the bomb: %v", err)
+		}
+		slowest = max(slowest, time.Since(start))
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = c.Wait()
+	// The CLI's own tree: spawn server and init on top of the bomb.
+	if most > limit+4 {
+		t.Errorf("host: the bomb reached %d processes, limit %d", most, limit)
+	}
+	if slowest > time.Second {
+		t.Errorf("host: a spawn took %v during the bomb", slowest)
+	}
+	if left := descendants(c.Process.Pid); len(left) > 0 {
+		t.Errorf("host: bomb processes left: %v", left)
+	}
+	t.Logf("bomb peaked at %d processes on the host; slowest host spawn %v", most, slowest)
+}
+
+// TestMemoryLimit: 1 GiB asked for under a 128 MiB limit is refused: with
+// cgroups the kernel OOM-kills it and the Result says so; with the rlimit
+// fallback the allocation itself fails.
+func TestMemoryLimit(t *testing.T) {
+	ws := dir(t, "ws-")
+	res := runCLI(t, ws, []string{"--memory", "128MiB"}, "python3", "-c", "b = bytearray(1 << 30); print('ALLOCATED')")
+	if strings.Contains(res.stdout, "ALLOCATED") || res.code == 0 {
+		t.Fatalf("1 GiB allocated under a 128 MiB limit:\n%s", res)
+	}
+	if res.result == nil {
+		t.Fatalf("no result:\n%s", res)
+	}
+	if slices.Contains(res.result.Layers, runtime.LayerCgroup) {
+		u := res.result.Usage
+		if u == nil || u.OOMKills == 0 || res.result.Signal != syscall.SIGKILL {
+			t.Errorf("not reported as an OOM kill: %+v", res.result)
+		}
+		if res.result.Reason != "memory limit of 128 MiB exceeded (OOM kill)" {
+			t.Errorf("reason %q", res.result.Reason)
+		}
+		if !strings.Contains(res.stderr, "OOM kill") {
+			t.Errorf("the CLI does not say OOM kill:\n%s", res)
+		}
+		if u != nil && u.PeakMemoryBytes > 130<<20 {
+			t.Errorf("peak memory %d over the limit", u.PeakMemoryBytes)
+		}
+	} else if !slices.ContainsFunc(res.result.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
+		t.Errorf("neither a cgroup nor a reported fallback: %+v", res.result)
+	}
+}
+
+// TestCPULimit: a spinner under --cpus 0.5 gets about half a core, by the
+// cgroup's own CPU accounting.
+func TestCPULimit(t *testing.T) {
+	ws := dir(t, "ws-")
+	if !cgroupsEnforced(t, ws) {
+		t.Skip("no cgroups for this user here: CPU rate limits need them (the Result reports the fallback)")
+	}
+	res := runCLI(t, ws, []string{"--cpus", "0.5"}, "sh", "-c", "timeout 2 sh -c 'while :; do :; done'; true")
+	if res.result == nil || res.result.Usage == nil {
+		t.Fatalf("no usage:\n%s", res)
+	}
+	cpu := res.result.Usage.CPUUser + res.result.Usage.CPUSystem
+	share := cpu.Seconds() / res.result.Wall.Seconds()
+	t.Logf("%v of CPU in %v: %.2f cores", cpu, res.result.Wall, share)
+	if share < 0.2 || share > 0.8 {
+		t.Errorf("a 0.5-core limit gave %.2f cores", share)
+	}
+}
+
+// TestTmpCap: dd into /tmp stops at --tmp-size. The host measures the file
+// through the command's /proc/<pid>/root while the command still runs.
+func TestTmpCap(t *testing.T) {
+	ws := dir(t, "ws-")
+	arg := uniqueSleep()
+	c := exec.Command(hutchBin, "run", "--workspace", ws, "--tmp-size", "8MiB", "--timeout", "20s", "--",
+		"sh", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null; exec sleep "+arg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	var pids []int
+	if !waitFor(10*time.Second, func() bool { pids = procsWithArg(arg); return len(pids) == 1 }) {
+		t.Fatalf("sleep never appeared")
+	}
+	fi, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/fill", pids[0]))
+	if err != nil {
+		t.Fatalf("host: %v", err)
+	}
+	if fi.Size() > 8<<20 || fi.Size() == 0 {
+		t.Errorf("host: /tmp/fill is %d bytes under an 8 MiB cap", fi.Size())
+	}
+}
+
+// TestNoCgroupsLeft: after 500 runs, no group of this process remains in
+// any hierarchy (they are removed in the background; give it a moment).
+func TestNoCgroupsLeft(t *testing.T) {
+	ws := dir(t, "ws-")
+	if !cgroupsEnforced(t, ws) {
+		t.Skip("no cgroups for this user here")
+	}
+	sb := newSandbox(t, ws)
+	for range 500 {
+		if err := sb.Command(context.Background(), "true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := fmt.Sprintf("hutch-%d-", os.Getpid())
+	var left []string
+	waitFor(5*time.Second, func() bool {
+		left = ourGroups(mine)
+		return len(left) == 0
+	})
+	if len(left) > 0 {
+		t.Errorf("host: %d groups left, e.g. %s", len(left), left[0])
+	}
+}
+
+// ourGroups lists cgroup directories whose name starts with prefix.
+func ourGroups(prefix string) []string {
+	var out []string
+	for _, pat := range []string{"/sys/fs/cgroup/*/hutch/*", "/sys/fs/cgroup/hutch/*", "/sys/fs/cgroup/*/*/hutch/*"} {
+		m, _ := filepath.Glob(pat)
+		for _, d := range m {
+			if strings.HasPrefix(filepath.Base(d), prefix) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// TestStaleCgroupSwept: a group left by a crashed host (its owner pid is
+// gone) is removed by New.
+func TestStaleCgroupSwept(t *testing.T) {
+	ws := dir(t, "ws-")
+	if !cgroupsEnforced(t, ws) {
+		t.Skip("no cgroups for this user here")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		t.Fatal(err)
+	}
+	// A pid that ran and is gone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("hutch-%d-1-%d-1", dead.Process.Pid, st.Ino)
+	var planted []string
+	for _, parent := range []string{"/sys/fs/cgroup/pids/hutch", "/sys/fs/cgroup/memory/hutch", "/sys/fs/cgroup/hutch"} {
+		if _, err := os.Stat(parent); err != nil {
+			continue
+		}
+		d := filepath.Join(parent, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		planted = append(planted, d)
+	}
+	if len(planted) == 0 {
+		t.Skip("no hutch cgroup parent found")
+	}
+	t.Cleanup(func() {
+		for _, d := range planted {
+			os.Remove(d)
+		}
+	})
+	if _, err := runtime.New(runtime.DefaultPolicy(ws)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range planted {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("host: stale group %s survived New", d)
+		}
+	}
+}
