@@ -197,6 +197,29 @@ func BenchmarkSeccompLoad(b *testing.B) {
 	b.ReportMetric(ms(p50(dw)-p50(dn)), "added-ms")
 }
 
+// BenchmarkCgroupCost reports what a cgroup per command adds to a spawn
+// (creating it with limits, placing the init, reading usage, removing it
+// after the command): the default policy against one without resource
+// limits, alternated. Where cgroups are unavailable to this user the
+// default degrades to rlimits and the figure is that fallback's cost.
+func BenchmarkCgroupCost(b *testing.B) {
+	baselines(b)
+	with := hutchRun(sandbox(b, nil))
+	without := hutchRun(sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = 0, 0 }))
+	_ = with()
+	_ = without()
+	var dw, dn []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		dw = append(dw, sample(1, with)...)
+		dn = append(dn, sample(1, without)...)
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(p50(dw)), "with-p50-ms")
+	b.ReportMetric(ms(p50(dn)), "without-p50-ms")
+	b.ReportMetric(ms(p50(dw)-p50(dn)), "added-ms")
+}
+
 // BenchmarkSeccompCompile is the per-Sandbox cost of compiling the default
 // profile (never paid per command).
 func BenchmarkSeccompCompile(b *testing.B) {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // cgroupsEnforced reports whether this host gives hutch cgroups (root
@@ -222,5 +224,32 @@ func TestStaleCgroupSwept(t *testing.T) {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("host: stale group %s survived New", d)
 		}
+	}
+}
+
+// TestCgroupsRequired: where cgroups are unavailable, a policy with limits
+// that does not allow degrading is refused by New, naming the layer, and
+// nothing is started.
+func TestCgroupsRequired(t *testing.T) {
+	ws := dir(t, "ws-")
+	if cgroupsEnforced(t, ws) {
+		t.Skip("cgroups are available to this user: nothing to refuse")
+	}
+	before := spawn.Default().Spawned()
+	p := runtime.DefaultPolicy(ws)
+	p.AllowDegraded = nil
+	_, err := runtime.New(p)
+	var le *runtime.LayerError
+	if !errors.As(err, &le) || le.Layer != runtime.LayerCgroup {
+		t.Fatalf("want a cgroup LayerError, got %v", err)
+	}
+	if after := spawn.Default().Spawned(); after != before {
+		t.Errorf("%d inits started for a refused policy", after-before)
+	}
+	// The degraded default names the fallback in its Result.
+	res := runCLI(t, ws, nil, "true")
+	if res.result == nil || !slices.ContainsFunc(res.result.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) ||
+		!slices.Contains(res.result.Layers, runtime.LayerRlimits) {
+		t.Errorf("the fallback is not reported: %+v", res.result)
 	}
 }
