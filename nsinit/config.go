@@ -17,6 +17,8 @@
 package nsinit
 
 import (
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
 )
@@ -108,12 +110,29 @@ type Event struct {
 	// (started).
 	Layers  []Layer   `json:"layers,omitempty"`
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Phases are the init's steps up to the exec (started).
+	Phases []Phase `json:"phases,omitempty"`
 	// ExitCode and Signal describe how the command ended (exited); Signal
 	// is 0 unless a signal killed it.
 	ExitCode int `json:"exit_code"`
 	Signal   int `json:"signal,omitempty"`
 	// Error describes a failed setup step (error).
 	Error *SetupError `json:"error,omitempty"`
+}
+
+// Phase is one timed step of an init, on CLOCK_MONOTONIC (comparable
+// across processes of one machine): where a spawn's time goes.
+type Phase struct {
+	Name  string `json:"name"`
+	Start int64  `json:"start_ns"` // CLOCK_MONOTONIC
+	Nanos int64  `json:"ns"`
+}
+
+// Monotonic reads CLOCK_MONOTONIC in nanoseconds.
+func Monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // Skipped is a degradable layer the init could not set up.

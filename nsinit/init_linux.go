@@ -35,14 +35,17 @@ func init() {
 
 // initState is the init's one run.
 type initState struct {
-	cfg     Config
-	status  *os.File
-	enc     *json.Encoder
-	layers  []Layer
-	skipped []Skipped
-	sigs    chan os.Signal
+	cfg       Config
+	status    *os.File
+	enc       *json.Encoder
+	layers    []Layer
+	skipped   []Skipped
+	sigs      chan os.Signal
+	sigsReady chan struct{}
 	// cgroupTasks are v1 tasks files to join (see Config.CgroupTasks).
 	cgroupTasks []int
+	phases      []Phase
+	last        int64 // CLOCK_MONOTONIC at the end of the last phase
 	// childRlimits are set on the command's process once it exists (see
 	// cgroups.Rlimit.ForChild).
 	childRlimits []cgroups.Rlimit
@@ -61,8 +64,18 @@ func runInit() int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return 1
 	}
-	st := &initState{status: os.NewFile(StatusFd, "status")}
+	st := &initState{status: os.NewFile(StatusFd, "status"), last: Monotonic()}
 	st.enc = json.NewEncoder(st.status)
+	st.phase("go-runtime-start") // from the first line of Go code; see runtime's "spawn"
+	// Signal forwarding is set up concurrently with the rest: its first use
+	// starts a runtime thread, about a millisecond that would otherwise sit
+	// on the spawn's critical path. run waits for it before the command.
+	st.sigs = make(chan os.Signal, 16)
+	st.sigsReady = make(chan struct{})
+	go func() {
+		signal.Notify(st.sigs, forwarded...)
+		close(st.sigsReady)
+	}()
 	if err := st.readConfig(); err != nil {
 		st.fail(LayerFilesystem, "read config", "", err)
 		return 1
@@ -73,20 +86,40 @@ func runInit() int {
 		st.fail(LayerFilesystem, "close_range", "", err)
 		return 1
 	}
+	st.phase("config")
 	st.layers = append(st.layers, st.cfg.Namespaces...)
 	if err := st.setup(); err != nil {
 		return 1
 	}
+	st.phase("filesystem")
 	if err := st.confine(); err != nil {
 		return 1
 	}
+	st.phase("confine")
 	st.send(Event{Kind: EventReady})
 	cmd, stdio, err := st.readCommand()
+	st.phase("wait-command")
 	if err != nil {
 		// The host closed the socket: a pooled init it no longer needs.
 		return 0
 	}
 	return st.run(cmd, stdio)
+}
+
+// phase records the time since the previous phase ended under name. It
+// returns true so it can sit in a chain of steps.
+func (st *initState) phase(name string) bool {
+	now := Monotonic()
+	if name == "go-runtime-start" {
+		// Nothing before this line of ours has a clock reading; the
+		// host's spawn request time is the start (see Phases' first
+		// entry, filled in by the host).
+		st.phases = append(st.phases, Phase{Name: name, Start: now})
+	} else {
+		st.phases = append(st.phases, Phase{Name: name, Start: st.last, Nanos: now - st.last})
+	}
+	st.last = now
+	return true
 }
 
 func (st *initState) readConfig() error {
@@ -181,7 +214,7 @@ func (st *initState) setup() error {
 		return nil
 	}) && st.try(LayerUTSNS, "sethostname", func() error {
 		return unix.Sethostname([]byte(cfg.Hostname))
-	}) && st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) &&
+	}) && st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) && st.phase("keyring-uts-loopback") &&
 		st.try(LayerFilesystem, "build the filesystem view", func() error {
 			return mounts.Apply(cfg.Mounts)
 		})
@@ -350,8 +383,6 @@ func (st *initState) confine() error {
 		}
 		st.layers = append(st.layers, LayerSeccomp)
 	}
-	st.sigs = make(chan os.Signal, 16)
-	signal.Notify(st.sigs, forwarded...)
 	return nil
 }
 
@@ -377,6 +408,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		st.fail("exec", "look up command", cmd.Path, err)
 		return 1
 	}
+	<-st.sigsReady
 	sigs := st.sigs
 
 	stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
@@ -405,7 +437,8 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 			return 1
 		}
 	}
-	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped})
+	st.phase("exec")
+	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped, Phases: st.phases})
 	// The init keeps no copy of the command's stdio: output pipes reach
 	// EOF as soon as the command's own tree closes them.
 	devnull, _ := os.OpenFile("/dev/null", os.O_RDWR, 0)

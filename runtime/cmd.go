@@ -60,6 +60,12 @@ type Result struct {
 	// layers the policy allowed to degrade that could not be set up.
 	Layers  []Layer   `json:"layers"`
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Phases say where the startup went: "spawn" (the clone, the init's
+	// exec and Go runtime start), "config", "keyring-uts-loopback",
+	// "filesystem", "confine" (limits, privileges, seccomp),
+	// "wait-command" (idle time of a pooled init) and "exec". Start times
+	// are CLOCK_MONOTONIC.
+	Phases []Phase `json:"phases,omitempty"`
 	// SeccompProfile names the system-call filter enforced, when the
 	// seccomp layer is among Layers.
 	SeccompProfile string `json:"seccomp_profile,omitempty"`
@@ -73,6 +79,9 @@ type Result struct {
 	// (OOM kill)".
 	Reason string `json:"reason,omitempty"`
 }
+
+// Phase is one timed step of a command's startup.
+type Phase = nsinit.Phase
 
 // Usage is what a command consumed, from its cgroup.
 type Usage = cgroups.Usage
@@ -361,6 +370,10 @@ func (c *Cmd) Start() error {
 			continue
 		case ok && ev.Kind == nsinit.EventStarted:
 			c.started = ev
+			if len(ev.Phases) > 0 && ev.Phases[0].Name == "go-runtime-start" {
+				p := &c.started.Phases[0]
+				p.Name, p.Nanos, p.Start = "spawn", p.Start-in.spawnAt, in.spawnAt
+			}
 			c.startup = time.Since(c.start)
 			c.mu.Lock()
 			c.running = true
@@ -490,6 +503,7 @@ func (c *Cmd) Wait() error {
 		Wall:      time.Since(c.start),
 		Startup:   c.startup,
 		Layers:    c.started.Layers,
+		Phases:    c.started.Phases,
 		Skipped:   c.started.Skipped,
 		Truncated: c.output.truncated(),
 	}

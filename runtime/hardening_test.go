@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -69,5 +71,30 @@ func TestDirThroughSymlinkIntoProc(t *testing.T) {
 	}
 	if err := c.Wait(); err == nil {
 		t.Error("Wait after a failed Start succeeded")
+	}
+}
+
+// TestStartupPhases: a Result says where the startup went.
+func TestStartupPhases(t *testing.T) {
+	sb, _ := newSandbox(t)
+	c := sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var sum time.Duration
+	for _, p := range c.Result.Phases {
+		names = append(names, p.Name)
+		if p.Nanos < 0 {
+			t.Errorf("phase %s: %d ns", p.Name, p.Nanos)
+		}
+		sum += time.Duration(p.Nanos)
+	}
+	want := []string{"spawn", "config", "keyring-uts-loopback", "filesystem", "confine", "wait-command", "exec"}
+	if !slices.Equal(names, want) {
+		t.Errorf("phases %v, want %v", names, want)
+	}
+	if sum <= 0 || sum > c.Result.Startup+time.Millisecond {
+		t.Errorf("phases add up to %v, startup %v", sum, c.Result.Startup)
 	}
 }

@@ -31,6 +31,8 @@ type sandboxInit struct {
 	// group is the command's cgroup, or nil without cgroups. Destroyed
 	// once the init is reaped.
 	group *cgroups.Group
+	// spawnAt is when the spawn request went out (CLOCK_MONOTONIC).
+	spawnAt int64
 
 	closeOnce sync.Once
 }
@@ -134,6 +136,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 			unix.Close(fd)
 		}
 	}()
+	spawnAt := nsinit.Monotonic()
 	proc, err := spawn.Default().Spawn(spawn.Request{
 		Cloneflags: cloneflags,
 		UID:        sb.uid, GID: sb.gid,
@@ -145,7 +148,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		statusR.Close()
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in = &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group}
+	in = &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
 	go readEvents(statusR, in.events)
 	return in, nil
 }
