@@ -316,7 +316,7 @@ func BenchmarkPoolMemory(b *testing.B) {
 		for sb.Prewarmed() < n && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		var total int64
+		var total, totalPss int64
 		inits := 0
 		server := spawn.Default().ServerPid()
 		ents, _ := os.ReadDir("/proc")
@@ -327,6 +327,7 @@ func BenchmarkPoolMemory(b *testing.B) {
 			}
 			if kb := rssKiB(pid); kb > 0 {
 				total += kb
+				totalPss += pssKiB(pid)
 				inits++
 			}
 		}
@@ -335,6 +336,9 @@ func BenchmarkPoolMemory(b *testing.B) {
 			b.Fatal("no pooled inits found")
 		}
 		b.ReportMetric(float64(total)/float64(inits)/1024, "MiB-rss/init")
+		// PSS divides pages shared between inits (the binary's text) among
+		// them: what each init really adds.
+		b.ReportMetric(float64(totalPss)/float64(inits)/1024, "MiB-pss/init")
 		b.ReportMetric(float64(inits), "inits")
 	}
 }
@@ -351,6 +355,20 @@ func parentOf(pid int) int {
 	}
 	n, _ := strconv.Atoi(f[1])
 	return n
+}
+
+func pssKiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pss:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func rssKiB(pid int) int64 {
