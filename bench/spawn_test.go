@@ -176,43 +176,33 @@ func BenchmarkSpawn(b *testing.B) {
 }
 
 // BenchmarkSeccompLoad reports what loading the filter adds to a spawn:
-// the same command with and without the seccomp layer, alternated so that
-// drift in the machine's load cancels out. Compiling is not part of it: it
-// happens once, in New (see BenchmarkSeccompCompile).
+// the same command with and without the seccomp layer. Compiling is not
+// part of it: it happens once, in New (see BenchmarkSeccompCompile).
 func BenchmarkSeccompLoad(b *testing.B) {
-	baselines(b)
-	with := hutchRun(sandbox(b, nil))
-	without := hutchRun(sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
-	_ = with()
-	_ = without()
-	var dw, dn []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		dw = append(dw, sample(1, with)...)
-		dn = append(dn, sample(1, without)...)
-	}
-	b.StopTimer()
-	b.ReportMetric(ms(p50(dw)), "with-p50-ms")
-	b.ReportMetric(ms(p50(dn)), "without-p50-ms")
-	b.ReportMetric(ms(p50(dw)-p50(dn)), "added-ms")
+	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
 }
 
 // BenchmarkCgroupCost reports what a cgroup per command adds to a spawn
 // (creating it with limits, placing the init, reading usage, removing it
 // after the command): the default policy against one without resource
-// limits, alternated. Where cgroups are unavailable to this user the
-// default degrades to rlimits and the figure is that fallback's cost.
+// limits. Where cgroups are unavailable to this user the default degrades
+// to rlimits and the figure is that fallback's cost.
 func BenchmarkCgroupCost(b *testing.B) {
+	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = 0, 0 }))
+}
+
+// alternate runs the same command in two Sandboxes turn by turn, so that
+// drift in the machine's load cancels out, and reports both p50s and what
+// the first adds over the second.
+func alternate(b *testing.B, with, without *runtime.Sandbox) {
 	baselines(b)
-	with := hutchRun(sandbox(b, nil))
-	without := hutchRun(sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = 0, 0 }))
-	_ = with()
-	_ = without()
+	w, wo := hutchRun(with), hutchRun(without)
+	_, _ = w(), wo()
 	var dw, dn []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		dw = append(dw, sample(1, with)...)
-		dn = append(dn, sample(1, without)...)
+		dw = append(dw, sample(1, w)...)
+		dn = append(dn, sample(1, wo)...)
 	}
 	b.StopTimer()
 	b.ReportMetric(ms(p50(dw)), "with-p50-ms")

@@ -97,24 +97,13 @@ func (r cliResult) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// runCLI runs `hutch run --workspace ws [flags] -- cmd...`.
+// runCLI runs `hutch run --workspace ws [flags] -- cmd...` and reads back
+// its --result-json.
 func runCLI(t *testing.T, ws string, flags []string, cmd ...string) cliResult {
 	t.Helper()
 	rj := filepath.Join(t.TempDir(), "result.json")
 	args := append([]string{"run", "--workspace", ws, "--result-json", rj}, flags...)
-	args = append(append(args, "--"), cmd...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c := exec.CommandContext(ctx, hutchBin, args...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	r := cliResult{stdout: out.String(), stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("hutch run: %v", err)
-	}
+	r := runCLIArgs(t, append(append(args, "--"), cmd...)...)
 	if b, err := os.ReadFile(rj); err == nil {
 		r.result = new(runtime.Result)
 		if err := json.Unmarshal(b, r.result); err != nil {
@@ -124,10 +113,12 @@ func runCLI(t *testing.T, ws string, flags []string, cmd ...string) cliResult {
 	return r
 }
 
-// runCLIArgs runs hutch with exactly args.
+// runCLIArgs runs hutch with exactly args (a minute at most).
 func runCLIArgs(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	c := exec.Command(hutchBin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, hutchBin, args...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()

@@ -132,6 +132,11 @@ func (e *SetupError) Error() string {
 
 func (e *SetupError) Unwrap() error { return e.Err }
 
+// setupError is the init's report of a failed step, as the caller sees it.
+func setupError(e *nsinit.SetupError) *SetupError {
+	return &SetupError{Layer: e.Layer, Op: e.Op, Path: e.Path, Err: &initError{msg: e.Msg, errno: syscall.Errno(e.Errno)}}
+}
+
 // initError is an error reported by the init: its message, and its errno
 // for errors.Is.
 type initError struct {
@@ -355,8 +360,7 @@ func (c *Cmd) Start() error {
 		for ev := range in.events {
 			if ev.Kind == nsinit.EventError && ev.Error != nil {
 				c.abort()
-				return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
-					Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
+				return setupError(ev.Error)
 			}
 		}
 		c.abort()
@@ -388,8 +392,7 @@ func (c *Cmd) Start() error {
 			return nil
 		case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
 			c.abort()
-			return &SetupError{Layer: ev.Error.Layer, Op: ev.Error.Op, Path: ev.Error.Path,
-				Err: &initError{msg: ev.Error.Msg, errno: syscall.Errno(ev.Error.Errno)}}
+			return setupError(ev.Error)
 		default:
 			c.abort()
 			if c.reason != "" {
