@@ -69,10 +69,11 @@ func table(rs []result) string {
 	for _, r := range rs {
 		var ms []string
 		for _, k := range r.order {
+			v, unit := r.metrics[k], k
 			if k == "ns/op" {
-				continue
+				v, unit = v/1e6, "ms/op"
 			}
-			ms = append(ms, fmt.Sprintf("%s %s", strconv.FormatFloat(r.metrics[k], 'g', 4, 64), k))
+			ms = append(ms, fmt.Sprintf("%s %s", strconv.FormatFloat(v, 'g', 4, 64), unit))
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", r.name, strings.Join(ms, ", "))
 	}
