@@ -374,3 +374,30 @@ func rssKiB(pid int) int64 {
 	}
 	return 0
 }
+
+// BenchmarkPhases breaks a cold spawn down by the init's phases
+// (Result.Phases), p50 each, with a pause between commands as an agent
+// has: where the startup time goes.
+func BenchmarkPhases(b *testing.B) {
+	sb := sandbox(b, nil)
+	_ = hutchRun(sb)()
+	per := map[string][]time.Duration{}
+	var names []string
+	for range b.N {
+		time.Sleep(10 * time.Millisecond)
+		c := sb.Command(context.Background(), "/bin/true")
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range c.Result.Phases {
+			if _, ok := per[p.Name]; !ok {
+				names = append(names, p.Name)
+			}
+			per[p.Name] = append(per[p.Name], time.Duration(p.Nanos))
+		}
+		per["startup"] = append(per["startup"], c.Result.Startup)
+	}
+	for _, n := range append(names, "startup") {
+		b.ReportMetric(ms(p50(per[n])), n+"-ms")
+	}
+}
