@@ -67,7 +67,11 @@ func Apply(plan Plan) error {
 		}
 	}
 	for _, fd := range a.seal {
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		done, err := setattr(fd, unix.MOUNT_ATTR_RDONLY, false)
+		if err == nil && !done {
+			err = remountAttached(fd, unix.MOUNT_ATTR_RDONLY, false)
+		}
+		if err != nil {
 			return &Error{Step: Mount{Kind: EmptyRO}, Op: "seal read-only", Err: err}
 		}
 	}
@@ -186,13 +190,20 @@ func bind(src, tgt int, attrs uint64) error {
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(tree)
+	done := true
 	if attrs != 0 {
-		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs}); err != nil {
-			return fmt.Errorf("mount_setattr: %w", err)
+		var err error
+		if done, err = setattr(tree, attrs, true); err != nil {
+			return err
 		}
 	}
 	if err := unix.MoveMount(tree, "", tgt, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return fmt.Errorf("move_mount: %w", err)
+	}
+	if !done {
+		// Before 5.12: the tree is attached (and so has a path) before it
+		// gets its attributes; nothing runs in the namespace yet.
+		return remountAttached(tree, attrs, true)
 	}
 	return nil
 }
