@@ -82,7 +82,7 @@ func runInit() int {
 	}
 	// Every fd beyond stdio, whatever the host left open by mistake, is
 	// closed on exec (CVE-2024-21626).
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := spawn.MarkCloseOnExec(3); err != nil {
 		st.fail(LayerFilesystem, "close_range", "", err)
 		return 1
 	}

@@ -30,7 +30,7 @@ func Serve(initArg0 string) int {
 	// children's /proc/<pid>/uid_map, which a non-dumpable parent's
 	// children (inheriting the flag until exec) would make root-owned. It
 	// lives outside every sandbox's pid namespace, so no command sees it.
-	if err := unix.CloseRange(serverFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	if err := MarkCloseOnExec(serverFd + 1); err != nil {
 		return 2
 	}
 	unix.CloseOnExec(serverFd)
