@@ -98,3 +98,22 @@ func TestStartupPhases(t *testing.T) {
 		t.Errorf("phases add up to %v, startup %v", sum, c.Result.Startup)
 	}
 }
+
+// TestHomeNeverWritable: a workspace or writable path that contains the
+// home directory is refused: shell start-up files and a not-yet-existing
+// ~/.ssh would be writable, and run on the host at the next login.
+func TestHomeNeverWritable(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	p := runtime.DefaultPolicy(home)
+	_, err := runtime.New(p)
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) || pe.Field != "Workspace" {
+		t.Errorf("workspace = home: %v", err)
+	}
+	p = runtime.DefaultPolicy(t.TempDir())
+	p.Writable = []string{filepath.Dir(home)}
+	if _, err := runtime.New(p); !errors.As(err, &pe) || pe.Field != "Writable[0]" {
+		t.Errorf("writable parent of home: %v", err)
+	}
+}

@@ -214,10 +214,11 @@ func TestNewAcceptsGoodPolicy(t *testing.T) {
 			p.Writable, p.Deny = []string{"data"}, []string{"data/secret"}
 			return p
 		}},
-		{"writable home containing ~/.ssh", func(ws string) runtime.Policy {
+		{"writable project in home", func(ws string) runtime.Policy {
 			p := runtime.DefaultPolicy(ws)
 			mkdirs(t, home, ".ssh")
-			p.Writable = []string{home}
+			mkdirs(t, home, "proj")
+			p.Writable = []string{filepath.Join(home, "proj")}
 			return p
 		}},
 		{"deny that does not exist", func(ws string) runtime.Policy {

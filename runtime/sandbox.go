@@ -146,6 +146,12 @@ func (sb *Sandbox) validate() error {
 	p.Workspace = ws
 
 	home := hostHome()
+	// A writable home is a writable ~/.bashrc, ~/.profile, ~/.ssh (if it
+	// does not exist yet: a mask needs something to cover) and autostart
+	// directories: code that runs on the host at the user's next login.
+	if home != "" && mounts.Within(resolve(home, "/"), ws) {
+		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "contains the home directory " + home + "; use a project directory"}
+	}
 	var deny []string
 	if !p.NoDefaultDeny {
 		for _, d := range DefaultDeny {
@@ -200,6 +206,9 @@ func (sb *Sandbox) validate() error {
 		}
 		if _, err := os.Stat(r); err != nil {
 			return &PolicyError{Field: field, Value: w, Reason: "does not exist"}
+		}
+		if home != "" && mounts.Within(resolve(home, "/"), r) {
+			return &PolicyError{Field: field, Value: w, Reason: "contains the home directory " + home}
 		}
 		for _, k := range kernelTrees {
 			if mounts.Within(r, k) {
