@@ -88,6 +88,9 @@ func runCommand(code *int) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
+	// Everything after the command is the command's: `hutch run ls -la`
+	// works as well as `hutch run -- ls -la`.
+	fl.SetInterspersed(false)
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")

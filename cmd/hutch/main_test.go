@@ -70,3 +70,15 @@ func TestPolicyFromOutputLimit(t *testing.T) {
 		t.Error("policyFrom with a bad --output-limit: nil error")
 	}
 }
+
+// TestRunFlagsStopAtCommand: flags after the command belong to it.
+func TestRunFlagsStopAtCommand(t *testing.T) {
+	var code int
+	c := runCommand(&code)
+	if err := c.Flags().Parse([]string{"--timeout", "2s", "ls", "-la", "--timeout", "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Flags().Args(); len(got) != 4 || got[0] != "ls" || got[1] != "-la" || got[3] != "x" {
+		t.Errorf("command args %q", got)
+	}
+}
