@@ -4,7 +4,7 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all deps build test test-unprivileged bench demo vet clean
+.PHONY: all deps build test test-unprivileged test-vm bench demo vet clean
 SHELL := /bin/bash
 
 all: build
@@ -47,6 +47,25 @@ test-unprivileged:
 		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
+
+# test-vm runs the kernel-dependent part of the integration suite in QEMU
+# guests, one per kernel of the matrix (5.10, 6.1, 6.12, the newest 7.x from
+# Debian's mirror), each with a pure cgroup v2 hierarchy, as root and as an
+# unprivileged uid (see integration/vm). VMFLAGS passes options, e.g.
+#   make test-vm VMFLAGS='-kernels 6.1 -run TestMemoryLimit'
+test-vm: deps
+	@missing=""; \
+	for t in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static; do \
+		command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		else \
+			echo "test-vm needs:$$missing (sudo apt-get install -y$$missing)" >&2; exit 1; \
+		fi; \
+	fi
+	$(GO) run ./integration/vm $(VMFLAGS)
 
 # bench measures spawn latency against bare fork/exec and bwrap (when
 # installed), in the same run.

@@ -25,7 +25,7 @@ type Group struct {
 	unenforced []string
 
 	mu        sync.Mutex
-	fd        int // v2: the directory, for CLONE_INTO_CGROUP; -1 otherwise
+	dir       *os.File // v2: the directory, for CLONE_INTO_CGROUP; nil otherwise
 	removed   []bool
 	destroyed bool
 }
@@ -42,7 +42,7 @@ const destroyTimeout = 5 * time.Second
 // rmdir of some 30-70 us, and a cgroup.procs write in Add. Without l (a
 // group found by Sweep) it has every hierarchy.
 func (m *Manager) group(name string, l *Limits) *Group {
-	g := &Group{m: m, name: name, fd: -1}
+	g := &Group{m: m, name: name}
 	need := [numCtl]bool{true, true, true, true, true, true}
 	if l != nil && !m.v2 {
 		need[ctlCPU], need[ctlIO] = l.CPUs > 0, l.IOWeight > 0
@@ -98,13 +98,10 @@ func (m *Manager) Create(l Limits) (*Group, error) {
 	if err == nil && m.v2 {
 		// Opened now, not in FD: the caller wants it on the spawn path,
 		// and an open failing there would leave the command unplaced.
-		var fd int
-		fd, err = unix.Open(g.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			g.fd = fd
-		} else {
-			err = fmt.Errorf("open %s: %w", g.dirs[0], err)
-		}
+		// An *os.File, never a bare int wrapped later: two owners of one
+		// descriptor number close it twice, and the second close hits
+		// whatever another goroutine opened under that number meanwhile.
+		g.dir, err = os.OpenFile(g.dirs[0], os.O_RDONLY|unix.O_DIRECTORY, 0)
 	}
 	if err != nil {
 		_ = g.Destroy()
@@ -262,19 +259,16 @@ func (g *Group) Dirs() []string { return append([]string(nil), g.dirs...) }
 // without a weighted IO scheduler).
 func (g *Group) Unenforced() []string { return append([]string(nil), g.unenforced...) }
 
-// FD returns, on v2, an O_DIRECTORY|O_CLOEXEC descriptor of the group for
-// CLONE_INTO_CGROUP (syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}):
+// File returns, on v2, the group's directory, open O_DIRECTORY|O_CLOEXEC,
+// for CLONE_INTO_CGROUP (syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}):
 // the child starts inside the group, under its limits from its first
-// instruction. The Group owns it; it is closed by Destroy. ok is false on
-// v1 and hybrid, where clone cannot place a process in v1 hierarchies:
-// use Add.
-func (g *Group) FD() (fd int, ok bool) {
+// instruction. The Group owns it; it is closed by Destroy, so callers must
+// neither close it nor keep it past Destroy. ok is false on v1 and hybrid,
+// where clone cannot place a process in v1 hierarchies: use Add.
+func (g *Group) File() (dir *os.File, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.fd < 0 {
-		return -1, false
-	}
-	return g.fd, true
+	return g.dir, g.dir != nil
 }
 
 // Add moves the process pid (all its threads) into the group, in every
@@ -496,9 +490,9 @@ func (g *Group) Destroy() error {
 	if g.destroyed {
 		return nil
 	}
-	if g.fd >= 0 {
-		unix.Close(g.fd)
-		g.fd = -1
+	if g.dir != nil {
+		g.dir.Close()
+		g.dir = nil
 	}
 	// Usually the command has ended and the group is empty: then this is
 	// one rmdir per hierarchy, without freezing anything.

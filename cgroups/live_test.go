@@ -162,8 +162,8 @@ func TestLiveV1Limits(t *testing.T) {
 		}
 	}
 	t.Logf("unenforced: %q", g.Unenforced())
-	if _, ok := g.FD(); ok {
-		t.Error("FD on v1")
+	if _, ok := g.File(); ok {
+		t.Error("a directory for CLONE_INTO_CGROUP on v1")
 	}
 	if err := g.Destroy(); err != nil {
 		t.Fatal(err)

@@ -264,22 +264,22 @@ func TestV2CreateFiles(t *testing.T) {
 	if u := g.Unenforced(); len(u) != 0 {
 		t.Errorf("Unenforced() = %q", u)
 	}
-	fd, ok := g.FD()
+	dir, ok := g.File()
 	if !ok {
-		t.Fatal("no FD on v2")
+		t.Fatal("no directory on v2")
 	}
 	var a, b unix.Stat_t
-	if err := unix.Fstat(fd, &a); err != nil {
+	if err := unix.Fstat(int(dir.Fd()), &a); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Stat(g.Path(), &b); err != nil {
 		t.Fatal(err)
 	}
 	if a.Ino != b.Ino || a.Mode&unix.S_IFMT != unix.S_IFDIR {
-		t.Errorf("FD is not the group's directory")
+		t.Errorf("File is not the group's directory")
 	}
-	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
-		t.Errorf("FD not close-on-exec (%d, %v)", fl, err)
+	if fl, err := unix.FcntlInt(dir.Fd(), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
+		t.Errorf("directory not close-on-exec (%d, %v)", fl, err)
 	}
 	if got := g.Dirs(); !slices.Equal(got, []string{g.Path()}) {
 		t.Errorf("Dirs() = %v", got)
@@ -303,8 +303,8 @@ func TestV2CreateFiles(t *testing.T) {
 	if _, err := os.Stat(g.Path()); !os.IsNotExist(err) {
 		t.Errorf("group still there after Destroy: %v", err)
 	}
-	if _, ok := g.FD(); ok {
-		t.Error("FD still open after Destroy")
+	if _, ok := g.File(); ok {
+		t.Error("directory still open after Destroy")
 	}
 	if err := g.Destroy(); err != nil {
 		t.Errorf("second Destroy: %v", err)

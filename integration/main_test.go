@@ -77,6 +77,12 @@ func must(err error) {
 // dir makes a fresh directory under scratchBase.
 func dir(t *testing.T, prefix string) string {
 	t.Helper()
+	// The VM harness must never report green when a guest test failed:
+	// HUTCH_TEST_BREAK=TestName makes that test fail on purpose, to prove
+	// it (see integration/vm).
+	if os.Getenv("HUTCH_TEST_BREAK") == t.Name() {
+		t.Errorf("HUTCH_TEST_BREAK=%s: failing on purpose", t.Name())
+	}
 	d, err := os.MkdirTemp(scratchBase, prefix)
 	if err != nil {
 		t.Fatal(err)

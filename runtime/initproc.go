@@ -69,8 +69,8 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 				_ = group.Destroy()
 			}
 		}()
-		if fd, ok := group.FD(); ok {
-			cgroupDir = os.NewFile(uintptr(fd), "cgroup") // owned by group
+		if dir, ok := group.File(); ok {
+			cgroupDir = dir // owned by group
 		} else {
 			if tasks, err = group.OpenTasks(); err != nil {
 				return nil, &SetupError{Layer: LayerCgroup, Op: "open tasks", Err: err}
