@@ -168,7 +168,7 @@ func BenchmarkSpawn(b *testing.B) {
 			}
 		})
 	})
-	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring} {
+	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring, runtime.LayerLandlock} {
 		b.Run("hutch/without-"+string(l), func(b *testing.B) {
 			benchmark(b, hutchRun(sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })))
 		})
@@ -180,6 +180,14 @@ func BenchmarkSpawn(b *testing.B) {
 // part of it: it happens once, in New (see BenchmarkSeccompCompile).
 func BenchmarkSeccompLoad(b *testing.B) {
 	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
+}
+
+// BenchmarkLandlockCost reports what the Landlock layer adds to a spawn
+// (building the ruleset in the init, walking the directories above denied
+// paths, restricting the forking thread): the default policy against one
+// that skips it.
+func BenchmarkLandlockCost(b *testing.B) {
+	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerLandlock} }))
 }
 
 // BenchmarkCgroupCost reports what a cgroup per command adds to a spawn

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
 )
 
@@ -53,6 +54,7 @@ const (
 	LayerSeccomp      Layer = "seccomp"
 	LayerCgroup       Layer = "cgroup"
 	LayerRlimits      Layer = "rlimits"
+	LayerLandlock     Layer = "landlock"
 )
 
 // Config is the sandbox part of the init's configuration: everything but
@@ -75,6 +77,10 @@ type Config struct {
 	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer `json:"skip,omitempty"`
+
+	// Landlock is the ruleset the forking thread restricts itself to
+	// after dropping privileges and before seccomp; nil means none.
+	Landlock *landlock.Ruleset `json:"landlock,omitempty"`
 
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command; empty means none.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/seccomp"
@@ -372,6 +373,15 @@ func (st *initState) confine() error {
 		return err
 	}
 	st.layers = append(st.layers, LayerCapabilities, LayerNoNewPrivs)
+	// Landlock needs no_new_privs (set above) and must come before
+	// seccomp, whose filter does not allow its system calls.
+	if cfg.Landlock != nil {
+		if err := landlock.Restrict(*cfg.Landlock); err != nil {
+			st.fail(LayerLandlock, "restrict", "", err)
+			return err
+		}
+		st.layers = append(st.layers, LayerLandlock)
+	}
 	// Last: from here on this thread runs under the command's filter.
 	if slices.Contains(cfg.Skip, LayerSeccomp) {
 		st.skipped = append(st.skipped, Skipped{Layer: LayerSeccomp, Reason: "skipped by policy"})

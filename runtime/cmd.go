@@ -69,6 +69,9 @@ type Result struct {
 	// SeccompProfile names the system-call filter enforced, when the
 	// seccomp layer is among Layers.
 	SeccompProfile string `json:"seccomp_profile,omitempty"`
+	// LandlockABI is the kernel's Landlock ABI version the landlock layer
+	// was enforced with, when it is among Layers.
+	LandlockABI int `json:"landlock_abi,omitempty"`
 	// Cgroup is the host's cgroup layout (v1, v2, hybrid) when the cgroup
 	// layer is among Layers; Usage is what the command consumed, read from
 	// its cgroup.
@@ -512,6 +515,11 @@ func (c *Cmd) Wait() error {
 	}
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
+	}
+	if slices.Contains(r.Layers, LayerLandlock) {
+		r.LandlockABI = c.sb.landlock.ABI
+	} else if c.sb.landlockSkip != "" {
+		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerLandlock, Reason: c.sb.landlockSkip})
 	}
 	if g := c.in.group; g != nil {
 		r.Layers = append(r.Layers, LayerCgroup)

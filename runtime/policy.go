@@ -51,6 +51,7 @@ const (
 	LayerSeccomp      = nsinit.LayerSeccomp
 	LayerCgroup       = nsinit.LayerCgroup
 	LayerRlimits      = nsinit.LayerRlimits
+	LayerLandlock     = nsinit.LayerLandlock
 )
 
 // Skipped is a layer that was allowed to degrade and was not set up.
@@ -136,7 +137,7 @@ type Policy struct {
 	// SkipLayers are not set up at all, and reported as skipped in every
 	// Result: for measuring what each layer costs, or for a host that
 	// enforces the same thing by other means. Only LayerSeccomp,
-	// LayerLoopback and LayerKeyring can be skipped.
+	// LayerLoopback, LayerKeyring and LayerLandlock can be skipped.
 	SkipLayers []Layer
 }
 
@@ -187,8 +188,10 @@ func DefaultPolicy(workspace string) Policy {
 		Memory: defaultMemory(),
 		Pids:   DefaultPids,
 		// Most hosts give an ordinary user no cgroups; rlimits are the
-		// honest fallback there, and each Result names it.
-		AllowDegraded: []Layer{LayerCgroup},
+		// honest fallback there, and each Result names it. Landlock is
+		// defense in depth under the namespaces, and kernels before 5.19
+		// (Landlock ABI < 2) cannot carry it without breaking renames.
+		AllowDegraded: []Layer{LayerCgroup, LayerLandlock},
 	}
 }
 

@@ -430,9 +430,9 @@ func TestDefaultPolicy(t *testing.T) {
 		p.NoDefaultDeny || p.AllowGitWrite || len(p.Writable)+len(p.Deny)+len(p.Env) != 0 {
 		t.Errorf("DefaultPolicy = %+v", p)
 	}
-	// Resource limits by default; only the cgroup layer may degrade (to
-	// rlimits), nothing else.
-	if p.Pids != runtime.DefaultPids || p.Memory <= 0 || !slices.Equal(p.AllowDegraded, []runtime.Layer{runtime.LayerCgroup}) {
+	// Resource limits by default; only the cgroup layer (to rlimits) and
+	// Landlock (defense in depth under the namespaces) may degrade.
+	if p.Pids != runtime.DefaultPids || p.Memory <= 0 || !slices.Equal(p.AllowDegraded, []runtime.Layer{runtime.LayerCgroup, runtime.LayerLandlock}) {
 		t.Errorf("DefaultPolicy limits = memory %d, pids %d, degradable %v", p.Memory, p.Pids, p.AllowDegraded)
 	}
 	for _, d := range []string{"~/.ssh", "~/.aws", "/etc/shadow", "/etc/sudoers"} {

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
@@ -46,6 +47,11 @@ type Sandbox struct {
 	cgroups    *cgroups.Manager
 	cgroupSkip string // why limits are not in a cgroup, when they are not
 	rlimits    []cgroups.Rlimit
+
+	// landlock is the ruleset every init restricts its forking thread to;
+	// landlockSkip says why there is none, when there is none.
+	landlock     *landlock.Ruleset
+	landlockSkip string
 }
 
 var (
@@ -93,6 +99,50 @@ func (sb *Sandbox) setupLimits() error {
 	return nil
 }
 
+// minLandlockABI is the oldest Landlock ABI hutch enforces inside the
+// namespaces: ABI 1 has no REFER right, so every rename or link across
+// directories would fail (EXDEV) whatever the rules.
+const minLandlockABI = 2
+
+// setupLandlock builds, once per Sandbox, the Landlock ruleset of the view
+// the mounts make: the new root readable, the writable trees and the
+// private /tmp and /dev/shm writable, /dev usable, and the deny-list outside
+// the writable trees unreadable (inside them the mounts alone mask it).
+func (sb *Sandbox) setupLandlock() error {
+	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
+		sb.landlockSkip = "skipped by policy"
+		return nil
+	}
+	abi := landlock.ABI()
+	if abi < minLandlockABI {
+		reason := fmt.Sprintf("the kernel's Landlock ABI is %d, hutch needs %d (Linux 5.19+ with landlock in the lsm= list)", abi, minLandlockABI)
+		if !slices.Contains(sb.policy.AllowDegraded, LayerLandlock) {
+			return &LayerError{Layer: LayerLandlock, Reason: reason, Remedy: "boot a kernel with Landlock enabled (lsm=landlock,...), or allow degrading the landlock layer"}
+		}
+		sb.landlockSkip = reason
+		return nil
+	}
+	writable := append([]string{sb.spec.Workspace}, sb.spec.Writable...)
+	var deny []string
+	for _, d := range sb.spec.Deny {
+		if !slices.ContainsFunc(writable, func(w string) bool { return mounts.Within(d, w) }) {
+			deny = append(deny, d)
+		}
+	}
+	rs, err := landlock.Build(landlock.Spec{
+		ReadOnly: []string{"/"},
+		Writable: append(writable, "/tmp", "/dev/shm"),
+		Devices:  []string{"/dev"},
+		Deny:     deny,
+		Scope:    true,
+	}, abi)
+	if err != nil {
+		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
+	}
+	sb.landlock = &rs
+	return nil
+}
+
 // hiddenDirs are replaced by an empty read-only directory in every view:
 // they hold the host's unix sockets (systemd, dbus, docker, the user's
 // session bus and agents), and a read-only bind does not stop connect().
@@ -111,6 +161,9 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	if err := sb.setupLimits(); err != nil {
+		return nil, err
+	}
+	if err := sb.setupLandlock(); err != nil {
 		return nil, err
 	}
 	if sb.policy.Prewarm > 0 {
@@ -364,10 +417,10 @@ const maxPrewarm = 64
 var kernelTrees = []string{"/proc", "/sys", "/dev"}
 
 // degradable are the layers a policy may allow to be skipped.
-var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup}
+var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock}
 
 // skippable are the layers a policy may leave out altogether.
-var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring}
+var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring, LayerLandlock}
 
 // isEnvFile reports whether name is a .env or .env.* file name.
 func isEnvFile(name string) bool {
@@ -616,5 +669,6 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Seccomp:    sb.filter,
 		Skip:       sb.policy.SkipLayers,
 		Rlimits:    sb.rlimits,
+		Landlock:   sb.landlock,
 	}
 }

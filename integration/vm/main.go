@@ -77,6 +77,9 @@ var defaultTests = []string{
 	"TestSpawnServerRestarts",
 	"TestSessionKeyringIsolated",
 	"TestBadInputStartsNothing",
+	// Landlock by ABI: enforced (6.1+), or degraded and reported (5.10)
+	"TestLandlockEnforced",
+	"TestLandlockDegraded",
 	// seccomp on this kernel's syscall table
 	"TestRefusedSyscalls",
 	"TestDeveloperWorkload",

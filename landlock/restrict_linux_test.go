@@ -1,0 +1,228 @@
+package landlock
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The UAPI values this package spells out must be the kernel's.
+func TestConstantsMatchUAPI(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		ours, uns uint64
+	}{
+		{"EXECUTE", accessExecute, unix.LANDLOCK_ACCESS_FS_EXECUTE},
+		{"WRITE_FILE", accessWriteFile, unix.LANDLOCK_ACCESS_FS_WRITE_FILE},
+		{"READ_FILE", accessReadFile, unix.LANDLOCK_ACCESS_FS_READ_FILE},
+		{"READ_DIR", accessReadDir, unix.LANDLOCK_ACCESS_FS_READ_DIR},
+		{"TRUNCATE", accessTruncate, unix.LANDLOCK_ACCESS_FS_TRUNCATE},
+		{"IOCTL_DEV", accessIoctlDev, unix.LANDLOCK_ACCESS_FS_IOCTL_DEV},
+		{"BIND_TCP", accessBindTCP, unix.LANDLOCK_ACCESS_NET_BIND_TCP},
+		{"CONNECT_TCP", accessConnectTCP, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP},
+		{"SCOPE_ABSTRACT", scopeAbstract, unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET},
+		{"SCOPE_SIGNAL", scopeSignal, unix.LANDLOCK_SCOPE_SIGNAL},
+	} {
+		if c.ours != c.uns {
+			t.Errorf("%s: %#x here, %#x in x/sys/unix", c.name, c.ours, c.uns)
+		}
+	}
+}
+
+// childEnv carries a restrictChild job to the re-executed test binary.
+const childEnv = "HUTCH_LANDLOCK_TEST_CHILD"
+
+// restrictChild is what the re-executed test binary does: restrict its
+// main thread, then try the job's operations and exit. It reports nothing
+// that the test believes: the test looks at the files it left.
+type restrictChild struct {
+	Spec Spec
+	// Copies are (from, to) pairs: read from, write its bytes to.
+	Copies [][2]string
+	// Dial is a TCP address to connect to; on success the child writes
+	// "connected" into DialMark.
+	Dial, DialMark string
+}
+
+func TestMain(m *testing.M) {
+	if job := os.Getenv(childEnv); job != "" {
+		os.Exit(runChild(job))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(job string) int {
+	runtime.LockOSThread() // never unlocked: the domain is this thread's
+	var c restrictChild
+	if err := json.Unmarshal([]byte(job), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	r, err := Build(c.Spec, ABI())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := Restrict(r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	// Raw system calls on this thread only: the Go runtime would run
+	// os.ReadFile on this goroutine's thread too, but say so plainly.
+	for _, cp := range c.Copies {
+		b, err := readFile(cp[0])
+		if err != nil {
+			continue
+		}
+		_ = writeFile(cp[1], b)
+	}
+	if c.Dial != "" {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		if err == nil {
+			host, port, _ := net.SplitHostPort(c.Dial)
+			p, _ := strconv.Atoi(port)
+			sa := &unix.SockaddrInet4{Port: p}
+			copy(sa.Addr[:], net.ParseIP(host).To4())
+			if unix.Connect(fd, sa) == nil {
+				_ = writeFile(c.DialMark, []byte("connected"))
+			}
+		}
+	}
+	return 0
+}
+
+func readFile(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+func writeFile(p string, b []byte) error {
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, b)
+	return err
+}
+
+func runRestricted(t *testing.T, c restrictChild) {
+	t.Helper()
+	job, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(job))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+// TestRestrict checks, from the files left behind, that a restricted
+// thread writes only to writable trees and reads nothing denied, while
+// everything else stays readable.
+func TestRestrict(t *testing.T) {
+	if ABI() == 0 {
+		t.Skip("the kernel has no Landlock")
+	}
+	base := t.TempDir()
+	ro := filepath.Join(base, "ro")
+	rw := filepath.Join(base, "rw")
+	secrets := filepath.Join(ro, "home", ".ssh")
+	for _, d := range []string{rw, secrets, filepath.Join(ro, "home", "src")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(secrets, "id_ed25519"):        "SECRET-KEY",
+		filepath.Join(ro, "home", "src", "main.go"): "PUBLIC-SOURCE",
+		filepath.Join(ro, "home", "notes.txt"):      "PUBLIC-NOTES",
+		filepath.Join(ro, "etc-passwd"):             "PUBLIC-PASSWD",
+	}
+	for p, s := range files {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := restrictChild{
+		Spec: Spec{ReadOnly: []string{ro}, Writable: []string{rw}, Deny: []string{secrets}},
+		Copies: [][2]string{
+			{filepath.Join(secrets, "id_ed25519"), filepath.Join(rw, "stolen")},
+			{filepath.Join(ro, "home", "src", "main.go"), filepath.Join(rw, "source")},
+			{filepath.Join(ro, "home", "notes.txt"), filepath.Join(rw, "notes")},
+			{filepath.Join(ro, "etc-passwd"), filepath.Join(ro, "written-in-ro")},
+			{filepath.Join(ro, "etc-passwd"), filepath.Join(base, "written-outside")},
+		},
+	}
+	runRestricted(t, c)
+	want := map[string]string{
+		filepath.Join(rw, "source"):            "PUBLIC-SOURCE",
+		filepath.Join(rw, "notes"):             "PUBLIC-NOTES",
+		filepath.Join(rw, "stolen"):            "",
+		filepath.Join(ro, "written-in-ro"):     "",
+		filepath.Join(base, "written-outside"): "",
+	}
+	for p, w := range want {
+		b, err := os.ReadFile(p)
+		switch {
+		case w == "" && err == nil:
+			t.Errorf("host: %s exists (%q): the restricted thread wrote or read what it must not", p, b)
+		case w != "" && string(b) != w:
+			t.Errorf("host: %s = %q (%v), want %q: an allowed read or write failed", p, b, err, w)
+		}
+	}
+}
+
+// TestRestrictTCP: with TCP restricted (ABI 4+) only the listed port can
+// be connected to.
+func TestRestrictTCP(t *testing.T) {
+	if ABI() < 4 {
+		t.Skipf("Landlock ABI %d has no TCP rules", ABI())
+	}
+	allowed, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	other, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rw := t.TempDir()
+	port := uint16(allowed.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		name string
+		addr string
+		want bool
+	}{{"listed port", allowed.Addr().String(), true}, {"other port", other.Addr().String(), false}} {
+		mark := filepath.Join(rw, tc.name)
+		runRestricted(t, restrictChild{
+			Spec: Spec{ReadOnly: []string{"/"}, Writable: []string{rw}, RestrictTCP: true, ConnectTCP: []uint16{port}},
+			Dial: tc.addr, DialMark: mark,
+		})
+		_, err := os.Stat(mark)
+		if got := err == nil; got != tc.want {
+			t.Errorf("%s: connected = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
