@@ -15,7 +15,9 @@ func TestParseConsole(t *testing.T) {
 		layers = "@@HUTCH-VM LAYERS kernel=6.1.0 landlock=2 cgroup=v2@@"
 	)
 	begin := func(test string) string { return "@@HUTCH-VM BEGIN user=root test=" + test + "@@" }
-	end := func(test, rc string) string { return "@@HUTCH-VM END user=root test=" + test + " rc=" + rc + " secs=1@@" }
+	end := func(test, rc string) string {
+		return "@@HUTCH-VM END user=root test=" + test + " rc=" + rc + " secs=1@@"
+	}
 	tests := []struct {
 		name         string
 		log          string
