@@ -163,7 +163,9 @@ func addExcept(rulesetFd int, root string, access uint64, deny []string) error {
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
+			// Gone, or not listable by this user: grant nothing beneath
+			// it (what cannot be listed cannot be carved up safely).
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 				return nil
 			}
 			return fmt.Errorf("landlock: list %s: %w", dir, err)

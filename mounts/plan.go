@@ -106,6 +106,10 @@ type Spec struct {
 	// Sockets are host unix socket paths outside the writable set; each is
 	// masked so that connect() cannot reach the host service behind it.
 	Sockets []string
+	// NoProc leaves /proc an empty read-only directory instead of a fresh
+	// procfs, for hosts where procfs cannot be mounted (nested in a
+	// container whose /proc has masked submounts).
+	NoProc bool
 }
 
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
@@ -117,7 +121,11 @@ func Build(s Spec) Plan {
 
 	add(Mount{Kind: HostRoot, Source: "/", Target: "/"})
 	add(Mount{Kind: Dev, Target: "/dev"})
-	add(Mount{Kind: Proc, Target: "/proc"})
+	if s.NoProc {
+		add(Mount{Kind: EmptyRO, Target: "/proc"})
+	} else {
+		add(Mount{Kind: Proc, Target: "/proc"})
+	}
 	add(Mount{Kind: Tmpfs, Target: "/tmp", Mode: 0o1777, SizeBytes: s.TmpSizeBytes})
 	for _, d := range sortedUnique(s.HideDirs) {
 		add(Mount{Kind: EmptyRO, Target: d, Optional: true})

@@ -255,6 +255,24 @@ func TestBuildTmpSize(t *testing.T) {
 	t.Fatal("no /tmp tmpfs in plan")
 }
 
+func TestBuildNoProc(t *testing.T) {
+	for _, noProc := range []bool{false, true} {
+		var kind Kind
+		for _, m := range Build(Spec{Workspace: "/w", NoProc: noProc}).Mounts {
+			if m.Target == "/proc" {
+				kind = m.Kind
+			}
+		}
+		want := Proc
+		if noProc {
+			want = EmptyRO
+		}
+		if kind != want {
+			t.Errorf("NoProc %v: /proc is %q, want %q", noProc, kind, want)
+		}
+	}
+}
+
 // TestBuildDoesNotAliasSpec checks that Build leaves the caller's slices
 // as they were.
 func TestBuildDoesNotAliasSpec(t *testing.T) {

@@ -205,15 +205,20 @@ var neverDegrade = []Layer{LayerFilesystem, LayerCapabilities, LayerNoNewPrivs, 
 // forking thread, after the last step that needs them.
 func (st *initState) setup() error {
 	cfg := &st.cfg
-	ok := st.try(LayerKeyring, "join a new session keyring", func() error {
-		// A NULL name makes a fresh anonymous keyring: the host's session
-		// keyring, inherited across clone, is no longer the command's.
-		_, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
-		if e != 0 {
-			return e
+	if len(cfg.Namespaces) == 0 {
+		// The host's namespaces (LevelLandlock): nothing to build, and
+		// the init must keep what its command forks below itself, since
+		// no pid namespace will end them (see KillDescendants).
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			st.fail("exec", "become a child subreaper", "", err)
+			return err
+		}
+		if !st.try(LayerKeyring, "join a new session keyring", joinSessionKeyring) {
+			return errors.New("setup failed")
 		}
 		return nil
-	}) && st.try(LayerUTSNS, "sethostname", func() error {
+	}
+	ok := st.try(LayerKeyring, "join a new session keyring", joinSessionKeyring) && st.try(LayerUTSNS, "sethostname", func() error {
 		return unix.Sethostname([]byte(cfg.Hostname))
 	}) && st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) && st.phase("keyring-uts-loopback") &&
 		st.try(LayerFilesystem, "build the filesystem view", func() error {
@@ -224,6 +229,17 @@ func (st *initState) setup() error {
 	}
 	// The uts layer was already reported as a namespace; keep one entry.
 	st.layers = slices.Compact(sortLayers(st.layers))
+	return nil
+}
+
+// joinSessionKeyring gives the init (and so the command) a fresh anonymous
+// session keyring: the host's, inherited across clone, is no longer the
+// command's.
+func joinSessionKeyring() error {
+	_, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if e != 0 {
+		return e
+	}
 	return nil
 }
 
@@ -281,6 +297,19 @@ func lookPath(file string, env []string) (string, error) {
 // new privileges through setuid or file capabilities. These are per-thread;
 // the command inherits them because this thread forks it.
 func dropPrivileges() error {
+	if !hasCapSetpcap() {
+		// Only at LevelLandlock as an ordinary user: no capability held,
+		// and none can be gained (no_new_privs below), but the bounding
+		// set and securebits need CAP_SETPCAP to change.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("set no_new_privs: %w", err)
+		}
+		var data [2]unix.CapUserData
+		if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+			return fmt.Errorf("clear capabilities: %w", err)
+		}
+		return nil
+	}
 	for c := 0; ; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) && c > 0 {
@@ -315,13 +344,28 @@ func dropPrivileges() error {
 	return nil
 }
 
+// hasCapSetpcap reports whether this thread holds CAP_SETPCAP.
+func hasCapSetpcap() bool {
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
+		return false
+	}
+	return data[0].Effective&(1<<unix.CAP_SETPCAP) != 0
+}
+
 // emptyNamespace kills every other process of the pid namespace and reaps
 // them all. Orphans are re-parented to the init (or to a subreaper, which
 // dies too), so when wait4 reports no children left, nothing but the init
 // is alive. A process forking while the kill goes out cannot escape: fork
 // fails for a parent with a fatal signal pending.
 func emptyNamespace() {
-	_ = unix.Kill(-1, unix.SIGKILL)
+	if os.Getpid() != 1 {
+		// Not a pid namespace of our own (LevelLandlock): kill(-1) would
+		// hit every process of this uid on the host.
+		KillDescendants(os.Getpid())
+	} else {
+		_ = unix.Kill(-1, unix.SIGKILL)
+	}
 	for {
 		_, err := unix.Wait4(-1, nil, 0, nil)
 		if errors.Is(err, unix.EINTR) {

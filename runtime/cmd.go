@@ -69,6 +69,11 @@ type Result struct {
 	// SeccompProfile names the system-call filter enforced, when the
 	// seccomp layer is among Layers.
 	SeccompProfile string `json:"seccomp_profile,omitempty"`
+	// Level is the isolation level (rung of the fallback ladder) the
+	// command ran at; Unenforced says, one line each, what that level
+	// does not enforce that LevelNamespaces would.
+	Level      Level    `json:"level"`
+	Unenforced []string `json:"unenforced,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`
@@ -406,6 +411,15 @@ func (c *Cmd) Start() error {
 	}
 }
 
+// cloneflags are the namespaces a Sandbox's commands get: all of them, or
+// none at LevelLandlock.
+func (sb *Sandbox) cloneflags() uintptr {
+	if sb.level == LevelLandlock {
+		return 0
+	}
+	return cloneflags
+}
+
 // cloneflags are the namespaces every command gets.
 const cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
@@ -516,6 +530,7 @@ func (c *Cmd) Wait() error {
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
 	}
+	r.Level, r.Unenforced = c.sb.level, c.sb.unenforced()
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	} else if c.sb.landlockSkip != "" {

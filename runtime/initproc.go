@@ -19,6 +19,8 @@ import (
 // sandboxInit is a sandbox init on its way to (or waiting at) the point
 // where only its command is missing. It is used by exactly one command.
 type sandboxInit struct {
+	// noPidNS: the init shares the host's pid namespace (LevelLandlock).
+	noPidNS bool
 	proc    *spawn.Init
 	control int // host end of the control socket (blocking; raw fd)
 	status  *os.File
@@ -138,7 +140,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	}()
 	spawnAt := nsinit.Monotonic()
 	proc, err := spawn.Default().Spawn(spawn.Request{
-		Cloneflags: cloneflags,
+		Cloneflags: sb.cloneflags(),
 		UID:        sb.uid, GID: sb.gid,
 		Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,
 		Cgroup: cgroupDir,
@@ -148,7 +150,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		statusR.Close()
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in = &sandboxInit{proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
+	in = &sandboxInit{noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
 	go readEvents(statusR, in.events)
 	return in, nil
 }
@@ -165,8 +167,16 @@ func (in *sandboxInit) send(cmd nsinit.Command, stdio [3]*os.File) error {
 	return nsinit.WriteFrame(in.control, b, int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
 }
 
-// kill ends the init and, with it, its whole sandbox.
-func (in *sandboxInit) kill() { _ = in.proc.Signal(unix.SIGKILL) }
+// kill ends the init and, with it, its whole sandbox. Without a pid
+// namespace (LevelLandlock) the init's death would orphan the command, so
+// its descendants are killed first, from here (the init is their
+// subreaper: whatever they fork or daemonize stays below it).
+func (in *sandboxInit) kill() {
+	if in.noPidNS {
+		nsinit.KillDescendants(in.proc.Pid)
+	}
+	_ = in.proc.Signal(unix.SIGKILL)
+}
 
 // close releases the host's ends; call once the init has been reaped or
 // will never be used.

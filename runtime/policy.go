@@ -134,6 +134,14 @@ type Policy struct {
 	// Close releases them. 0 means none.
 	Prewarm int
 
+	// MinLevel is the weakest isolation level (a rung of the fallback
+	// ladder) the policy accepts; "" means LevelNamespaces: New fails on
+	// a host that cannot give full namespaces, naming why and the remedy.
+	// LevelLandlock lets commands run on hosts without user namespaces
+	// (AppArmor-restricted Ubuntu, containers) with what Landlock and
+	// seccomp can enforce; each Result lists what is not.
+	MinLevel Level
+
 	// SkipLayers are not set up at all, and reported as skipped in every
 	// Result: for measuring what each layer costs, or for a host that
 	// enforces the same thing by other means. Only LayerSeccomp,

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"sync"
 
 	"github.com/hutchbox/hutch/nsinit"
@@ -119,6 +120,10 @@ func (sb *Sandbox) takeInit() (*sandboxInit, error) {
 func (sb *Sandbox) Close() error {
 	if sb.pool != nil {
 		sb.pool.close()
+	}
+	if sb.tmpDir != "" {
+		// LevelLandlock's private temporary directory.
+		return os.RemoveAll(sb.tmpDir)
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ type Sandbox struct {
 	// landlockSkip says why there is none, when there is none.
 	landlock     *landlock.Ruleset
 	landlockSkip string
+
+	levelState
 }
 
 var (
@@ -109,6 +111,9 @@ const minLandlockABI = 2
 // private /tmp and /dev/shm writable, /dev usable, and the deny-list outside
 // the writable trees unreadable (inside them the mounts alone mask it).
 func (sb *Sandbox) setupLandlock() error {
+	if sb.level == LevelLandlock {
+		return sb.setupLandlockOnly(landlock.ABI())
+	}
 	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
 		sb.landlockSkip = "skipped by policy"
 		return nil
@@ -143,6 +148,36 @@ func (sb *Sandbox) setupLandlock() error {
 	return nil
 }
 
+// setupLandlockOnly builds the ruleset of LevelLandlock, where Landlock is
+// the filesystem boundary itself: it can be neither skipped nor degraded.
+func (sb *Sandbox) setupLandlockOnly(abi int) error {
+	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
+		return &PolicyError{Field: "SkipLayers", Value: string(LayerLandlock), Reason: "at level landlock, Landlock is the only filesystem boundary"}
+	}
+	tmp, err := sb.landlockTmp()
+	if err != nil {
+		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
+	}
+	deny := slices.Clone(sb.spec.Deny)
+	if !sb.policy.NoDefaultDeny {
+		deny = append(deny, sb.workspaceEnv...)
+		deny = append(deny, topLevelEnvFiles(sb.spec.Workspace)...)
+	}
+	rs, err := landlock.Build(landlock.Spec{
+		ReadOnly:    []string{"/"},
+		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), tmp),
+		Devices:     []string{"/dev"},
+		Deny:        deny,
+		RestrictTCP: true,
+		Scope:       true,
+	}, abi)
+	if err != nil {
+		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
+	}
+	sb.landlock = &rs
+	return nil
+}
+
 // hiddenDirs are replaced by an empty read-only directory in every view:
 // they hold the host's unix sockets (systemd, dbus, docker, the user's
 // session bus and agents), and a read-only bind does not stop connect().
@@ -154,10 +189,12 @@ func New(p Policy) (*Sandbox, error) {
 	// The Sandbox owns its copy: a caller changing its slices afterwards
 	// must not change what later commands get.
 	sb := &Sandbox{policy: p.clone(), uid: os.Getuid(), gid: os.Getgid()}
-	if err := sb.validate(); err != nil {
+	// The level first: the filesystem view, the filter and the Landlock
+	// ruleset depend on it.
+	if err := sb.chooseLevel(); err != nil {
 		return nil, err
 	}
-	if err := probeUserNS(sb.uid); err != nil {
+	if err := sb.validate(); err != nil {
 		return nil, err
 	}
 	if err := sb.setupLimits(); err != nil {
@@ -353,8 +390,18 @@ func (sb *Sandbox) validate() error {
 		Home:         Home,
 		TmpSizeBytes: p.TmpSize,
 		HideDirs:     resolveAll(hiddenDirs),
+		NoProc:       sb.level == LevelNamespacesNoProc,
 	}
-	sb.env = baseEnv(p)
+	if sb.level == LevelLandlock {
+		tmp, err := sb.landlockTmp()
+		if err != nil {
+			return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
+		}
+		sb.env = mergeEnv(baseEnvAt(p, filepath.Join(tmp, "home")), []string{"TMPDIR=" + tmp})
+		sb.env = mergeEnv(sb.env, p.Env)
+	} else {
+		sb.env = baseEnv(p)
+	}
 	return sb.compileFilter()
 }
 
@@ -385,6 +432,13 @@ func (sb *Sandbox) compileFilter() error {
 	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
 		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
 		name += "+adjusted"
+	}
+	if sb.level == LevelLandlock {
+		// No network namespace: the host's network, its loopback services
+		// and its unix sockets are all a socket(2) away. socketpair(2)
+		// stays: pipes between a program's own processes need no network.
+		prof = seccomp.Adjust(prof, nil, []string{"socket"})
+		name += "+no-socket"
 	}
 	if slices.Contains(p.SkipLayers, LayerSeccomp) {
 		return nil
@@ -568,7 +622,10 @@ func (sb *Sandbox) plan(f fresh) mounts.Plan {
 // baseEnv is the clean environment every command starts from: a few
 // host variables that describe the terminal and locale, the sandbox's own
 // HOME and caches, and the policy's additions.
-func baseEnv(p *Policy) []string {
+func baseEnv(p *Policy) []string { return baseEnvAt(p, Home) }
+
+// baseEnvAt is baseEnv with HOME at home.
+func baseEnvAt(p *Policy, Home string) []string {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -661,6 +718,17 @@ var namespaces = []Layer{LayerUserNS, LayerMountNS, LayerPidNS, LayerNetNS, Laye
 
 // config is an init's sandbox configuration.
 func (sb *Sandbox) config(f fresh) nsinit.Config {
+	if sb.level == LevelLandlock {
+		// The host's namespaces: no mounts, no hostname, no loopback.
+		return nsinit.Config{
+			Mounts:     mounts.Plan{},
+			Degradable: sb.policy.AllowDegraded,
+			Seccomp:    sb.filter,
+			Skip:       sb.policy.SkipLayers,
+			Rlimits:    sb.rlimits,
+			Landlock:   sb.landlock,
+		}
+	}
 	return nsinit.Config{
 		Mounts:     sb.plan(f),
 		Hostname:   "hutch",

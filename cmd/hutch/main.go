@@ -72,6 +72,7 @@ type runFlags struct {
 	pids        int64
 	cpus        float64
 	tmpSize     string
+	minLevel    string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -103,6 +104,7 @@ func runCommand(code *int) *cobra.Command {
 	fl.Int64Var(&f.pids, "pids", runtime.DefaultPids, "limit on processes and threads alive at once")
 	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in cores (e.g. 1.5; 0: none)")
 	fl.StringVar(&f.tmpSize, "tmp-size", "", "size cap of the private /tmp, which holds HOME (e.g. 1GiB)")
+	fl.StringVar(&f.minLevel, "min-level", string(runtime.LevelNamespaces), "weakest isolation level accepted: namespaces, namespaces-no-proc or landlock (hosts without user namespaces); see hutch doctor")
 	return c
 }
 
@@ -132,6 +134,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	}
 	p.OutputLimit = limit
 	p.Pids, p.CPUs = f.pids, f.cpus
+	p.MinLevel = runtime.Level(f.minLevel)
 	if f.memory != "" {
 		if p.Memory, err = parseSize(f.memory); err != nil {
 			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
@@ -165,6 +168,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	if err != nil {
 		return err
 	}
+	defer sb.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := sb.Command(ctx, args[0], args[1:]...)
@@ -175,6 +179,10 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
+		if r := cmd.Result; r.Level != runtime.LevelNamespaces {
+			// Never quietly weaker: say what this run did not enforce.
+			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
+		}
 		if r := cmd.Result; r.Reason != "" {
 			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
 		} else if r.Truncated {

@@ -80,6 +80,11 @@ var defaultTests = []string{
 	// Landlock by ABI: enforced (6.1+), or degraded and reported (5.10)
 	"TestLandlockEnforced",
 	"TestLandlockDegraded",
+	// the fallback ladder: each rung forced, or refused where the kernel
+	// cannot give it (no Landlock on 5.10)
+	"TestLevelRefusedBelowMinimum",
+	"TestLevelNamespacesNoProc",
+	"TestLevelLandlock",
 	// seccomp on this kernel's syscall table
 	"TestRefusedSyscalls",
 	"TestDeveloperWorkload",

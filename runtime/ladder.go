@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hutchbox/hutch/landlock"
+)
+
+// Level is a rung of the fallback ladder: how strongly a host can isolate
+// a command. New picks the strongest level the host offers and refuses
+// when that is weaker than Policy.MinLevel. Every Result names its level.
+type Level string
+
+// The levels, strongest first.
+const (
+	// LevelNamespaces: fresh user, mount, pid, network, ipc, uts and
+	// cgroup namespaces with a fresh /proc, then Landlock and seccomp.
+	LevelNamespaces Level = "namespaces"
+	// LevelNamespacesNoProc: the same, but /proc is an empty directory:
+	// procfs cannot be mounted here (nested in a container whose /proc
+	// has masked submounts). Tools that read /proc fail.
+	LevelNamespacesNoProc Level = "namespaces-no-proc"
+	// LevelLandlock: no user namespaces (AppArmor's restriction, a
+	// container's seccomp profile). The command runs in the host's
+	// namespaces, confined by Landlock (writes only to the workspace and
+	// writable paths and a private temporary directory, no reads of
+	// denied paths outside them), seccomp without socket(2), no
+	// capabilities and no_new_privs. It sees the host's processes and
+	// /tmp is not private; Result.Unenforced lists what is missing.
+	LevelLandlock Level = "landlock"
+)
+
+// levels orders the rungs, strongest first.
+var levels = []Level{LevelNamespaces, LevelNamespacesNoProc, LevelLandlock}
+
+func (l Level) rank() int { return slices.Index(levels, l) }
+
+// LevelError is New's refusal: the host cannot reach the policy's
+// MinLevel. Reasons say why each stronger level is out of reach and
+// Remedy how to get it (`hutch doctor` says more).
+type LevelError struct {
+	Need, Have Level // Have is "" when no level at all is reachable
+	Reasons    []string
+	Remedy     string
+}
+
+func (e *LevelError) Error() string {
+	have := string(e.Have)
+	if have == "" {
+		have = "none"
+	}
+	s := fmt.Sprintf("hutch: this host gives isolation level %s, the policy needs %s: %s", have, e.Need, strings.Join(e.Reasons, "; "))
+	if e.Remedy != "" {
+		s += " (" + e.Remedy + ")"
+	}
+	return s
+}
+
+// simulateEnv makes hutch treat the host as lacking a feature it has, to
+// test the lower rungs on a capable machine: a comma-separated list of
+// "no-userns" and "no-proc". It can only lower the level, never below the
+// policy's MinLevel, so it cannot weaken what a policy accepts.
+const simulateEnv = "HUTCH_SIMULATE"
+
+func simulated(what string) bool {
+	return slices.Contains(strings.Split(os.Getenv(simulateEnv), ","), what)
+}
+
+// chooseLevel decides, once per Sandbox, the level its commands get.
+func (sb *Sandbox) chooseLevel() error {
+	need := sb.policy.MinLevel
+	if need == "" {
+		need = LevelNamespaces
+	}
+	if need.rank() < 0 {
+		return &PolicyError{Field: "MinLevel", Value: string(need), Reason: fmt.Sprintf("not a level (one of %v)", levels)}
+	}
+	var reasons []string
+	var remedy string
+	have := Level("")
+	userns := probeUserNS(sb.uid)
+	if userns == nil && simulated("no-userns") {
+		userns = &LayerError{Layer: LayerUserNS, Reason: simulateEnv + " says no user namespaces"}
+	}
+	if userns == nil {
+		if err := procMountable(); err != nil {
+			reasons = append(reasons, "no fresh /proc: "+err.Error())
+			remedy = "in Docker: --security-opt systempaths=unconfined"
+			have = LevelNamespacesNoProc
+		} else {
+			have = LevelNamespaces
+		}
+	} else {
+		var le *LayerError
+		if errors.As(userns, &le) {
+			reasons = append(reasons, "no user namespaces: "+le.Reason)
+			remedy = le.Remedy
+		} else {
+			reasons = append(reasons, "no user namespaces: "+userns.Error())
+		}
+		if abi := landlock.ABI(); abi >= 1 {
+			have = LevelLandlock
+		} else {
+			reasons = append(reasons, "no Landlock (Linux 5.13+ with landlock in the lsm= list)")
+		}
+	}
+	if have == "" || have.rank() > need.rank() {
+		return &LevelError{Need: need, Have: have, Reasons: reasons, Remedy: remedy}
+	}
+	sb.level, sb.levelReasons = have, reasons
+	return nil
+}
+
+// procMountable reports whether a fresh procfs can be mounted in the
+// sandbox's namespaces. The kernel refuses one ("mount too revealing")
+// when the procfs this process sees has something mounted over part of
+// it, as container runtimes do to mask /proc/kcore and friends; hutch
+// reads that from the mount table rather than spending a probe process.
+func procMountable() error {
+	if simulated("no-proc") {
+		return errors.New(simulateEnv + " says /proc cannot be mounted")
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil // no way to tell: try, and fail loudly at mount time
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		mp := f[4]
+		// binfmt_misc sits on an empty procfs directory, which the kernel
+		// allows; anything else over /proc masks part of it.
+		if strings.HasPrefix(mp, "/proc/") && mp != "/proc/sys/fs/binfmt_misc" {
+			return fmt.Errorf("%s is mounted over part of this /proc (a container's masks)", mp)
+		}
+	}
+	return nil
+}
+
+// landlockTmp is the private temporary directory of a LevelLandlock
+// Sandbox (the host's /tmp is not private there): HOME and TMPDIR point
+// into it, and it is one of the trees Landlock lets commands write.
+func (sb *Sandbox) landlockTmp() (string, error) {
+	sb.tmpOnce.Do(func() {
+		sb.tmpDir, sb.tmpErr = os.MkdirTemp("", "hutch-tmp-")
+		if sb.tmpErr == nil {
+			sb.tmpErr = os.MkdirAll(filepath.Join(sb.tmpDir, "home"), 0o700)
+		}
+	})
+	return sb.tmpDir, sb.tmpErr
+}
+
+// levelState is the part of a Sandbox the ladder owns.
+type levelState struct {
+	level        Level
+	levelReasons []string
+	tmpOnce      sync.Once
+	tmpDir       string
+	tmpErr       error
+}
+
+// unenforced lists what the Sandbox's level gives up against
+// LevelNamespaces; nil at LevelNamespaces.
+func (sb *Sandbox) unenforced() []string {
+	switch sb.level {
+	case LevelNamespacesNoProc:
+		return []string{"/proc: an empty directory, procfs cannot be mounted here"}
+	case LevelLandlock:
+		out := []string{
+			"namespaces: the command shares the host's pid, mount, network, ipc and uts namespaces; host processes are visible in /proc",
+			"network: no network namespace; socket(2) is refused by seccomp instead (socketpair works)",
+			"/tmp: the host's; TMPDIR and HOME point to a private directory (" + sb.tmpDir + ")",
+		}
+		if sb.landlock != nil {
+			out = append(out, sb.landlock.Unenforced...)
+		}
+		return out
+	}
+	return nil
+}
