@@ -190,6 +190,13 @@ func BenchmarkLandlockCost(b *testing.B) {
 	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerLandlock} }))
 }
 
+// BenchmarkNetNSCost reports what the network namespace (a fresh one,
+// loopback brought up in it) adds to a spawn: the default policy against
+// Network "host".
+func BenchmarkNetNSCost(b *testing.B) {
+	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Network = runtime.NetworkHost }))
+}
+
 // BenchmarkCgroupCost reports what a cgroup per command adds to a spawn
 // (creating it with limits, placing the init, reading usage, removing it
 // after the command): the default policy against one without resource

@@ -379,6 +379,11 @@ except OSError as e:
 	// Read everything the terminal shows; an injected character would be
 	// echoed (or readable) on the host's side.
 	done := make(chan []byte)
+	// Nonblocking: a pty master can poll readable and then have nothing
+	// to read (seen under emulation), and a blocking read would hang.
+	if err := unix.SetNonblock(int(master.Fd()), true); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		var all []byte
 		buf := make([]byte, 4096)
@@ -392,6 +397,9 @@ except OSError as e:
 			n, err := unix.Read(int(master.Fd()), buf)
 			if n > 0 {
 				all = append(all, buf[:n]...)
+			}
+			if err == unix.EAGAIN || err == unix.EINTR {
+				continue
 			}
 			if err != nil || n <= 0 {
 				break

@@ -78,6 +78,11 @@ type Config struct {
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer `json:"skip,omitempty"`
 
+	// Egress, when set, bridges a loopback port inside the sandbox to the
+	// host's egress proxy (see Egress); the dialer socket is the config
+	// frame's last fd.
+	Egress *Egress `json:"egress,omitempty"`
+
 	// Landlock is the ruleset the forking thread restricts itself to
 	// after dropping privileges and before seccomp; nil means none.
 	Landlock *landlock.Ruleset `json:"landlock,omitempty"`

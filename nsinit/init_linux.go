@@ -47,6 +47,9 @@ type initState struct {
 	cgroupTasks []int
 	phases      []Phase
 	last        int64 // CLOCK_MONOTONIC at the end of the last phase
+	// egressDialer is the socket the egress bridge hands connections to
+	// the host through (Config.Egress).
+	egressDialer int
 	// childRlimits are set on the command's process once it exists (see
 	// cgroups.Rlimit.ForChild).
 	childRlimits []cgroups.Rlimit
@@ -128,8 +131,8 @@ func (st *initState) readConfig() error {
 	if err == nil {
 		err = json.Unmarshal(b, &st.cfg)
 	}
-	if err == nil && len(fds) != st.cfg.CgroupTasks {
-		err = fmt.Errorf("config frame with %d fds, want %d", len(fds), st.cfg.CgroupTasks)
+	if err == nil && len(fds) != st.cfg.wantFds() {
+		err = fmt.Errorf("config frame with %d fds, want %d", len(fds), st.cfg.wantFds())
 	}
 	if err != nil {
 		for _, fd := range fds {
@@ -137,7 +140,10 @@ func (st *initState) readConfig() error {
 		}
 		return err
 	}
-	st.cgroupTasks = fds
+	st.cgroupTasks = fds[:st.cfg.CgroupTasks]
+	if st.cfg.Egress != nil {
+		st.egressDialer = fds[st.cfg.CgroupTasks]
+	}
 	return nil
 }
 
@@ -220,7 +226,7 @@ func (st *initState) setup() error {
 	}
 	ok := st.try(LayerKeyring, "join a new session keyring", joinSessionKeyring) && st.try(LayerUTSNS, "sethostname", func() error {
 		return unix.Sethostname([]byte(cfg.Hostname))
-	}) && st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) && st.phase("keyring-uts-loopback") &&
+	}) && st.network() && st.phase("keyring-uts-loopback") &&
 		st.try(LayerFilesystem, "build the filesystem view", func() error {
 			return mounts.Apply(cfg.Mounts)
 		})
@@ -241,6 +247,25 @@ func joinSessionKeyring() error {
 		return e
 	}
 	return nil
+}
+
+// network sets up the sandbox's network namespace: loopback up, and the
+// egress bridge when the policy allows some destinations. With the host's
+// network (no namespace of its own) there is nothing to do.
+func (st *initState) network() bool {
+	if !slices.Contains(st.cfg.Namespaces, LayerNetNS) {
+		return true
+	}
+	if !st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) {
+		return false
+	}
+	if e := st.cfg.Egress; e != nil {
+		if err := startEgress(e.Port, st.egressDialer); err != nil {
+			st.fail(LayerNetNS, "listen for the egress proxy", "", err)
+			return false
+		}
+	}
+	return true
 }
 
 // chdir enters the command's working directory, which must be a real

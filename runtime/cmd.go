@@ -74,6 +74,9 @@ type Result struct {
 	// does not enforce that LevelNamespaces would.
 	Level      Level    `json:"level"`
 	Unenforced []string `json:"unenforced,omitempty"`
+	// Network is the network mode the command ran with: "host" means it
+	// shared the host's network, with no isolation at all.
+	Network NetworkMode `json:"network"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`
@@ -414,8 +417,11 @@ func (c *Cmd) Start() error {
 // cloneflags are the namespaces a Sandbox's commands get: all of them, or
 // none at LevelLandlock.
 func (sb *Sandbox) cloneflags() uintptr {
-	if sb.level == LevelLandlock {
+	switch {
+	case sb.level == LevelLandlock:
 		return 0
+	case sb.policy.Network == NetworkHost:
+		return cloneflags &^ unix.CLONE_NEWNET
 	}
 	return cloneflags
 }
@@ -530,7 +536,7 @@ func (c *Cmd) Wait() error {
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
 	}
-	r.Level, r.Unenforced = c.sb.level, c.sb.unenforced()
+	r.Level, r.Unenforced, r.Network = c.sb.level, c.sb.unenforced(), c.sb.policy.Network
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	} else if c.sb.landlockSkip != "" {

@@ -88,6 +88,27 @@ type Policy struct {
 	// Tools is a host directory prepended to PATH inside the sandbox.
 	Tools string
 
+	// Network says what commands can reach. NetworkNone (the default,
+	// also for "") is a network namespace of their own with only
+	// loopback. NetworkAllow adds one way out: a proxy on the host that
+	// lets through only connections to AllowDomains and the hosts of the
+	// PackageManagers presets, after refusing private, loopback and
+	// metadata addresses (unless listed in AllowLocal); the proxy
+	// variables (HTTP_PROXY and friends) point at it, and a program that
+	// ignores them reaches nothing. NetworkHost shares the host's network:
+	// no isolation at all, reported in every Result.
+	Network NetworkMode
+	// AllowDomains are "example.com", "*.example.com" (subdomains only)
+	// or "*" (any domain, the address checks still apply), each with an
+	// optional ":port".
+	AllowDomains []string
+	// PackageManagers name presets of AllowDomains: node, python, rust,
+	// go, java, ruby, php, dotnet, dart.
+	PackageManagers []string
+	// AllowLocal are exact "host:port" destinations on loopback or private
+	// networks that NetworkAllow may reach despite the address checks.
+	AllowLocal []string
+
 	// Timeout ends each command after this long (0: only the context).
 	Timeout time.Duration
 
@@ -158,6 +179,9 @@ func (p Policy) clone() Policy {
 	p.SeccompDeny = slices.Clone(p.SeccompDeny)
 	p.AllowDegraded = slices.Clone(p.AllowDegraded)
 	p.SkipLayers = slices.Clone(p.SkipLayers)
+	p.AllowDomains = slices.Clone(p.AllowDomains)
+	p.PackageManagers = slices.Clone(p.PackageManagers)
+	p.AllowLocal = slices.Clone(p.AllowLocal)
 	if p.Seccomp != nil {
 		prof := *p.Seccomp
 		prof.Syscalls = slices.Clone(prof.Syscalls)

@@ -73,6 +73,9 @@ type runFlags struct {
 	cpus        float64
 	tmpSize     string
 	minLevel    string
+	network     string
+	allowDomain []string
+	packageMgrs []string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -104,6 +107,9 @@ func runCommand(code *int) *cobra.Command {
 	fl.Int64Var(&f.pids, "pids", runtime.DefaultPids, "limit on processes and threads alive at once")
 	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in cores (e.g. 1.5; 0: none)")
 	fl.StringVar(&f.tmpSize, "tmp-size", "", "size cap of the private /tmp, which holds HOME (e.g. 1GiB)")
+	fl.StringVar(&f.network, "net", string(runtime.NetworkNone), "network: none (loopback only), allow (only --allow-domain and --package-managers hosts, through a proxy on the host) or host (no isolation)")
+	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port (repeatable)")
+	fl.StringSliceVar(&f.packageMgrs, "package-managers", nil, "with --net allow: registries to allow: node,python,rust,go,java,ruby,php,dotnet,dart")
 	fl.StringVar(&f.minLevel, "min-level", string(runtime.LevelNamespaces), "weakest isolation level accepted: namespaces, namespaces-no-proc or landlock (hosts without user namespaces); see hutch doctor")
 	return c
 }
@@ -135,6 +141,8 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.OutputLimit = limit
 	p.Pids, p.CPUs = f.pids, f.cpus
 	p.MinLevel = runtime.Level(f.minLevel)
+	p.Network = runtime.NetworkMode(f.network)
+	p.AllowDomains, p.PackageManagers = f.allowDomain, f.packageMgrs
 	if f.memory != "" {
 		if p.Memory, err = parseSize(f.memory); err != nil {
 			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
@@ -179,6 +187,9 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
+		if r := cmd.Result; r.Network == runtime.NetworkHost {
+			fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
+		}
 		if r := cmd.Result; r.Level != runtime.LevelNamespaces {
 			// Never quietly weaker: say what this run did not enforce.
 			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))

@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// egressPort is where, inside a sandbox whose network policy allows some
+// destinations, the bridge to the host's proxy listens (on 127.0.0.1; the
+// sandbox has a network namespace of its own, so the port is never taken).
+const egressPort = 3128
+
+// connListener is the host's end of an init's egress bridge: a net.Listener
+// whose connections arrive as file descriptors, one per SOCK_SEQPACKET
+// record, from the bridge inside the sandbox (see nsinit.Egress). The proxy
+// serves it like any listener.
+type connListener struct {
+	sock      *os.File // nonblocking: reads park in the runtime poller
+	closeOnce sync.Once
+}
+
+// newEgressPair returns the host's listener and the init's end of a fresh
+// dialer socket pair.
+func newEgressPair() (*connListener, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return &connListener{sock: os.NewFile(uintptr(fds[0]), "egress")}, os.NewFile(uintptr(fds[1]), "egress-init"), nil
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	rc, err := l.sock.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var fds []int
+		var rerr error
+		buf := make([]byte, 1)
+		oob := make([]byte, unix.CmsgSpace(4))
+		err = rc.Read(func(fd uintptr) bool {
+			var n, oobn int
+			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+			if errors.Is(rerr, unix.EAGAIN) {
+				return false
+			}
+			if rerr == nil && n == 0 && oobn == 0 {
+				rerr = net.ErrClosed // the init is gone
+			}
+			if rerr == nil {
+				fds = parseRights(oob[:oobn])
+			}
+			return true
+		})
+		if err != nil {
+			return nil, net.ErrClosed
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		if len(fds) != 1 {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			continue // not what the bridge sends: ignore the record
+		}
+		f := os.NewFile(uintptr(fds[0]), "egress-conn")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		return c, nil
+	}
+}
+
+func parseRights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func (l *connListener) Close() error {
+	var err error
+	l.closeOnce.Do(func() { err = l.sock.Close() })
+	return err
+}
+
+func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "hutch-egress", Net: "unixpacket"} }
+
+// NetworkMode is what a Sandbox's commands can reach (Policy.Network).
+type NetworkMode string
+
+const (
+	NetworkNone  NetworkMode = "none"
+	NetworkAllow NetworkMode = "allow"
+	NetworkHost  NetworkMode = "host"
+)
+
+// setupNetwork checks the network policy once per Sandbox.
+func (sb *Sandbox) setupNetwork() error {
+	p := &sb.policy
+	switch p.Network {
+	case "":
+		p.Network = NetworkNone
+	case NetworkNone, NetworkAllow, NetworkHost:
+	default:
+		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
+	}
+	if p.Network == NetworkHost {
+		slog.Warn("hutch: Network is host: commands share the host's network, with no isolation")
+	}
+	if p.Network != NetworkAllow {
+		for _, f := range []struct {
+			name string
+			list []string
+		}{{"AllowDomains", p.AllowDomains}, {"PackageManagers", p.PackageManagers}, {"AllowLocal", p.AllowLocal}} {
+			if len(f.list) > 0 {
+				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful with Network \"allow\" (it is \"" + string(p.Network) + "\")"}
+			}
+		}
+		return nil
+	}
+	if sb.level == LevelLandlock {
+		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "the allow-list needs a network namespace of the sandbox's own, which level landlock does not have"}
+	}
+	if err := sb.compileNetworkRules(); err != nil {
+		return err
+	}
+	// The policy's own Env still has the last word.
+	sb.env = mergeEnv(mergeEnv(sb.env, proxyEnv(egressPort)), p.Env)
+	return nil
+}
+
+// proxyEnv points every common client at the egress bridge: curl, wget,
+// pip, git and Go read the upper- or lower-case variables, npm its own.
+// Loopback stays direct: inside the sandbox it is the sandbox's own.
+func proxyEnv(port int) []string {
+	http := "http://127.0.0.1:" + strconv.Itoa(port)
+	socks := "socks5h://127.0.0.1:" + strconv.Itoa(port)
+	noProxy := "localhost,127.0.0.1,::1"
+	return []string{
+		"HTTP_PROXY=" + http, "http_proxy=" + http,
+		"HTTPS_PROXY=" + http, "https_proxy=" + http,
+		"ALL_PROXY=" + socks, "all_proxy=" + socks,
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
+		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http,
+	}
+}
