@@ -197,6 +197,15 @@ func BenchmarkNetNSCost(b *testing.B) {
 	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Network = runtime.NetworkHost }))
 }
 
+// BenchmarkEgressCost reports what Network "allow" adds to a spawn (the
+// dialer socket pair, the init's bridge listener, a proxy per command):
+// against the default, Network "none".
+func BenchmarkEgressCost(b *testing.B) {
+	alternate(b, sandbox(b, func(p *runtime.Policy) {
+		p.Network, p.AllowDomains = runtime.NetworkAllow, []string{"example.test"}
+	}), sandbox(b, nil))
+}
+
 // BenchmarkCgroupCost reports what a cgroup per command adds to a spawn
 // (creating it with limits, placing the init, reading usage, removing it
 // after the command): the default policy against one without resource

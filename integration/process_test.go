@@ -184,6 +184,15 @@ func parentOf(pid int) int {
 // pathname unix sockets are unreachable. The host's listeners count what
 // they accept.
 func TestNetworkIsolated(t *testing.T) {
+	for _, mode := range [][]string{nil, {"--net", "allow", "--allow-domain", "*"}} {
+		t.Run(strings.Join(append([]string{"net"}, mode...), " "), func(t *testing.T) { testNetworkIsolated(t, mode) })
+	}
+}
+
+// testNetworkIsolated: with the flags given (none, or the allow-list
+// with everything allowed) the host's loopback, unix and abstract sockets
+// stay out of reach, and so do raw sockets and UDP.
+func testNetworkIsolated(t *testing.T, flags []string) {
 	ws := dir(t, "ws-")
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -206,7 +215,19 @@ func TestNetworkIsolated(t *testing.T) {
 	}
 	defer absL.Close()
 
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	udpPort := udp.LocalAddr().(*net.UDPAddr).Port
 	accepted := make(chan string, 10)
+	go func() {
+		buf := make([]byte, 64)
+		if _, _, err := udp.ReadFrom(buf); err == nil {
+			accepted <- "udp"
+		}
+	}()
 	for name, l := range map[string]net.Listener{"tcp": tcp, "unix": unixL, "abstract": absL} {
 		go func() {
 			for {
@@ -231,8 +252,19 @@ def try_(name, fam, addr):
 try_("tcp", socket.AF_INET, ("127.0.0.1", %d))
 try_("unix", socket.AF_UNIX, %q)
 try_("abstract", socket.AF_UNIX, "\0" + %q)
-`, port, sockPath, abstract[1:])
-	res := runCLI(t, ws, nil, "python3", "-c", script)
+try:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b"x", ("127.0.0.1", %d)); print("sent udp")
+except OSError as e:
+    print("refused udp", e)
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); print("RAW SOCKET")
+except OSError as e:
+    print("refused raw", e)
+`, port, sockPath, abstract[1:], udpPort)
+	res := runCLI(t, ws, flags, "python3", "-c", script)
+	if strings.Contains(res.stdout, "RAW SOCKET") {
+		t.Errorf("a raw socket was opened:\n%s", res)
+	}
 	if !strings.Contains(res.stdout, "refused tcp") {
 		t.Errorf("probe did not run:\n%s", res)
 	}

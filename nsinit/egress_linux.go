@@ -1,13 +1,13 @@
 package nsinit
 
 import (
-	"errors"
-	"io"
 	"net"
 	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/netns"
 )
 
 // Egress is the sandbox's one way out when the network policy allows
@@ -63,34 +63,7 @@ func bridgeToHost(c *net.TCPConn, dialer int) {
 		return
 	}
 	defer up.Close()
-	Splice(c, up.(*net.UnixConn))
-}
-
-// halfCloser is a connection whose write side can be shut down alone.
-type halfCloser interface {
-	net.Conn
-	CloseWrite() error
-}
-
-// Splice copies a to b and b to a until both directions end, passing each
-// end-of-stream on as a half-close, so request/response protocols that
-// close their sending side first keep working.
-func Splice(a, b halfCloser) {
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src halfCloser) {
-		_, err := io.Copy(dst, src)
-		if err != nil && !errors.Is(err, net.ErrClosed) {
-			// A reset on one side ends both.
-			_ = src.Close()
-			_ = dst.Close()
-		}
-		_ = dst.CloseWrite()
-		done <- struct{}{}
-	}
-	go pipe(a, b)
-	go pipe(b, a)
-	<-done
-	<-done
+	netns.Splice(c, up.(*net.UnixConn))
 }
 
 // wantFds is the number of fds the config frame carries: the cgroup v1

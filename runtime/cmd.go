@@ -18,6 +18,7 @@ import (
 
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
 )
 
@@ -77,6 +78,9 @@ type Result struct {
 	// Network is the network mode the command ran with: "host" means it
 	// shared the host's network, with no isolation at all.
 	Network NetworkMode `json:"network"`
+	// NetworkEvents are the command's connection attempts through the
+	// egress proxy (Network "allow"), allowed and refused.
+	NetworkEvents []netns.Event `json:"network_events,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`
@@ -537,6 +541,7 @@ func (c *Cmd) Wait() error {
 		r.SeccompProfile = c.sb.filterName
 	}
 	r.Level, r.Unenforced, r.Network = c.sb.level, c.sb.unenforced(), c.sb.policy.Network
+	r.NetworkEvents = c.in.networkEvents()
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	} else if c.sb.landlockSkip != "" {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/spawn"
 )
@@ -19,6 +20,11 @@ import (
 // sandboxInit is a sandbox init on its way to (or waiting at) the point
 // where only its command is missing. It is used by exactly one command.
 type sandboxInit struct {
+	// proxy is the egress proxy of Network "allow"; netEvents what it saw.
+	proxy     *netns.Proxy
+	netMu     sync.Mutex
+	netEvents []netns.Event
+
 	// noPidNS: the init shares the host's pid namespace (LevelLandlock).
 	noPidNS bool
 	proc    *spawn.Init
@@ -131,6 +137,29 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		taskFds = append(taskFds, d)
 	}
+	var egress *connListener
+	if sb.policy.Network == NetworkAllow {
+		var initEgress *os.File
+		egress, initEgress, err = newEgressPair()
+		if err == nil {
+			var d int
+			d, err = unix.FcntlInt(initEgress.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			initEgress.Close()
+			if err == nil {
+				taskFds = append(taskFds, d) // the config frame's last fd
+			}
+		}
+		if err != nil {
+			if egress != nil {
+				egress.Close()
+			}
+			for _, fd := range append(taskFds, cfgFd, pair[0]) {
+				unix.Close(fd)
+			}
+			statusR.Close()
+			return nil, err
+		}
+	}
 	go func() {
 		cfgSent <- nsinit.WriteFrame(cfgFd, cfg, taskFds...)
 		unix.Close(cfgFd)
@@ -148,10 +177,19 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	if err != nil {
 		unix.Close(pair[0])
 		statusR.Close()
+		if egress != nil {
+			egress.Close()
+		}
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
 	in = &sandboxInit{noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
 	go readEvents(statusR, in.events)
+	if egress != nil {
+		if err := in.startEgress(sb, egress); err != nil {
+			in.discard()
+			return nil, err
+		}
+	}
 	return in, nil
 }
 
@@ -182,6 +220,9 @@ func (in *sandboxInit) kill() {
 // will never be used.
 func (in *sandboxInit) close() {
 	in.closeOnce.Do(func() {
+		if in.proxy != nil {
+			in.proxy.Close()
+		}
 		unix.Close(in.control)
 		in.status.Close()
 		if in.group != nil {

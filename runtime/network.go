@@ -2,13 +2,17 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/netns"
 )
 
 // egressPort is where, inside a sandbox whose network policy allows some
@@ -166,4 +170,67 @@ func proxyEnv(port int) []string {
 		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
 		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http,
 	}
+}
+
+// compileNetworkRules parses the allow-list once per Sandbox.
+func (sb *Sandbox) compileNetworkRules() error {
+	p := &sb.policy
+	rules, err := netns.ParseRules(p.AllowDomains, p.PackageManagers)
+	if err != nil {
+		var re *netns.RuleError
+		if errors.As(err, &re) {
+			field := "AllowDomains"
+			if i := slices.Index(p.PackageManagers, re.Input); i >= 0 {
+				field = fmt.Sprintf("PackageManagers[%d]", i)
+			} else if i := slices.Index(p.AllowDomains, re.Input); i >= 0 {
+				field = fmt.Sprintf("AllowDomains[%d]", i)
+			}
+			return &PolicyError{Field: field, Value: re.Input, Reason: re.Reason}
+		}
+		return &PolicyError{Field: "AllowDomains", Reason: err.Error()}
+	}
+	// A proxy made and dropped: AllowLocal is checked now, not per command.
+	if _, err := netns.NewProxy(netns.ProxyConfig{Rules: rules, AllowLocal: p.AllowLocal}); err != nil {
+		var re *netns.RuleError
+		if errors.As(err, &re) {
+			return &PolicyError{Field: fmt.Sprintf("AllowLocal[%d]", slices.Index(p.AllowLocal, re.Input)), Value: re.Input, Reason: re.Reason}
+		}
+		return &PolicyError{Field: "AllowLocal", Reason: err.Error()}
+	}
+	sb.netRules = rules
+	return nil
+}
+
+// startEgress starts the host side of an init's egress: a proxy of its
+// own (so its events are this command's) serving the connections the
+// init's bridge hands over.
+func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
+	px, err := netns.NewProxy(netns.ProxyConfig{
+		Rules:      sb.netRules,
+		AllowLocal: sb.policy.AllowLocal,
+		OnEvent: func(e netns.Event) {
+			in.netMu.Lock()
+			in.netEvents = append(in.netEvents, e)
+			in.netMu.Unlock()
+		},
+	})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	in.proxy = px
+	go func() {
+		if err := px.Serve(l); err != nil {
+			slog.Debug("hutch: egress proxy", "err", err)
+		}
+		l.Close()
+	}()
+	return nil
+}
+
+// networkEvents returns what the init's proxy saw so far.
+func (in *sandboxInit) networkEvents() []netns.Event {
+	in.netMu.Lock()
+	defer in.netMu.Unlock()
+	return slices.Clone(in.netEvents)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -52,6 +53,9 @@ type Sandbox struct {
 	// landlockSkip says why there is none, when there is none.
 	landlock     *landlock.Ruleset
 	landlockSkip string
+
+	// netRules is the parsed allow-list of Network "allow".
+	netRules *netns.Rules
 
 	levelState
 }

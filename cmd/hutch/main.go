@@ -76,6 +76,7 @@ type runFlags struct {
 	network     string
 	allowDomain []string
 	packageMgrs []string
+	allowLocal  []string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -110,6 +111,7 @@ func runCommand(code *int) *cobra.Command {
 	fl.StringVar(&f.network, "net", string(runtime.NetworkNone), "network: none (loopback only), allow (only --allow-domain and --package-managers hosts, through a proxy on the host) or host (no isolation)")
 	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port (repeatable)")
 	fl.StringSliceVar(&f.packageMgrs, "package-managers", nil, "with --net allow: registries to allow: node,python,rust,go,java,ruby,php,dotnet,dart")
+	fl.StringArrayVar(&f.allowLocal, "allow-local", nil, "with --net allow: an exact IP:PORT on loopback or a private network the proxy may still connect to (repeatable)")
 	fl.StringVar(&f.minLevel, "min-level", string(runtime.LevelNamespaces), "weakest isolation level accepted: namespaces, namespaces-no-proc or landlock (hosts without user namespaces); see hutch doctor")
 	return c
 }
@@ -142,7 +144,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.Pids, p.CPUs = f.pids, f.cpus
 	p.MinLevel = runtime.Level(f.minLevel)
 	p.Network = runtime.NetworkMode(f.network)
-	p.AllowDomains, p.PackageManagers = f.allowDomain, f.packageMgrs
+	p.AllowDomains, p.PackageManagers, p.AllowLocal = f.allowDomain, f.packageMgrs, f.allowLocal
 	if f.memory != "" {
 		if p.Memory, err = parseSize(f.memory); err != nil {
 			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
@@ -187,6 +189,11 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
+		for _, e := range cmd.Result.NetworkEvents {
+			if !e.Allowed {
+				fmt.Fprintln(os.Stderr, e.String())
+			}
+		}
 		if r := cmd.Result; r.Network == runtime.NetworkHost {
 			fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
 		}

@@ -1,0 +1,399 @@
+package netns
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeResolver answers from a map; it never asks real DNS.
+type fakeResolver map[string][]netip.Addr
+
+func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[strings.ToLower(host)]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("no such host %s (test resolver)", host)
+}
+
+// upstream is a loopback HTTP server answering "hello from upstream".
+func upstream(t testing.TB) (port int) {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from upstream %s", r.URL.Path)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type testProxy struct {
+	*Proxy
+	addr   string
+	mu     sync.Mutex
+	events []Event
+}
+
+func (tp *testProxy) Events() []Event {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return append([]Event(nil), tp.events...)
+}
+
+// startProxy serves a proxy on a loopback listener. Names resolve
+// through res; allowed.test and friends all point at 127.0.0.1, which
+// the address checks refuse unless allowLocal lists the exact port.
+func startProxy(t testing.TB, patterns, allowLocal []string, res fakeResolver) *testProxy {
+	t.Helper()
+	rules, err := ParseRules(patterns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &testProxy{}
+	p, err := NewProxy(ProxyConfig{Rules: rules, AllowLocal: allowLocal, Resolver: res, OnEvent: func(e Event) {
+		tp.mu.Lock()
+		tp.events = append(tp.events, e)
+		tp.mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.Proxy = p
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.addr = l.Addr().String()
+	go p.Serve(l)
+	t.Cleanup(func() { p.Close() })
+	return tp
+}
+
+var loopback = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+
+// connectGet tunnels with CONNECT and sends one GET through the tunnel.
+func connectGet(t *testing.T, proxy, target string) (status string, body string) {
+	t.Helper()
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Status, string(b)
+	}
+	fmt.Fprintf(c, "GET /tunnel HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target)
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Status, string(b)
+}
+
+// socksConnect opens a SOCKS5 CONNECT to host:port (a name or an IP
+// literal) and returns the reply code and, on success, the connection.
+func socksConnect(t *testing.T, proxy, host string, port int) (byte, net.Conn) {
+	t.Helper()
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte{5, 1, 0})
+	var hello [2]byte
+	if _, err := io.ReadFull(c, hello[:]); err != nil || hello != [2]byte{5, 0} {
+		t.Fatalf("socks hello: %v %v", hello, err)
+	}
+	req := []byte{5, 1, 0}
+	if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
+		b := a.As4()
+		req = append(append(req, 1), b[:]...)
+	} else if err == nil {
+		b := a.As16()
+		req = append(append(req, 4), b[:]...)
+	} else {
+		req = append(append(req, 3, byte(len(host))), host...)
+	}
+	req = binary.BigEndian.AppendUint16(req, uint16(port))
+	c.Write(req)
+	var rep [10]byte
+	if _, err := io.ReadFull(c, rep[:]); err != nil {
+		t.Fatalf("socks reply: %v", err)
+	}
+	if rep[1] != 0 {
+		c.Close()
+		return rep[1], nil
+	}
+	return 0, c
+}
+
+func TestProxyAllowed(t *testing.T) {
+	port := upstream(t)
+	local := fmt.Sprintf("127.0.0.1:%d", port)
+	tp := startProxy(t, []string{"allowed.test", "*.wild.test"}, []string{local}, fakeResolver{"allowed.test": loopback, "a.wild.test": loopback})
+	target := fmt.Sprintf("allowed.test:%d", port)
+
+	t.Run("CONNECT", func(t *testing.T) {
+		status, body := connectGet(t, tp.addr, target)
+		if !strings.HasPrefix(status, "200") || body != "hello from upstream /tunnel" {
+			t.Errorf("%s %q", status, body)
+		}
+	})
+	t.Run("plain HTTP", func(t *testing.T) {
+		proxyURL, _ := url.Parse("http://" + tp.addr)
+		client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+		resp, err := client.Get(fmt.Sprintf("http://a.wild.test:%d/plain", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "hello from upstream /plain" {
+			t.Errorf("%s %q", resp.Status, b)
+		}
+	})
+	t.Run("SOCKS5 name and IP", func(t *testing.T) {
+		for _, host := range []string{"allowed.test", "127.0.0.1"} {
+			code, c := socksConnect(t, tp.addr, host, port)
+			if code != 0 {
+				t.Errorf("SOCKS5 %s: reply %d", host, code)
+				continue
+			}
+			fmt.Fprintf(c, "GET /socks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			b, _ := io.ReadAll(c)
+			c.Close()
+			if !bytes.HasSuffix(b, []byte("hello from upstream /socks")) {
+				t.Errorf("SOCKS5 %s: %q", host, b)
+			}
+		}
+	})
+	if _, err := exec.LookPath("curl"); err == nil {
+		t.Run("curl", func(t *testing.T) {
+			for _, args := range [][]string{
+				{"-p", "-x", "http://" + tp.addr, fmt.Sprintf("http://allowed.test:%d/curl", port)},
+				{"--socks5-hostname", tp.addr, fmt.Sprintf("http://allowed.test:%d/curl", port)},
+			} {
+				out, err := exec.Command("curl", append([]string{"-sS", "--max-time", "10"}, args...)...).CombinedOutput()
+				if err != nil || string(out) != "hello from upstream /curl" {
+					t.Errorf("curl %v: %v %q", args, err, out)
+				}
+			}
+		})
+	}
+	if _, err := exec.LookPath("python3"); err == nil {
+		t.Run("python urllib", func(t *testing.T) {
+			cmd := exec.Command("python3", "-c", fmt.Sprintf("import urllib.request; print(urllib.request.urlopen('http://allowed.test:%d/py', timeout=10).read().decode(), end='')", port))
+			cmd.Env = append(os.Environ(), "http_proxy=http://"+tp.addr, "no_proxy=")
+			out, err := cmd.CombinedOutput()
+			if err != nil || string(out) != "hello from upstream /py" {
+				t.Errorf("python: %v %q", err, out)
+			}
+		})
+	}
+	for _, e := range tp.Events() {
+		if !e.Allowed || e.Rule == "" || e.Addr != local {
+			t.Errorf("event %+v: want allowed, with its rule and the address dialed", e)
+		}
+	}
+	if len(tp.Events()) == 0 {
+		t.Error("no events")
+	}
+}
+
+func TestProxyRefused(t *testing.T) {
+	port := upstream(t)
+	res := fakeResolver{
+		"allowed.test":   loopback, // listed, but loopback and not in AllowLocal
+		"meta.test":      {netip.MustParseAddr("169.254.169.254")},
+		"mapped.test":    {netip.MustParseAddr("::ffff:127.0.0.1")},
+		"rebind.test":    {netip.MustParseAddr("93.184.216.34")},
+		"only443.test":   loopback,
+		"elsewhere.test": loopback,
+	}
+	tp := startProxy(t, []string{"allowed.test", "meta.test", "mapped.test", "rebind.test", "only443.test:443", "169.254.169.254", "metadata.google.internal"},
+		nil, res)
+	// rebind.test resolves to a public address, then the connection goes to
+	// loopback: the check on the dialed address must catch it (and nothing
+	// is ever sent to the public address).
+	tp.Proxy.rebind = func(ap netip.AddrPort) netip.AddrPort {
+		if ap.Addr() == netip.MustParseAddr("93.184.216.34") {
+			return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+		}
+		return ap
+	}
+	for _, tc := range []struct {
+		host, reason string
+	}{
+		{"elsewhere.test", "not in allow-list"},
+		{"allowed.test", "resolves to 127.0.0.1 (loopback)"},
+		{"meta.test", "cloud metadata"},
+		{"mapped.test", "loopback"},
+		{"rebind.test", "connects to 127.0.0.1 (loopback)"},
+		{"only443.test", "not in allow-list"},
+		{"169.254.169.254", "cloud metadata"},
+		{"metadata.google.internal", "metadata"},
+		{"127.0.0.1", "not in allow-list"},
+	} {
+		target := net.JoinHostPort(tc.host, fmt.Sprint(port))
+		status, body := connectGet(t, tp.addr, target)
+		if !strings.HasPrefix(status, "403") || !strings.Contains(body, "network: blocked CONNECT "+target+" — ") || !strings.Contains(body, tc.reason) {
+			t.Errorf("CONNECT %s: %s %q; want 403 naming %q", target, status, body, tc.reason)
+		}
+		if code, _ := socksConnect(t, tp.addr, tc.host, port); code != socksNotAllowed {
+			t.Errorf("SOCKS5 %s: reply %d, want %d (not allowed by ruleset)", tc.host, code, socksNotAllowed)
+		}
+	}
+	for _, e := range tp.Events() {
+		if e.Allowed || e.Reason == "" {
+			t.Errorf("event %+v: want refused with a reason", e)
+		}
+	}
+	// SOCKS5 BIND and UDP ASSOCIATE are refused.
+	c, err := net.Dial("tcp", tp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{5, 1, 0})
+	io.ReadFull(c, make([]byte, 2))
+	c.Write([]byte{5, 3, 0, 1, 127, 0, 0, 1, 0, 53})
+	rep := make([]byte, 10)
+	if _, err := io.ReadFull(c, rep); err != nil || rep[1] != socksCmdUnsupported {
+		t.Errorf("UDP ASSOCIATE: reply %v %v", rep, err)
+	}
+}
+
+func TestProxyEmptyListBlocks(t *testing.T) {
+	port := upstream(t)
+	tp := startProxy(t, nil, []string{fmt.Sprintf("127.0.0.1:%d", port)}, fakeResolver{"allowed.test": loopback})
+	if status, _ := connectGet(t, tp.addr, fmt.Sprintf("allowed.test:%d", port)); !strings.HasPrefix(status, "403") {
+		t.Errorf("empty list: %s", status)
+	}
+}
+
+// countFds counts this process's open descriptors.
+func countFds(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// echoServer echoes every connection until EOF.
+func echoServer(t testing.TB) int {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestProxyLoad: 200 concurrent tunnels, then Close: no goroutine or fd
+// of the proxy's is left.
+func TestProxyLoad(t *testing.T) {
+	port := echoServer(t)
+	baseG, baseFd := runtime.NumGoroutine(), countFds(t)
+	rules, _ := ParseRules([]string{"echo.test"}, nil)
+	p, err := NewProxy(ProxyConfig{Rules: rules, AllowLocal: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Resolver: fakeResolver{"echo.test": loopback}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(l) }()
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	payload := bytes.Repeat([]byte("x"), 4096)
+	conns := make(chan net.Conn, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				errs <- err
+				return
+			}
+			fmt.Fprintf(c, "CONNECT echo.test:%d HTTP/1.1\r\nHost: echo.test\r\n\r\n", port)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+			if err != nil || resp.StatusCode != 200 {
+				errs <- fmt.Errorf("CONNECT: %v %v", resp, err)
+				c.Close()
+				return
+			}
+			c.Write(payload)
+			got := make([]byte, len(payload))
+			if _, err := io.ReadFull(br, got); err != nil || !bytes.Equal(got, payload) {
+				errs <- fmt.Errorf("echo: %v", err)
+			}
+			conns <- c // all 200 open at once until Close
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(conns) != n {
+		t.Fatalf("%d tunnels up, want %d", len(conns), n)
+	}
+	p.Close()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	close(conns)
+	for c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (runtime.NumGoroutine() > baseG || countFds(t) > baseFd) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g, f := runtime.NumGoroutine(), countFds(t); g > baseG || f > baseFd {
+		t.Errorf("after Close: %d goroutines (was %d), %d fds (was %d)", g, baseG, f, baseFd)
+	}
+}
