@@ -21,9 +21,10 @@ import (
 const egressPort = 3128
 
 // connListener is the host's end of an init's egress bridge: a net.Listener
-// whose connections arrive as file descriptors, one per SOCK_SEQPACKET
-// record, from the bridge inside the sandbox (see nsinit.Egress). The proxy
-// serves it like any listener.
+// whose connections are the sandboxed clients' own TCP sockets, accepted
+// by the init on the sandbox's loopback and handed over as descriptors,
+// one per SOCK_SEQPACKET record (see nsinit.Egress). The proxy serves it
+// like any listener and talks to the client directly.
 type connListener struct {
 	sock      *os.File // nonblocking: reads park in the runtime poller
 	closeOnce sync.Once
