@@ -49,7 +49,7 @@ func execute(args []string) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand())
+	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand())
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))

@@ -85,6 +85,8 @@ var defaultTests = []string{
 	"TestLevelRefusedBelowMinimum",
 	"TestLevelNamespacesNoProc",
 	"TestLevelLandlock",
+	// hutch doctor against each kernel's /proc and /sys
+	"TestDoctorJSON",
 	// seccomp on this kernel's syscall table
 	"TestRefusedSyscalls",
 	"TestDeveloperWorkload",
