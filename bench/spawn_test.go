@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bench measures hutch's spawn latency against baselines taken in
 // the same run: a bare fork/exec/wait of /bin/true, and bubblewrap with an
 // equivalent agent policy when bwrap is installed.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package cgroups
 
 // Tests against this host's real cgroups, checked from the host side

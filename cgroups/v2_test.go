@@ -1,3 +1,5 @@
+//go:build linux
+
 package cgroups
 
 // The cgroup v2 logic, checked against a fake cgroup2 tree in a temporary

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package integration drives the real hutch CLI and the runtime library
 // and checks every verdict from the host side: the host's files, processes,
 // sockets and mounts, never what the sandboxed command says about itself.

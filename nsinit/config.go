@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package nsinit owns the sandbox init: the host binary started again, in
 // fresh namespaces, as pid 1 of the sandbox.
 //
@@ -32,29 +34,6 @@ const Arg0 = "hutch-init"
 const (
 	ControlFd = 3 // the init's end of the control socket (see WriteFrame)
 	StatusFd  = 4 // write end of the status pipe
-)
-
-// Layer names one isolation layer. Results list the layers that were
-// actually enforced for a run.
-type Layer string
-
-const (
-	LayerUserNS       Layer = "user-namespace"
-	LayerMountNS      Layer = "mount-namespace"
-	LayerPidNS        Layer = "pid-namespace"
-	LayerNetNS        Layer = "network-namespace"
-	LayerIPCNS        Layer = "ipc-namespace"
-	LayerUTSNS        Layer = "uts-namespace"
-	LayerCgroupNS     Layer = "cgroup-namespace"
-	LayerFilesystem   Layer = "filesystem"
-	LayerLoopback     Layer = "loopback"
-	LayerKeyring      Layer = "session-keyring"
-	LayerNoNewPrivs   Layer = "no-new-privs"
-	LayerCapabilities Layer = "capabilities"
-	LayerSeccomp      Layer = "seccomp"
-	LayerCgroup       Layer = "cgroup"
-	LayerRlimits      Layer = "rlimits"
-	LayerLandlock     Layer = "landlock"
 )
 
 // Config is the sandbox part of the init's configuration: everything but
@@ -131,25 +110,11 @@ type Event struct {
 	Error *SetupError `json:"error,omitempty"`
 }
 
-// Phase is one timed step of an init, on CLOCK_MONOTONIC (comparable
-// across processes of one machine): where a spawn's time goes.
-type Phase struct {
-	Name  string `json:"name"`
-	Start int64  `json:"start_ns"` // CLOCK_MONOTONIC
-	Nanos int64  `json:"ns"`
-}
-
 // Monotonic reads CLOCK_MONOTONIC in nanoseconds.
 func Monotonic() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
-}
-
-// Skipped is a degradable layer the init could not set up.
-type Skipped struct {
-	Layer  Layer  `json:"layer"`
-	Reason string `json:"reason"`
 }
 
 // SetupError is a failed setup step, as it crosses the status pipe.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -16,136 +18,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
-	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
 )
-
-// sizeString renders a byte count the way limits are usually given.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// KillReason says why hutch killed a command.
-type KillReason string
-
-const (
-	KilledTimeout     KillReason = "timeout"
-	KilledCanceled    KillReason = "context canceled"
-	KilledOutputLimit KillReason = "output limit"
-)
-
-// Result describes one finished command.
-type Result struct {
-	// ExitCode is the command's exit status, or -1 if a signal ended it.
-	ExitCode int `json:"exit_code"`
-	// Signal is the signal that ended the command, or 0.
-	Signal syscall.Signal `json:"signal,omitempty"`
-	// Wall is the time from Start to the end of Wait; Startup the part of
-	// it before the command was exec'd (the sandbox's setup).
-	Wall    time.Duration `json:"wall_ns"`
-	Startup time.Duration `json:"startup_ns"`
-	// Killed is set when hutch ended the command, for KillReason.
-	Killed     bool       `json:"killed"`
-	KillReason KillReason `json:"kill_reason,omitempty"`
-	// Truncated is set when output went past the output limit.
-	Truncated bool `json:"truncated,omitempty"`
-	// Layers are the isolation layers enforced for this run; Skipped are
-	// layers the policy allowed to degrade that could not be set up.
-	Layers  []Layer   `json:"layers"`
-	Skipped []Skipped `json:"skipped,omitempty"`
-	// Phases say where the startup went: "spawn" (the clone, the init's
-	// exec and Go runtime start), "config", "keyring-uts-loopback",
-	// "filesystem", "confine" (limits, privileges, seccomp),
-	// "wait-command" (idle time of a pooled init) and "exec". Start times
-	// are CLOCK_MONOTONIC.
-	Phases []Phase `json:"phases,omitempty"`
-	// SeccompProfile names the system-call filter enforced, when the
-	// seccomp layer is among Layers.
-	SeccompProfile string `json:"seccomp_profile,omitempty"`
-	// Level is the isolation level (rung of the fallback ladder) the
-	// command ran at; Unenforced says, one line each, what that level
-	// does not enforce that LevelNamespaces would.
-	Level      Level    `json:"level"`
-	Unenforced []string `json:"unenforced,omitempty"`
-	// Network is the network mode the command ran with: "host" means it
-	// shared the host's network, with no isolation at all.
-	Network NetworkMode `json:"network"`
-	// NetworkEvents are the command's connection attempts through the
-	// egress proxy (Network "allow"), allowed and refused.
-	NetworkEvents []netns.Event `json:"network_events,omitempty"`
-	// LandlockABI is the kernel's Landlock ABI version the landlock layer
-	// was enforced with, when it is among Layers.
-	LandlockABI int `json:"landlock_abi,omitempty"`
-	// Cgroup is the host's cgroup layout (v1, v2, hybrid) when the cgroup
-	// layer is among Layers; Usage is what the command consumed, read from
-	// its cgroup.
-	Cgroup string `json:"cgroup,omitempty"`
-	Usage  *Usage `json:"usage,omitempty"`
-	// Reason says in words why the command ended as it did when hutch or
-	// the kernel ended it: "timeout", or "memory limit of 128 MiB exceeded
-	// (OOM kill)".
-	Reason string `json:"reason,omitempty"`
-}
-
-// Phase is one timed step of a command's startup.
-type Phase = nsinit.Phase
-
-// Usage is what a command consumed, from its cgroup.
-type Usage = cgroups.Usage
-
-// Success reports whether the command exited with status 0.
-func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
-
-func (r *Result) String() string {
-	var s string
-	switch {
-	case r.Signal != 0:
-		s = "signal: " + unix.SignalName(r.Signal)
-	default:
-		s = fmt.Sprintf("exit status %d", r.ExitCode)
-	}
-	if r.Killed {
-		s += " (killed: " + string(r.KillReason) + ")"
-	}
-	return s
-}
-
-// ExitError is returned by Run and Wait for a command that did not exit 0.
-type ExitError struct {
-	*Result
-	// Stderr holds captured standard error when Output was used and
-	// Stderr was not otherwise collected.
-	Stderr []byte
-}
-
-func (e *ExitError) Error() string { return e.Result.String() }
-
-// SetupError is a sandbox layer that failed to come up for a command.
-// errors.Is matches its errno (e.g. syscall.EPERM).
-type SetupError struct {
-	Layer Layer
-	Op    string
-	Path  string
-	Err   error
-}
-
-func (e *SetupError) Error() string {
-	s := "hutch: " + string(e.Layer) + ": " + e.Op
-	if e.Path != "" {
-		s += " " + e.Path
-	}
-	return s + ": " + e.Err.Error()
-}
-
-func (e *SetupError) Unwrap() error { return e.Err }
 
 // setupError is the init's report of a failed step, as the caller sees it.
 func setupError(e *nsinit.SetupError) *SetupError {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -112,15 +114,6 @@ func (l *connListener) Close() error {
 }
 
 func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "hutch-egress", Net: "unixpacket"} }
-
-// NetworkMode is what a Sandbox's commands can reach (Policy.Network).
-type NetworkMode string
-
-const (
-	NetworkNone  NetworkMode = "none"
-	NetworkAllow NetworkMode = "allow"
-	NetworkHost  NetworkMode = "host"
-)
 
 // setupNetwork checks the network policy once per Sandbox.
 func (sb *Sandbox) setupNetwork() error {

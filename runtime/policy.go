@@ -25,8 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -230,15 +228,6 @@ func DefaultPolicy(workspace string) Policy {
 // DefaultPids is DefaultPolicy's process limit.
 const DefaultPids = 4096
 
-// defaultMemory is half of the host's memory, or 0 when it cannot be read.
-func defaultMemory() int64 {
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) != nil {
-		return 0
-	}
-	return int64(si.Totalram) * int64(si.Unit) / 2
-}
-
 // PolicyError is invalid input: which field, which value, and why. No
 // process is started for a policy or command that fails validation.
 type PolicyError struct {
@@ -336,4 +325,19 @@ func hostHome() string {
 		return h
 	}
 	return ""
+}
+
+// mergeEnv returns base with over's keys replacing or added.
+func mergeEnv(base, over []string) []string {
+	out := slices.Clone(base)
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		if i >= 0 {
+			out[i] = kv
+		} else {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

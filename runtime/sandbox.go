@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -660,36 +662,6 @@ func baseEnvAt(p *Policy, Home string) []string {
 		"HUTCH_SANDBOX=1",
 	)
 	return mergeEnv(env, p.Env)
-}
-
-// mergeEnv returns base with over's keys replacing or added.
-func mergeEnv(base, over []string) []string {
-	out := slices.Clone(base)
-	for _, kv := range over {
-		k, _, _ := strings.Cut(kv, "=")
-		i := slices.IndexFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
-		if i >= 0 {
-			out[i] = kv
-		} else {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// LayerError says that a layer cannot be set up on this host at all.
-type LayerError struct {
-	Layer  Layer
-	Reason string
-	Remedy string
-}
-
-func (e *LayerError) Error() string {
-	s := fmt.Sprintf("hutch: %s unavailable: %s", e.Layer, e.Reason)
-	if e.Remedy != "" {
-		s += " (" + e.Remedy + ")"
-	}
-	return s
 }
 
 // probeUserNS checks from the host's sysctls, without starting a process,

@@ -1,0 +1,38 @@
+package nsinit
+
+// Layer names one isolation layer. Results list the layers that were
+// actually enforced for a run.
+type Layer string
+
+const (
+	LayerUserNS       Layer = "user-namespace"
+	LayerMountNS      Layer = "mount-namespace"
+	LayerPidNS        Layer = "pid-namespace"
+	LayerNetNS        Layer = "network-namespace"
+	LayerIPCNS        Layer = "ipc-namespace"
+	LayerUTSNS        Layer = "uts-namespace"
+	LayerCgroupNS     Layer = "cgroup-namespace"
+	LayerFilesystem   Layer = "filesystem"
+	LayerLoopback     Layer = "loopback"
+	LayerKeyring      Layer = "session-keyring"
+	LayerNoNewPrivs   Layer = "no-new-privs"
+	LayerCapabilities Layer = "capabilities"
+	LayerSeccomp      Layer = "seccomp"
+	LayerCgroup       Layer = "cgroup"
+	LayerRlimits      Layer = "rlimits"
+	LayerLandlock     Layer = "landlock"
+)
+
+// Phase is one timed step of an init, on CLOCK_MONOTONIC (comparable
+// across processes of one machine): where a spawn's time goes.
+type Phase struct {
+	Name  string `json:"name"`
+	Start int64  `json:"start_ns"` // CLOCK_MONOTONIC
+	Nanos int64  `json:"ns"`
+}
+
+// Skipped is a degradable layer the init could not set up.
+type Skipped struct {
+	Layer  Layer  `json:"layer"`
+	Reason string `json:"reason"`
+}

@@ -1,0 +1,69 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Level is a rung of the fallback ladder: how strongly a host can isolate
+// a command. New picks the strongest level the host offers and refuses
+// when that is weaker than Policy.MinLevel. Every Result names its level.
+type Level string
+
+// The levels, strongest first.
+const (
+	// LevelNamespaces: fresh user, mount, pid, network, ipc, uts and
+	// cgroup namespaces with a fresh /proc, then Landlock and seccomp.
+	LevelNamespaces Level = "namespaces"
+	// LevelNamespacesNoProc: the same, but /proc is an empty directory:
+	// procfs cannot be mounted here (nested in a container whose /proc
+	// has masked submounts). Tools that read /proc fail.
+	LevelNamespacesNoProc Level = "namespaces-no-proc"
+	// LevelLandlock: no user namespaces (AppArmor's restriction, a
+	// container's seccomp profile). The command runs in the host's
+	// namespaces, confined by Landlock (writes only to the workspace and
+	// writable paths and a private temporary directory, no reads of
+	// denied paths outside them), seccomp without socket(2), no
+	// capabilities and no_new_privs. It sees the host's processes and
+	// /tmp is not private; Result.Unenforced lists what is missing.
+	LevelLandlock Level = "landlock"
+	// LevelSeatbelt is macOS: the command runs under a Seatbelt profile
+	// (see package darwin), with no namespaces and no resource limits.
+	LevelSeatbelt Level = "seatbelt"
+)
+
+// levels orders the rungs, strongest first.
+var levels = []Level{LevelNamespaces, LevelNamespacesNoProc, LevelLandlock}
+
+func (l Level) rank() int { return slices.Index(levels, l) }
+
+// LevelError is New's refusal: the host cannot reach the policy's
+// MinLevel. Reasons say why each stronger level is out of reach and
+// Remedy how to get it (`hutch doctor` says more).
+type LevelError struct {
+	Need, Have Level // Have is "" when no level at all is reachable
+	Reasons    []string
+	Remedy     string
+}
+
+func (e *LevelError) Error() string {
+	have := string(e.Have)
+	if have == "" {
+		have = "none"
+	}
+	s := fmt.Sprintf("hutch: this host gives isolation level %s, the policy needs %s: %s", have, e.Need, strings.Join(e.Reasons, "; "))
+	if e.Remedy != "" {
+		s += " (" + e.Remedy + ")"
+	}
+	return s
+}
+
+// NetworkMode is what a Sandbox's commands can reach (Policy.Network).
+type NetworkMode string
+
+const (
+	NetworkNone  NetworkMode = "none"
+	NetworkAllow NetworkMode = "allow"
+	NetworkHost  NetworkMode = "host"
+)
