@@ -13,6 +13,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	goruntime "runtime"
@@ -196,6 +198,9 @@ func BenchmarkLandlockCost(b *testing.B) {
 // loopback brought up in it) adds to a spawn: the default policy against
 // Network "host".
 func BenchmarkNetNSCost(b *testing.B) {
+	// New warns, rightly, about Network "host"; not into the results.
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Network = runtime.NetworkHost }))
 }
 
