@@ -259,6 +259,39 @@ func (p *Proxy) refuseAddr(ap netip.AddrPort) string {
 	return addrRefusal(ap.Addr())
 }
 
+// open dials host:port for one client request and emits the decision. On
+// success the upstream connection is tracked (untrack it when done) and
+// the client's handshake deadline is lifted; refused tells a policy
+// refusal from a failure to connect.
+func (p *Proxy) open(c net.Conn, protocol, host string, port int) (up *net.TCPConn, ev Event, refused bool) {
+	up, ev, refused = p.dial(context.Background(), host, port)
+	ev.Protocol = protocol
+	p.emit(ev)
+	if up == nil {
+		return nil, ev, refused
+	}
+	if !p.track(up) {
+		up.Close()
+		return nil, ev, false
+	}
+	_ = c.SetDeadline(time.Time{})
+	return up, ev, false
+}
+
+// tunnel passes on what the client sent past its request, then splices
+// the two connections until both ends are done.
+func tunnel(c net.Conn, br *bufio.Reader, up *net.TCPConn) {
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			return
+		}
+	}
+	if hc, ok := c.(HalfCloser); ok {
+		Splice(hc, up)
+	}
+}
+
 // hopByHop are the headers that belong to one connection, not to the
 // request (RFC 9110 7.6.1), plus the proxy's own.
 var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}
@@ -274,30 +307,14 @@ func (p *Proxy) http(c net.Conn, br *bufio.Reader) {
 			httpError(c, http.StatusBadRequest, err.Error())
 			return
 		}
-		up, ev, _ := p.dial(context.Background(), host, port)
-		ev.Protocol = "connect"
-		p.emit(ev)
+		up, ev, _ := p.open(c, "connect", host, port)
 		if up == nil {
 			httpError(c, http.StatusForbidden, ev.String())
 			return
 		}
-		if !p.track(up) {
-			up.Close()
-			return
-		}
 		defer p.untrack(up)
-		_ = c.SetDeadline(time.Time{})
-		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-			return
-		}
-		if n := br.Buffered(); n > 0 {
-			b, _ := br.Peek(n)
-			if _, err := up.Write(b); err != nil {
-				return
-			}
-		}
-		if hc, ok := c.(HalfCloser); ok {
-			Splice(hc, up)
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err == nil {
+			tunnel(c, br, up)
 		}
 		return
 	}
@@ -312,19 +329,12 @@ func (p *Proxy) http(c net.Conn, br *bufio.Reader) {
 		httpError(c, http.StatusBadRequest, err.Error())
 		return
 	}
-	up, ev, _ := p.dial(context.Background(), host, port)
-	ev.Protocol = "http"
-	p.emit(ev)
+	up, ev, _ := p.open(c, "http", host, port)
 	if up == nil {
 		httpError(c, http.StatusForbidden, ev.String())
 		return
 	}
-	if !p.track(up) {
-		up.Close()
-		return
-	}
 	defer p.untrack(up)
-	_ = c.SetDeadline(time.Time{})
 	for _, h := range hopByHop {
 		req.Header.Del(h)
 	}
@@ -420,9 +430,7 @@ func (p *Proxy) socks5(c net.Conn, br *bufio.Reader) {
 		socksReply(c, socksCmdUnsupported)
 		return
 	}
-	up, ev, refused := p.dial(context.Background(), host, port)
-	ev.Protocol = "socks5"
-	p.emit(ev)
+	up, _, refused := p.open(c, "socks5", host, port)
 	if up == nil {
 		code := byte(socksHostUnreach)
 		if refused {
@@ -431,23 +439,9 @@ func (p *Proxy) socks5(c net.Conn, br *bufio.Reader) {
 		socksReply(c, code)
 		return
 	}
-	if !p.track(up) {
-		up.Close()
-		return
-	}
 	defer p.untrack(up)
-	_ = c.SetDeadline(time.Time{})
-	if !socksReply(c, socksOK) {
-		return
-	}
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := up.Write(b); err != nil {
-			return
-		}
-	}
-	if hc, ok := c.(HalfCloser); ok {
-		Splice(hc, up)
+	if socksReply(c, socksOK) {
+		tunnel(c, br, up)
 	}
 }
 
