@@ -3,13 +3,11 @@
 package integration
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,23 +92,7 @@ func TestLevelLandlock(t *testing.T) {
 	outside := dir(t, "outside-")
 
 	// A host loopback service the command must not reach.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
+	port, accepted := loopbackListener(t)
 	daemon := uniqueSleep()
 	script := strings.Join([]string{
 		"echo written > " + filepath.Join(ws, "in-workspace"),
@@ -118,7 +100,7 @@ func TestLevelLandlock(t *testing.T) {
 		"cat " + filepath.Join(fakeHome, ".ssh", "id_ed25519") + " > " + filepath.Join(ws, "stolen-ssh"),
 		"cat " + filepath.Join(fakeHome, ".aws", "credentials") + " > " + filepath.Join(ws, "stolen-aws"),
 		"echo tmp > $TMPDIR/t && cp $TMPDIR/t " + filepath.Join(ws, "tmp-works"),
-		"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", " + itoa(port) + "), 2)' 2>/dev/null",
+		"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", " + strconv.Itoa(port) + "), 2)' 2>/dev/null",
 		"(setsid sleep " + daemon + " &)",
 		"true",
 	}, "; ")
@@ -159,5 +141,3 @@ func TestLevelLandlock(t *testing.T) {
 		t.Errorf("host: the daemonized sleep %s outlived the command: %v", daemon, procsWithArg(daemon))
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
