@@ -4,12 +4,10 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -150,49 +148,11 @@ func (sb *Sandbox) setupNetwork() error {
 	return nil
 }
 
-// proxyEnv points every common client at the egress bridge: curl, wget,
-// pip, git and Go read the upper- or lower-case variables, npm its own.
-// Loopback stays direct: inside the sandbox it is the sandbox's own.
-func proxyEnv(port int) []string {
-	http := "http://127.0.0.1:" + strconv.Itoa(port)
-	socks := "socks5h://127.0.0.1:" + strconv.Itoa(port)
-	noProxy := "localhost,127.0.0.1,::1"
-	return []string{
-		"HTTP_PROXY=" + http, "http_proxy=" + http,
-		"HTTPS_PROXY=" + http, "https_proxy=" + http,
-		"ALL_PROXY=" + socks, "all_proxy=" + socks,
-		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
-		"npm_config_proxy=" + http, "npm_config_https_proxy=" + http,
-	}
-}
-
 // compileNetworkRules parses the allow-list once per Sandbox.
 func (sb *Sandbox) compileNetworkRules() error {
-	p := &sb.policy
-	rules, err := netns.ParseRules(p.AllowDomains, p.PackageManagers)
-	if err != nil {
-		var re *netns.RuleError
-		if errors.As(err, &re) {
-			field := "AllowDomains"
-			if i := slices.Index(p.PackageManagers, re.Input); i >= 0 {
-				field = fmt.Sprintf("PackageManagers[%d]", i)
-			} else if i := slices.Index(p.AllowDomains, re.Input); i >= 0 {
-				field = fmt.Sprintf("AllowDomains[%d]", i)
-			}
-			return &PolicyError{Field: field, Value: re.Input, Reason: re.Reason}
-		}
-		return &PolicyError{Field: "AllowDomains", Reason: err.Error()}
-	}
-	// A proxy made and dropped: AllowLocal is checked now, not per command.
-	if _, err := netns.NewProxy(netns.ProxyConfig{Rules: rules, AllowLocal: p.AllowLocal}); err != nil {
-		var re *netns.RuleError
-		if errors.As(err, &re) {
-			return &PolicyError{Field: fmt.Sprintf("AllowLocal[%d]", slices.Index(p.AllowLocal, re.Input)), Value: re.Input, Reason: re.Reason}
-		}
-		return &PolicyError{Field: "AllowLocal", Reason: err.Error()}
-	}
+	rules, err := parseNetworkRules(&sb.policy)
 	sb.netRules = rules
-	return nil
+	return err
 }
 
 // startEgress starts the host side of an init's egress: a proxy of its

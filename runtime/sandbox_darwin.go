@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hutchbox/hutch/darwin"
+	"github.com/hutchbox/hutch/netns"
 )
 
 // Sandbox on macOS runs commands under a Seatbelt profile compiled once
@@ -22,6 +25,10 @@ type Sandbox struct {
 	dp     darwin.Policy
 	tmp    string
 	env    []string
+	// rules is the allow-list of Network "allow": each command gets a
+	// proxy of its own on a localhost port, the only one its profile
+	// lets it connect to.
+	rules *netns.Rules
 }
 
 // New validates p and compiles its profile.
@@ -39,12 +46,18 @@ func New(p Policy) (*Sandbox, error) {
 	if p.MinLevel != "" && p.MinLevel != LevelSeatbelt && p.MinLevel != LevelLandlock {
 		return nil, &LevelError{Need: p.MinLevel, Have: LevelSeatbelt, Reasons: []string{"macOS has no namespaces; the Seatbelt profile is its sandbox"}}
 	}
+	var rules *netns.Rules
 	switch p.Network {
 	case "", NetworkNone:
 		p.Network = NetworkNone
 	case NetworkHost:
+	case NetworkAllow:
+		var err error
+		if rules, err = parseNetworkRules(&p); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, &PolicyError{Field: "Network", Value: string(p.Network), Reason: "on macOS only none and host are built"}
+		return nil, &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
 	}
 	tmp, err := os.MkdirTemp("", "hutch-tmp-")
 	if err != nil {
@@ -65,7 +78,7 @@ func New(p Policy) (*Sandbox, error) {
 	for _, w := range p.Writable {
 		writable = append(writable, resolve(w, p.Workspace))
 	}
-	sb := &Sandbox{policy: p, tmp: tmp, dp: darwin.Policy{
+	sb := &Sandbox{policy: p, tmp: tmp, rules: rules, dp: darwin.Policy{
 		Workspace:   p.Workspace,
 		Writable:    append(writable, tmp),
 		Deny:        deny,
@@ -110,6 +123,10 @@ type Cmd struct {
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
 	start  time.Time
+
+	proxy     *netns.Proxy
+	netMu     sync.Mutex
+	netEvents []netns.Event
 }
 
 // Command returns the Cmd to run name with args in the sandbox.
@@ -127,11 +144,21 @@ func (c *Cmd) Start() error {
 		ctx, c.cancel = context.WithTimeout(ctx, t)
 	}
 	c.runCtx = ctx
-	cmd, err := darwin.Command(ctx, c.sb.dp, c.Path, c.Args[1:]...)
+	dp, env := c.sb.dp, c.sb.env
+	if c.sb.rules != nil {
+		port, err := c.startProxy()
+		if err != nil {
+			return err
+		}
+		dp.ProxyPort = port
+		env = mergeEnv(mergeEnv(env, proxyEnv(port)), c.sb.policy.Env)
+	}
+	cmd, err := darwin.Command(ctx, dp, c.Path, c.Args[1:]...)
 	if err != nil {
+		c.stopProxy()
 		return &PolicyError{Field: "Cmd", Reason: err.Error()}
 	}
-	cmd.Env = mergeEnv(c.sb.env, c.Env)
+	cmd.Env = mergeEnv(env, c.Env)
 	cmd.Dir = c.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = c.sb.policy.Workspace
@@ -139,7 +166,36 @@ func (c *Cmd) Start() error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	c.cmd, c.start = cmd, time.Now()
-	return cmd.Start()
+	if err := cmd.Start(); err != nil {
+		c.stopProxy()
+		return err
+	}
+	return nil
+}
+
+// startProxy serves this command's egress proxy on a localhost port.
+func (c *Cmd) startProxy() (int, error) {
+	px, err := netns.NewProxy(netns.ProxyConfig{Rules: c.sb.rules, AllowLocal: c.sb.policy.AllowLocal, OnEvent: func(e netns.Event) {
+		c.netMu.Lock()
+		c.netEvents = append(c.netEvents, e)
+		c.netMu.Unlock()
+	}})
+	if err != nil {
+		return 0, err
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	c.proxy = px
+	go px.Serve(l)
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (c *Cmd) stopProxy() {
+	if c.proxy != nil {
+		c.proxy.Close()
+	}
 }
 
 // Wait waits for the command and fills in Result.
@@ -151,6 +207,7 @@ func (c *Cmd) Wait() error {
 	if c.cancel != nil {
 		c.cancel()
 	}
+	c.stopProxy()
 	r := &Result{Wall: time.Since(c.start), Level: LevelSeatbelt, Network: c.sb.policy.Network,
 		Unenforced: []string{"resource limits: none on macOS", "processes: the command sees the host's processes", "output limit: not enforced on macOS"}}
 	if st, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
@@ -165,6 +222,9 @@ func (c *Cmd) Wait() error {
 	case c.runCtx.Err() != nil:
 		r.Killed, r.KillReason = true, KilledTimeout
 	}
+	c.netMu.Lock()
+	r.NetworkEvents = c.netEvents
+	c.netMu.Unlock()
 	c.Result = r
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
