@@ -82,17 +82,26 @@ func procMountable() error {
 	if err != nil {
 		return nil // no way to tell: try, and fail loudly at mount time
 	}
-	for _, l := range strings.Split(string(b), "\n") {
+	return procMasked(b)
+}
+
+// procMasked finds, in a mountinfo table, a mount over part of /proc that
+// makes the kernel refuse a fresh procfs.
+func procMasked(mountinfo []byte) error {
+	for _, l := range strings.Split(string(mountinfo), "\n") {
 		f := strings.Fields(l)
-		if len(f) < 5 {
+		_, after, ok := strings.Cut(l, " - ")
+		if len(f) < 5 || !ok || !strings.HasPrefix(f[4], "/proc/") {
 			continue
 		}
-		mp := f[4]
-		// binfmt_misc sits on an empty procfs directory, which the kernel
-		// allows; anything else over /proc masks part of it.
-		if strings.HasPrefix(mp, "/proc/") && mp != "/proc/sys/fs/binfmt_misc" {
-			return fmt.Errorf("%s is mounted over part of this /proc (a container's masks)", mp)
+		// The kernel allows mounts on procfs's permanently empty
+		// directories: binfmt_misc (or systemd's autofs for it) and nfsd.
+		// Anything else over /proc masks part of it.
+		switch fstype := strings.Fields(after)[0]; fstype {
+		case "binfmt_misc", "autofs", "nfsd":
+			continue
 		}
+		return fmt.Errorf("%s is mounted over part of this /proc (a container's masks)", f[4])
 	}
 	return nil
 }
