@@ -5,11 +5,18 @@ import (
 	"os/exec"
 )
 
-// Command returns an exec.Cmd that runs name with args under p's profile.
+// Command returns an exec.Cmd that runs name with args under p's profile
+// through /usr/bin/sandbox-exec.
 func Command(ctx context.Context, p Policy, name string, args ...string) (*exec.Cmd, error) {
-	prof, err := Compile(p, homeDir(), nil)
+	prof, err := Compile(p)
 	if err != nil {
 		return nil, err
 	}
-	return exec.CommandContext(ctx, SandboxExec, prof.Args(name, args...)...), nil
+	return prof.Command(ctx, name, args...), nil
+}
+
+// Command returns an exec.Cmd that runs name with args under the profile
+// through /usr/bin/sandbox-exec.
+func (p Profile) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, SandboxExec, p.Args(name, args...)...)
 }

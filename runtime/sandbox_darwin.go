@@ -82,9 +82,11 @@ func New(p Policy) (*Sandbox, error) {
 		Workspace:   p.Workspace,
 		Writable:    append(writable, tmp),
 		Deny:        deny,
+		HomeDir:     hostHome(),
+		AllowPTY:    true,
 		HostNetwork: p.Network == NetworkHost,
 	}}
-	if _, err := darwin.Compile(sb.dp, "", nil); err != nil {
+	if _, err := darwin.Compile(sb.dp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, &PolicyError{Field: "Workspace", Reason: err.Error()}
 	}
