@@ -21,10 +21,11 @@ import (
 // Sandbox on macOS runs commands under a Seatbelt profile compiled once
 // from the Policy (package darwin) through /usr/bin/sandbox-exec.
 type Sandbox struct {
-	policy Policy
-	dp     darwin.Policy
-	tmp    string
-	env    []string
+	policy  Policy
+	dp      darwin.Policy
+	profile darwin.Profile // dp's, for commands without a proxy
+	tmp     string
+	env     []string
 	// rules is the allow-list of Network "allow": each command gets a
 	// proxy of its own on a localhost port, the only one its profile
 	// lets it connect to.
@@ -34,14 +35,9 @@ type Sandbox struct {
 // New validates p and compiles its profile.
 func New(p Policy) (*Sandbox, error) {
 	p = p.clone()
-	if p.Workspace == "" {
-		return nil, &PolicyError{Field: "Workspace", Reason: "required"}
-	}
-	if err := checkPath("Workspace", p.Workspace); err != nil {
+	dp, err := seatbeltPolicy(&p, hostHome())
+	if err != nil {
 		return nil, err
-	}
-	if fi, err := os.Stat(p.Workspace); err != nil || !fi.IsDir() {
-		return nil, &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "not an existing directory"}
 	}
 	if p.MinLevel != "" && p.MinLevel != LevelSeatbelt && p.MinLevel != LevelLandlock {
 		return nil, &LevelError{Need: p.MinLevel, Have: LevelSeatbelt, Reasons: []string{"macOS has no namespaces; the Seatbelt profile is its sandbox"}}
@@ -52,7 +48,6 @@ func New(p Policy) (*Sandbox, error) {
 		p.Network = NetworkNone
 	case NetworkHost:
 	case NetworkAllow:
-		var err error
 		if rules, err = parseNetworkRules(&p); err != nil {
 			return nil, err
 		}
@@ -65,30 +60,13 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	home := filepath.Join(tmp, "home")
 	_ = os.Mkdir(home, 0o700)
-	var deny []string
-	if !p.NoDefaultDeny {
-		for _, d := range DefaultDeny {
-			deny = append(deny, resolve(d, p.Workspace))
-		}
-	}
-	for _, d := range p.Deny {
-		deny = append(deny, resolve(d, p.Workspace))
-	}
-	var writable []string
-	for _, w := range p.Writable {
-		writable = append(writable, resolve(w, p.Workspace))
-	}
-	sb := &Sandbox{policy: p, tmp: tmp, rules: rules, dp: darwin.Policy{
-		Workspace:   p.Workspace,
-		Writable:    append(writable, tmp),
-		Deny:        deny,
-		HomeDir:     hostHome(),
-		AllowPTY:    true,
-		HostNetwork: p.Network == NetworkHost,
-	}}
-	if _, err := darwin.Compile(sb.dp); err != nil {
+	dp.Writable = append(dp.Writable, tmp)
+	sb := &Sandbox{policy: p, tmp: tmp, rules: rules, dp: dp}
+	// Compiled once here; only a command with its own proxy port needs
+	// a profile of its own.
+	if sb.profile, err = darwin.Compile(dp); err != nil {
 		os.RemoveAll(tmp)
-		return nil, &PolicyError{Field: "Workspace", Reason: err.Error()}
+		return nil, seatbeltError(err)
 	}
 	path := os.Getenv("PATH")
 	if path == "" {
@@ -146,20 +124,21 @@ func (c *Cmd) Start() error {
 		ctx, c.cancel = context.WithTimeout(ctx, t)
 	}
 	c.runCtx = ctx
-	dp, env := c.sb.dp, c.sb.env
+	prof, env := c.sb.profile, c.sb.env
 	if c.sb.rules != nil {
 		port, err := c.startProxy()
 		if err != nil {
 			return err
 		}
+		dp := c.sb.dp
 		dp.ProxyPort = port
+		if prof, err = darwin.Compile(dp); err != nil {
+			c.stopProxy()
+			return seatbeltError(err)
+		}
 		env = mergeEnv(mergeEnv(env, proxyEnv(port)), c.sb.policy.Env)
 	}
-	cmd, err := darwin.Command(ctx, dp, c.Path, c.Args[1:]...)
-	if err != nil {
-		c.stopProxy()
-		return &PolicyError{Field: "Cmd", Reason: err.Error()}
-	}
+	cmd := prof.Command(ctx, c.Path, c.Args[1:]...)
 	cmd.Env = mergeEnv(env, c.Env)
 	cmd.Dir = c.Dir
 	if cmd.Dir == "" {

@@ -1,0 +1,106 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSeatbeltPolicy maps policies onto the macOS backend's, on any host:
+// "~" is the home given, relative paths are the workspace's, and what the
+// Linux runtime masks or keeps read-only is denied or read-only there.
+func TestSeatbeltPolicy(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(home, "../ws-"+filepath.Base(home))
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ws) })
+	extra := filepath.Join(home, "../extra-"+filepath.Base(home))
+	if err := os.Mkdir(extra, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(extra) })
+	ws, extra = filepath.Clean(ws), filepath.Clean(extra)
+
+	p := Policy{Workspace: ws, Writable: []string{extra}, Deny: []string{"~/creds", "secret"}, Network: NetworkHost}
+	dp, err := seatbeltPolicy(&p, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{home + "/.ssh", home + "/.aws", home + "/creds", ws + "/secret", "/etc/shadow"} {
+		if !slices.Contains(dp.Deny, want) {
+			t.Errorf("Deny %q lacks %s", dp.Deny, want)
+		}
+	}
+	for _, d := range dp.Deny {
+		if strings.Contains(d, "~") {
+			t.Errorf("Deny holds %q: ~ not expanded", d)
+		}
+	}
+	if want := []string{ws + "/.git/hooks", ws + "/.git/config"}; !slices.Equal(dp.ReadOnly, want) {
+		t.Errorf("ReadOnly = %q, want %q", dp.ReadOnly, want)
+	}
+	if fi, err := os.Stat(ws + "/.git/hooks"); err != nil || !fi.IsDir() {
+		t.Errorf(".git/hooks was not created to be kept read-only: %v", err)
+	}
+	if dp.Workspace != ws || !slices.Equal(dp.Writable, []string{extra}) || dp.HomeDir != home ||
+		dp.AllowEnvFiles || !dp.AllowPTY || !dp.HostNetwork {
+		t.Errorf("mapped to %+v", dp)
+	}
+	if !slices.Equal(p.Deny, []string{home + "/creds", ws + "/secret"}) {
+		t.Errorf("Policy.Deny not resolved in place: %q", p.Deny)
+	}
+
+	p = Policy{Workspace: ws, NoDefaultDeny: true, AllowGitWrite: true}
+	dp, err = seatbeltPolicy(&p, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dp.Deny) != 0 || len(dp.ReadOnly) != 0 || !dp.AllowEnvFiles {
+		t.Errorf("NoDefaultDeny and AllowGitWrite mapped to %+v", dp)
+	}
+}
+
+func TestSeatbeltPolicyRefuses(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "../ws-"+filepath.Base(home))
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ws) })
+	if err := os.Symlink("/", filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		p     Policy
+		field string
+	}{
+		{"no workspace", Policy{}, "Workspace"},
+		{"relative workspace", Policy{Workspace: "ws"}, "Workspace"},
+		{"home as workspace", Policy{Workspace: home}, "Workspace"},
+		{"missing writable", Policy{Workspace: ws, Writable: []string{"/ok-not-there"}}, "Writable[0]"},
+		{"writable through a symlink", Policy{Workspace: ws, Writable: []string{"out/usr"}}, "Writable[0]"},
+		{"writable home", Policy{Workspace: ws, Writable: []string{home}}, "Writable[0]"},
+		{"control character", Policy{Workspace: ws, Deny: []string{"a\nb"}}, "Deny[0]"},
+		{"deny the workspace", Policy{Workspace: ws, Deny: []string{"."}}, "Deny[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := seatbeltPolicy(&tc.p, home)
+			var pe *PolicyError
+			if !errors.As(err, &pe) || pe.Field != tc.field {
+				t.Errorf("seatbeltPolicy = %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+	if _, err := seatbeltPolicy(&Policy{Workspace: ws}, ""); err == nil {
+		t.Error("no home directory accepted: its keychains would not be denied")
+	}
+}
