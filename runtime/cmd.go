@@ -411,6 +411,7 @@ func (c *Cmd) Wait() error {
 		Phases:    c.started.Phases,
 		Skipped:   c.started.Skipped,
 		Truncated: c.output.truncated(),
+		Prewarmed: c.in.pooled,
 	}
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName

@@ -47,6 +47,9 @@ type Result struct {
 	KillReason KillReason `json:"kill_reason,omitempty"`
 	// Truncated is set when output went past the output limit.
 	Truncated bool `json:"truncated,omitempty"`
+	// Prewarmed is set when the command ran in an init the Sandbox's pool
+	// had built ahead of time (Policy.Prewarm), not in one built for it.
+	Prewarmed bool `json:"prewarmed,omitempty"`
 	// Layers are the isolation layers enforced for this run; Skipped are
 	// layers the policy allowed to degrade that could not be set up.
 	Layers  []Layer   `json:"layers"`
