@@ -222,17 +222,97 @@ func BenchmarkCgroupCost(b *testing.B) {
 	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = 0, 0 }))
 }
 
+// BenchmarkUnixWallCost reports what the unix-sockets layer costs, against
+// the same policy with the layer skipped, alternated: "cold" and "warm"
+// (a pooled init, the clock stopped while the pools refill) per spawn, and
+// "connect" per connect(2) to a socket in the sandbox's /tmp (a command
+// making connects connects, over one making none). Where the kernel's
+// Landlock guards socket files (ABI 9) the layer is Landlock's and costs
+// nothing of its own; elsewhere each connect is answered by the init.
+func BenchmarkUnixWallCost(b *testing.B) {
+	skip := func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerUnixSockets} }
+	b.Run("cold", func(b *testing.B) { alternate(b, sandbox(b, nil), sandbox(b, skip)) })
+	b.Run("warm", func(b *testing.B) {
+		prewarm := func(p *runtime.Policy) { p.Prewarm = 1 }
+		with, without := sandbox(b, prewarm), sandbox(b, func(p *runtime.Policy) { prewarm(p); skip(p) })
+		defer with.Close()
+		defer without.Close()
+		alternateWith(b, hutchRun(with), hutchRun(without), func() {
+			for with.Prewarmed() < 1 || without.Prewarmed() < 1 {
+				time.Sleep(200 * time.Microsecond)
+			}
+		})
+	})
+	b.Run("connect", func(b *testing.B) {
+		const connects = 2000
+		script := `import socket, sys
+n = int(sys.argv[1])
+srv = socket.socket(socket.AF_UNIX)
+srv.bind("/tmp/bench.sock")
+srv.listen(n + 1)
+for _ in range(n):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect("/tmp/bench.sock")
+    c.close()
+`
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			b.Skip("python3 not installed")
+		}
+		with, without := sandbox(b, nil), sandbox(b, skip)
+		run := func(sb *runtime.Sandbox, n int) func() error {
+			return func() error { return sb.Command(context.Background(), py, "-c", script, strconv.Itoa(n)).Run() }
+		}
+		var dw, dn []time.Duration
+		for _, f := range []func() error{run(with, connects), run(without, connects), run(with, 0), run(without, 0)} {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var dw0, dn0 []time.Duration
+		b.ResetTimer()
+		for range b.N {
+			dw = append(dw, sample(1, run(with, connects))...)
+			dn = append(dn, sample(1, run(without, connects))...)
+			dw0 = append(dw0, sample(1, run(with, 0))...)
+			dn0 = append(dn0, sample(1, run(without, 0))...)
+		}
+		b.StopTimer()
+		per := func(d, d0 []time.Duration) float64 {
+			return float64(p50(d)-p50(d0)) / connects / float64(time.Microsecond)
+		}
+		b.ReportMetric(per(dw, dw0), "with-us/connect")
+		b.ReportMetric(per(dn, dn0), "without-us/connect")
+		b.ReportMetric(per(dw, dw0)-per(dn, dn0), "added-us/connect")
+	})
+}
+
 // alternate runs the same command in two Sandboxes turn by turn, so that
 // drift in the machine's load cancels out, and reports both p50s and what
 // the first adds over the second.
 func alternate(b *testing.B, with, without *runtime.Sandbox) {
+	alternateWith(b, hutchRun(with), hutchRun(without), nil)
+}
+
+// alternateWith is alternate for any two runs; before each round, untimed,
+// it calls settle.
+func alternateWith(b *testing.B, w, wo func() error, settle func()) {
 	baselines(b)
-	w, wo := hutchRun(with), hutchRun(without)
 	_, _ = w(), wo()
 	var dw, dn []time.Duration
 	b.ResetTimer()
 	for range b.N {
+		if settle != nil {
+			b.StopTimer()
+			settle()
+			b.StartTimer()
+		}
 		dw = append(dw, sample(1, w)...)
+		if settle != nil {
+			b.StopTimer()
+			settle()
+			b.StartTimer()
+		}
 		dn = append(dn, sample(1, wo)...)
 	}
 	b.StopTimer()

@@ -64,6 +64,12 @@ const (
 	scopeSignal      = 1 << 1
 )
 
+// ResolveUnixABI is the first ABI whose rulesets guard pathname unix
+// sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX): connect(2) and sendmsg(2) reach
+// a socket file only beneath a tree granted that right (a writable tree
+// here), or one created in the same domain.
+const ResolveUnixABI = 9
+
 // File rights, as the kernel groups them.
 const (
 	// readRights are what a read-only tree grants.
@@ -88,7 +94,7 @@ func fsRights(abi int) uint64 {
 		return 1<<15 - 1 // + TRUNCATE
 	case abi <= 8:
 		return 1<<16 - 1 // + IOCTL_DEV
-	default:
+	default: // ResolveUnixABI and later
 		return 1<<17 - 1 // + RESOLVE_UNIX
 	}
 }

@@ -103,9 +103,6 @@ type Spec struct {
 	// HideDirs are host directories replaced by an empty read-only tmpfs,
 	// typically the host's socket directories (/run).
 	HideDirs []string
-	// Sockets are host unix socket paths outside the writable set; each is
-	// masked so that connect() cannot reach the host service behind it.
-	Sockets []string
 	// NoProc leaves /proc an empty read-only directory instead of a fresh
 	// procfs, for hosts where procfs cannot be mounted (nested in a
 	// container whose /proc has masked submounts).
@@ -153,7 +150,7 @@ func Build(s Spec) Plan {
 	// A masked path inside a writable tree could otherwise be moved away
 	// by renaming one of its ancestors; pin every ancestor between the
 	// writable root and the masked path.
-	masks := sortedUnique(append(append([]string(nil), s.Deny...), s.Sockets...))
+	masks := sortedUnique(s.Deny)
 	pinned := map[string]bool{}
 	var pins []string
 	for _, d := range masks {

@@ -124,13 +124,6 @@ func TestBuild(t *testing.T) {
 			masks: []string{"/data/x/y/key"},
 		},
 		{
-			name:  "sockets are masked and pinned like deny paths",
-			spec:  Spec{Workspace: "/w", Deny: []string{"/etc/ssh"}, Sockets: []string{"/w/s/agent.sock", "/var/lib/x.sock", "/etc/ssh"}},
-			binds: []string{"/w"},
-			pins:  []string{"/w/s"},
-			masks: []string{"/etc/ssh", "/var/lib/x.sock", "/w/s/agent.sock"},
-		},
-		{
 			name:  "hidden dirs and read-only paths",
 			spec:  Spec{Workspace: "/w", HideDirs: []string{"/run", "/run"}, ReadOnly: []string{"/w/.git/hooks", "/w/.git/config"}},
 			binds: []string{"/w"},
@@ -141,15 +134,15 @@ func TestBuild(t *testing.T) {
 			name: "everything together",
 			spec: Spec{
 				Workspace: "/w", Writable: []string{"/data"}, Home: "/tmp/home",
-				Deny: []string{"/w/a/.env", "/etc/shadow"}, ReadOnly: []string{"/w/.git/hooks"},
-				HideDirs: []string{"/run"}, Sockets: []string{"/data/s/sock"},
+				Deny: []string{"/w/a/.env", "/etc/shadow", "/data/s/key"}, ReadOnly: []string{"/w/.git/hooks"},
+				HideDirs: []string{"/run"},
 			},
 			binds: []string{"/data", "/w"},
 			dirs:  []string{"/tmp/home"},
 			hide:  []string{"/run"},
 			ro:    []string{"/w/.git/hooks"},
 			pins:  []string{"/data/s", "/w/a"},
-			masks: []string{"/data/s/sock", "/etc/shadow", "/w/a/.env"},
+			masks: []string{"/data/s/key", "/etc/shadow", "/w/a/.env"},
 		},
 	}
 	for _, tt := range tests {
@@ -279,7 +272,7 @@ func TestBuildDoesNotAliasSpec(t *testing.T) {
 	deny := make([]string, 2, 10)
 	deny[0], deny[1] = "/w/b/x", "/w/a/y"
 	writable := []string{"/z", "/a"}
-	s := Spec{Workspace: "/w", Deny: deny, Writable: writable, Sockets: []string{"/w/c/s"}}
+	s := Spec{Workspace: "/w", Deny: deny, Writable: writable}
 	Build(s)
 	if !slices.Equal(deny, []string{"/w/b/x", "/w/a/y"}) || !slices.Equal(deny[:3], []string{"/w/b/x", "/w/a/y", ""}) {
 		t.Errorf("Build changed Spec.Deny: %q", deny[:3])

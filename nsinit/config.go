@@ -69,6 +69,21 @@ type Config struct {
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command; empty means none.
 	Seccomp []byte `json:"seccomp,omitempty"`
+
+	// UnixWall, when set, keeps pathname unix sockets outside its Allowed
+	// trees unreachable: through Landlock when the ruleset above was
+	// applied at landlock.ResolveUnixABI or later, otherwise through its
+	// Filter (seccomp.UnixWall) and the init as supervisor.
+	UnixWall *UnixWall `json:"unix_wall,omitempty"`
+}
+
+// UnixWall is the configuration of the unix-sockets layer.
+type UnixWall struct {
+	// Filter is seccomp.UnixWall compiled.
+	Filter []byte `json:"filter"`
+	// Allowed are the trees of the view in which sockets may be reached:
+	// the writable trees, the private /tmp and /dev/shm.
+	Allowed []string `json:"allowed"`
 }
 
 // Command is the per-command part, sent in a second frame once the
@@ -102,6 +117,9 @@ type Event struct {
 	Skipped []Skipped `json:"skipped,omitempty"`
 	// Phases are the init's steps up to the exec (started).
 	Phases []Phase `json:"phases,omitempty"`
+	// UnixWall is how the unix-sockets layer was enforced, when it was
+	// (UnixWallLandlock or UnixWallNotify; started).
+	UnixWall string `json:"unix_wall,omitempty"`
 	// ExitCode and Signal describe how the command ended (exited); Signal
 	// is 0 unless a signal killed it.
 	ExitCode int `json:"exit_code"`

@@ -53,6 +53,8 @@ type initState struct {
 	// childRlimits are set on the command's process once it exists (see
 	// cgroups.Rlimit.ForChild).
 	childRlimits []cgroups.Rlimit
+	// unixWall says how the unix-sockets layer is enforced, if it is.
+	unixWall string
 }
 
 // runInit is the whole life of the init. It runs from a package init
@@ -451,6 +453,9 @@ func (st *initState) confine() error {
 		}
 		st.layers = append(st.layers, LayerLandlock)
 	}
+	if cfg.UnixWall != nil && !st.try(LayerUnixSockets, "wall off unix sockets", st.wallUnixSockets) {
+		return errors.New("unix wall failed")
+	}
 	// Last: from here on this thread runs under the command's filter.
 	if slices.Contains(cfg.Skip, LayerSeccomp) {
 		st.skipped = append(st.skipped, Skipped{Layer: LayerSeccomp, Reason: "skipped by policy"})
@@ -462,6 +467,28 @@ func (st *initState) confine() error {
 		}
 		st.layers = append(st.layers, LayerSeccomp)
 	}
+	return nil
+}
+
+// wallUnixSockets sets up the unix-sockets layer on this thread, after
+// Landlock and before the profile (which may not allow seccomp(2)): nothing
+// to add where the Landlock ruleset already guards socket files, otherwise
+// the notifying filter, answered by this process for the sandbox's life.
+func (st *initState) wallUnixSockets() error {
+	ll := st.cfg.Landlock
+	if ll != nil && ll.ABI >= landlock.ResolveUnixABI && slices.Contains(st.layers, LayerLandlock) {
+		st.unixWall = UnixWallLandlock
+		return nil
+	}
+	w := st.cfg.UnixWall
+	listener, err := seccomp.LoadListener(w.Filter)
+	if err != nil {
+		return err
+	}
+	if _, err := netns.ServeUnixWall(listener, w.Allowed); err != nil {
+		return err
+	}
+	st.unixWall = UnixWallNotify
 	return nil
 }
 
@@ -517,7 +544,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		}
 	}
 	st.phase("exec")
-	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped, Phases: st.phases})
+	st.send(Event{Kind: EventStarted, Pid: pid, Layers: st.layers, Skipped: st.skipped, Phases: st.phases, UnixWall: st.unixWall})
 	// The init keeps no copy of the command's stdio: output pipes reach
 	// EOF as soon as the command's own tree closes them.
 	devnull, _ := os.OpenFile("/dev/null", os.O_RDWR, 0)

@@ -21,6 +21,21 @@ const (
 	LayerCgroup       Layer = "cgroup"
 	LayerRlimits      Layer = "rlimits"
 	LayerLandlock     Layer = "landlock"
+	// LayerUnixSockets keeps pathname unix sockets outside the writable
+	// trees unreachable for the command's whole life (Event.UnixWall says
+	// by which mechanism).
+	LayerUnixSockets Layer = "unix-sockets"
+)
+
+// How the unix-sockets layer is enforced.
+const (
+	// UnixWallLandlock: the Landlock ruleset handles
+	// LANDLOCK_ACCESS_FS_RESOLVE_UNIX (ABI 9+).
+	UnixWallLandlock = "landlock"
+	// UnixWallNotify: a seccomp filter hands connect(2) to the init, which
+	// checks and performs it (netns.UnixWall); unix datagram sockets are
+	// refused.
+	UnixWallNotify = "seccomp-notify"
 )
 
 // Phase is one timed step of an init, on CLOCK_MONOTONIC (comparable

@@ -412,6 +412,8 @@ func (c *Cmd) Wait() error {
 		Skipped:   c.started.Skipped,
 		Truncated: c.output.truncated(),
 		Prewarmed: c.in.pooled,
+
+		UnixSocketWall: c.started.UnixWall,
 	}
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName

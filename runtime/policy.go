@@ -50,6 +50,7 @@ const (
 	LayerCgroup       = nsinit.LayerCgroup
 	LayerRlimits      = nsinit.LayerRlimits
 	LayerLandlock     = nsinit.LayerLandlock
+	LayerUnixSockets  = nsinit.LayerUnixSockets
 )
 
 // Skipped is a layer that was allowed to degrade and was not set up.

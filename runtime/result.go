@@ -74,6 +74,11 @@ type Result struct {
 	// NetworkEvents are the command's connection attempts through the
 	// egress proxy (Network "allow"), allowed and refused.
 	NetworkEvents []netns.Event `json:"network_events,omitempty"`
+	// UnixSocketWall says how the unix-sockets layer was enforced when it
+	// is among Layers: "landlock" (the ruleset guards socket files, Linux
+	// 7.1+, Landlock ABI 9) or "seccomp-notify" (the sandbox's init checks
+	// and performs every connect(2); unix datagram sockets are refused).
+	UnixSocketWall string `json:"unix_socket_wall,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`

@@ -3,7 +3,6 @@
 package runtime
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -58,6 +57,11 @@ type Sandbox struct {
 
 	// netRules is the parsed allow-list of Network "allow".
 	netRules *netns.Rules
+
+	// unixWall is seccomp.UnixWall compiled, for inits whose Landlock
+	// cannot guard unix sockets; nil when the layer is skipped or there
+	// are no namespaces (LevelLandlock refuses socket(2) altogether).
+	unixWall []byte
 
 	levelState
 }
@@ -446,6 +450,13 @@ func (sb *Sandbox) compileFilter() error {
 		prof = seccomp.Adjust(prof, nil, []string{"socket"})
 		name += "+no-socket"
 	}
+	if sb.level != LevelLandlock && !slices.Contains(p.SkipLayers, LayerUnixSockets) {
+		wall, err := unixWallFilter()
+		if err != nil {
+			return &LayerError{Layer: LayerUnixSockets, Reason: err.Error()}
+		}
+		sb.unixWall = wall
+	}
 	if slices.Contains(p.SkipLayers, LayerSeccomp) {
 		return nil
 	}
@@ -455,6 +466,19 @@ func (sb *Sandbox) compileFilter() error {
 	}
 	sb.filter, sb.filterName = prog, name
 	return nil
+}
+
+var (
+	unixWallOnce sync.Once
+	unixWallProg []byte
+	unixWallErr  error
+)
+
+// unixWallFilter is seccomp.UnixWall compiled, once per process: it does
+// not depend on the policy.
+func unixWallFilter() ([]byte, error) {
+	unixWallOnce.Do(func() { unixWallProg, unixWallErr = seccomp.CompileUnixWall() })
+	return unixWallProg, unixWallErr
 }
 
 // resolveAll resolves symlinks in each of paths (/var/run is usually a
@@ -477,10 +501,10 @@ const maxPrewarm = 64
 var kernelTrees = []string{"/proc", "/sys", "/dev"}
 
 // degradable are the layers a policy may allow to be skipped.
-var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock}
+var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock, LayerUnixSockets}
 
 // skippable are the layers a policy may leave out altogether.
-var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring, LayerLandlock}
+var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring, LayerLandlock, LayerUnixSockets}
 
 // isEnvFile reports whether name is a .env or .env.* file name.
 func isEnvFile(name string) bool {
@@ -543,60 +567,13 @@ func topLevelEnvFiles(ws string) []string {
 	return out
 }
 
-// hostSockets lists the pathname unix sockets bound in the host's network
-// namespace that lie outside the writable set and outside the directories
-// hidden wholesale: each gets masked, because a read-only view does not
-// stop connect().
-func (sb *Sandbox) hostSockets() []string {
-	f, err := os.Open("/proc/net/unix")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 {
-			continue
-		}
-		p := fields[7]
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-			continue // abstract ("@...") or relative
-		}
-		if sb.coveredBySocketMask(p) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func (sb *Sandbox) coveredBySocketMask(p string) bool {
-	if mounts.Within(p, "/tmp") || mounts.Within(p, sb.spec.Workspace) {
-		return true
-	}
-	for _, d := range hiddenDirs {
-		if mounts.Within(p, d) {
-			return true
-		}
-	}
-	for _, w := range sb.spec.Writable {
-		if mounts.Within(p, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // fresh is what the view takes from the host at the moment an init is
-// built rather than once per Sandbox: the workspace's top-level .env files
-// and the host's unix sockets. A pooled init built with other values than
-// the current ones is stale.
+// built rather than once per Sandbox: the workspace's top-level .env files.
+// A pooled init built with other values than the current ones is stale.
+// (The host's unix sockets are not among them: the unix-sockets layer
+// decides at connect time, so no list of them is ever read.)
 type fresh struct {
 	envFiles []string
-	sockets  []string
 }
 
 func (sb *Sandbox) readFresh() fresh {
@@ -604,12 +581,11 @@ func (sb *Sandbox) readFresh() fresh {
 	if !sb.policy.NoDefaultDeny {
 		f.envFiles = topLevelEnvFiles(sb.spec.Workspace)
 	}
-	f.sockets = sb.hostSockets()
 	return f
 }
 
 func (f fresh) equal(g fresh) bool {
-	return slices.Equal(f.envFiles, g.envFiles) && slices.Equal(f.sockets, g.sockets)
+	return slices.Equal(f.envFiles, g.envFiles)
 }
 
 // plan is the mount plan for an init: the Sandbox's spec plus what is
@@ -621,7 +597,6 @@ func (sb *Sandbox) plan(f fresh) mounts.Plan {
 		spec.Deny = append(spec.Deny, sb.workspaceEnv...)
 		spec.Deny = append(spec.Deny, f.envFiles...)
 	}
-	spec.Sockets = f.sockets
 	return mounts.Build(spec)
 }
 
@@ -713,6 +688,13 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 	if sb.policy.Network == NetworkAllow {
 		egress = &nsinit.Egress{Port: egressPort}
 	}
+	var wall *nsinit.UnixWall
+	if sb.unixWall != nil {
+		wall = &nsinit.UnixWall{
+			Filter:  sb.unixWall,
+			Allowed: append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), "/tmp", "/dev/shm"),
+		}
+	}
 	return nsinit.Config{
 		Mounts:     sb.plan(f),
 		Hostname:   "hutch",
@@ -723,5 +705,6 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Skip:       sb.policy.SkipLayers,
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,
+		UnixWall:   wall,
 	}
 }

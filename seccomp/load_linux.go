@@ -14,17 +14,32 @@ import (
 // init is constrained. The caller must have set no_new_privs and locked
 // the goroutine to its thread.
 func Load(prog []byte) error {
+	_, err := load(prog, 0)
+	return err
+}
+
+// LoadListener installs prog like Load and returns the filter's listener:
+// the fd (close-on-exec) through which a supervisor receives the calls the
+// filter notifies and answers them (see UnixWall).
+func LoadListener(prog []byte) (int, error) {
+	return load(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+}
+
+func load(prog []byte, flags uintptr) (int, error) {
 	if len(prog) == 0 || len(prog)%8 != 0 {
-		return fmt.Errorf("seccomp: %d bytes is not a BPF program", len(prog))
+		return -1, fmt.Errorf("seccomp: %d bytes is not a BPF program", len(prog))
 	}
 	fprog := unix.SockFprog{
 		Len:    uint16(len(prog) / 8),
 		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0])),
 	}
-	_, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)
 	if e != 0 {
-		return fmt.Errorf("seccomp: load filter: %w", e)
+		return -1, fmt.Errorf("seccomp: load filter: %w", e)
 	}
-	return nil
+	if flags&unix.SECCOMP_FILTER_FLAG_NEW_LISTENER == 0 {
+		return -1, nil
+	}
+	return int(r), nil
 }

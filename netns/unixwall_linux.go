@@ -1,0 +1,331 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The unix wall: a read-only view does not stop connect(2) on a unix socket
+// file, a network namespace does not scope pathname sockets, and a list of
+// the host's sockets taken at start misses every socket bound, renamed or
+// re-bound later and every socket of another network namespace. So on a
+// kernel whose Landlock cannot guard pathname sockets (before ABI 9), every
+// connect(2) of the command is handed by seccomp (seccomp.UnixWall) to the
+// sandbox's init, where UnixWall answers it:
+//
+//   - the address is copied out of the command's memory once, and every
+//     decision is made on that copy;
+//   - the command's socket is taken with pidfd_getfd(2): the same open file,
+//     so swapping the fd number afterwards changes nothing;
+//   - a socket that is not AF_UNIX, or an abstract or unnamed address, is
+//     connected as given: its family cannot reach a file;
+//   - a pathname is resolved beneath one of the allowed trees (the
+//     workspace, the writable paths, the private /tmp and /dev/shm) with
+//     openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) to an O_PATH fd that
+//     pins the inode; anything else is EACCES, as Landlock answers;
+//   - the init connects the command's socket to that pinned inode through
+//     /proc/self/fd/N, so nothing can be swapped between check and use.
+//
+// A host socket can only be inside an allowed tree if the host put it
+// there: the command cannot move or link one in (other mounts: EXDEV).
+
+// Seccomp user-notification structures (linux/seccomp.h).
+type seccompData struct {
+	Nr                 int32
+	Arch               uint32
+	InstructionPointer uint64
+	Args               [6]uint64
+}
+
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// maxSockaddr is sizeof(struct sockaddr_storage): the kernel refuses a
+// longer address with EINVAL.
+const maxSockaddr = 128
+
+// UnixWall answers the connect(2) calls of a sandbox's command.
+type UnixWall struct {
+	listener int
+	roots    []wallRoot
+	// selfFd is "/proc/self/fd", or "" when the view has no /proc (then
+	// pathname sockets cannot be reached at all: fail closed).
+	selfFd string
+	uid    uint32
+	gids   []uint32
+}
+
+type wallRoot struct {
+	path string
+	fd   int
+}
+
+// ServeUnixWall answers the notifications of listener (from a filter built
+// from seccomp.UnixWall) for as long as the process lives. allowed are the
+// trees, as absolute paths of the caller's view, under which pathname
+// sockets may be reached; one that does not exist is left out.
+func ServeUnixWall(listener int, allowed []string) (*UnixWall, error) {
+	w, err := newUnixWall(listener, allowed)
+	if err != nil {
+		return nil, err
+	}
+	go w.serve()
+	return w, nil
+}
+
+func newUnixWall(listener int, allowed []string) (*UnixWall, error) {
+	w := &UnixWall{listener: listener, uid: uint32(os.Getuid()), gids: []uint32{uint32(os.Getgid())}}
+	if gs, err := unix.Getgroups(); err == nil {
+		for _, g := range gs {
+			w.gids = append(w.gids, uint32(g))
+		}
+	}
+	for _, p := range allowed {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			w.close()
+			return nil, fmt.Errorf("unix wall: allowed tree %q is not absolute and clean", p)
+		}
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("unix wall: open %s: %w", p, err)
+		}
+		w.roots = append(w.roots, wallRoot{path: p, fd: fd})
+	}
+	// The deepest tree first: its resolution is the strictest.
+	slices.SortFunc(w.roots, func(a, b wallRoot) int { return len(b.path) - len(a.path) })
+	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
+		w.selfFd = "/proc/self/fd"
+	}
+	return w, nil
+}
+
+func (w *UnixWall) close() {
+	for _, r := range w.roots {
+		unix.Close(r.fd)
+	}
+}
+
+func (w *UnixWall) serve() {
+	for {
+		var n seccompNotif
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+		switch e {
+		case 0:
+			// A connect may block (a full backlog, a slow peer): one
+			// goroutine per call, so one stuck call holds up no other.
+			go w.answer(n)
+		case unix.EINTR, unix.ENOENT:
+			// ENOENT: the caller went away before its call was read.
+		default:
+			return
+		}
+	}
+}
+
+func (w *UnixWall) answer(n seccompNotif) {
+	resp := seccompNotifResp{ID: n.ID}
+	if errno := w.connect(n); errno != 0 {
+		resp.Error = -int32(errno)
+	}
+	// ENOENT: the caller was interrupted or died; nothing to answer.
+	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+}
+
+// valid reports whether notification id still waits for its answer: the
+// pid it names is still the caller, not a reused number.
+func (w *UnixWall) valid(id uint64) bool {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, uintptr(unsafe.Pointer(&id)))
+	return e == 0
+}
+
+// connect performs the caller's connect(fd, addr, len) and returns its
+// errno.
+func (w *UnixWall) connect(n seccompNotif) unix.Errno {
+	tid := int(n.Pid)
+	fd := int(int32(n.Data.Args[0]))
+	addrLen := int(int32(n.Data.Args[2]))
+	if addrLen < 0 || addrLen > maxSockaddr {
+		return unix.EINVAL
+	}
+	pidfd, err := openPidfd(tid)
+	if err != nil || !w.valid(n.ID) {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
+		return unix.EACCES
+	}
+	defer unix.Close(pidfd)
+	// One copy of the address; the caller's memory is never read again.
+	addr := make([]byte, addrLen)
+	if addrLen > 0 {
+		local := []unix.Iovec{{Base: &addr[0], Len: uint64(addrLen)}}
+		remote := []unix.RemoteIovec{{Base: uintptr(n.Data.Args[1]), Len: addrLen}}
+		if got, err := unix.ProcessVMReadv(tid, local, remote, 0); err != nil || got != addrLen {
+			return unix.EFAULT
+		}
+	}
+	if !w.valid(n.ID) {
+		return unix.EACCES
+	}
+	sock, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBADF) {
+			return unix.EBADF
+		}
+		return unix.EACCES
+	}
+	defer unix.Close(sock)
+	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if domain != unix.AF_UNIX {
+		return rawConnect(sock, addr)
+	}
+	if len(addr) <= 2 || uint16(addr[0])|uint16(addr[1])<<8 != unix.AF_UNIX {
+		return unix.EINVAL
+	}
+	path := addr[2:]
+	if path[0] == 0 {
+		// Abstract: scoped by the sandbox's own network namespace.
+		return rawConnect(sock, addr)
+	}
+	if i := slices.Index(path, 0); i >= 0 {
+		path = path[:i]
+	}
+	target, errno := w.resolve(tid, string(path))
+	if errno != 0 {
+		return errno
+	}
+	defer unix.Close(target)
+	return rawConnect(sock, sockaddrUnix(w.selfFd+"/"+strconv.Itoa(target)))
+}
+
+// resolve opens the socket file at path, as the caller at tid names it, if
+// it lies beneath an allowed tree.
+func (w *UnixWall) resolve(tid int, path string) (int, unix.Errno) {
+	if w.selfFd == "" {
+		return -1, unix.EACCES
+	}
+	abs := path
+	if !filepath.IsAbs(path) {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
+		if err != nil || !filepath.IsAbs(cwd) {
+			return -1, unix.EACCES
+		}
+		abs = filepath.Join(cwd, path)
+	}
+	abs = filepath.Clean(abs)
+	for _, r := range w.roots {
+		rel, ok := strings.CutPrefix(abs, r.path+"/")
+		if !ok {
+			continue
+		}
+		fd, err := unix.Openat2(r.fd, rel, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			if errors.Is(err, unix.EXDEV) {
+				return -1, unix.EACCES // a symlink out of the tree
+			}
+			return -1, errnoOf(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			unix.Close(fd)
+			return -1, unix.ECONNREFUSED // what connect says of a non-socket
+		}
+		if !w.mayWrite(&st) {
+			unix.Close(fd)
+			return -1, unix.EACCES
+		}
+		return fd, 0
+	}
+	return -1, unix.EACCES
+}
+
+// mayWrite is the kernel's write check on a socket file for the command's
+// credentials (the init's ids without its capabilities): the init connects
+// on the command's behalf and must not lend it CAP_DAC_OVERRIDE.
+func (w *UnixWall) mayWrite(st *unix.Stat_t) bool {
+	switch {
+	case st.Uid == w.uid:
+		return st.Mode&0o200 != 0
+	case slices.Contains(w.gids, st.Gid):
+		return st.Mode&0o020 != 0
+	}
+	return st.Mode&0o002 != 0
+}
+
+// openPidfd returns a pidfd for the process of thread tid: a thread pidfd
+// where the kernel has them (6.9), else one for its thread group, found in
+// /proc.
+func openPidfd(tid int) (int, error) {
+	if fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD); err == nil {
+		return fd, nil
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return -1, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			tgid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return -1, err
+			}
+			return unix.PidfdOpen(tgid, 0)
+		}
+	}
+	return -1, fmt.Errorf("no Tgid for thread %d", tid)
+}
+
+// sockaddrUnix is a struct sockaddr_un for path.
+func sockaddrUnix(path string) []byte {
+	b := make([]byte, 2, 2+len(path)+1)
+	b[0], b[1] = byte(unix.AF_UNIX), byte(unix.AF_UNIX>>8)
+	return append(append(b, path...), 0)
+}
+
+// rawConnect connects sock to the raw address bytes, as the caller gave
+// them (or as rebuilt by resolve).
+func rawConnect(sock int, addr []byte) unix.Errno {
+	var p unsafe.Pointer
+	if len(addr) > 0 {
+		p = unsafe.Pointer(&addr[0])
+	}
+	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(p), uintptr(len(addr)))
+	return e
+}
+
+func errnoOf(err error) unix.Errno {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return unix.EACCES
+}
