@@ -67,6 +67,7 @@ var defaultTests = []string{
 	"TestForgedSocketNameChangesNothing",
 	"TestSymlinkedSocketPathChangesNothing",
 	"TestPoolSurvivesSocketChurn",
+	"TestDenyFollowsRenameAndCreation",
 	// cgroup v2 limits and accounting, and the rlimit fallback
 	"TestForkBombBounded",
 	"TestMemoryLimit",
