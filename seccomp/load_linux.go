@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -21,9 +22,22 @@ func Load(prog []byte) error {
 // LoadListener installs prog like Load and returns the filter's listener:
 // the fd (close-on-exec) through which a supervisor receives the calls the
 // filter notifies and answers them (see UnixWall).
+//
+// Where the kernel has it (5.19), the filter waits killably once the
+// supervisor has read a call: a signal then no longer interrupts a call the
+// supervisor may already have performed (a connect that completed, then
+// restarted, would fail with EISCONN).
 func LoadListener(prog []byte) (int, error) {
-	return load(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	fd, err := load(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|filterFlagWaitKillableRecv)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = load(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	return fd, err
 }
+
+// filterFlagWaitKillableRecv is SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+// (linux/seccomp.h, 5.19).
+const filterFlagWaitKillableRecv = 1 << 5
 
 func load(prog []byte, flags uintptr) (int, error) {
 	if len(prog) == 0 || len(prog)%8 != 0 {
