@@ -33,7 +33,7 @@ vet: deps
 # drives the real CLI and the library) as the current user, and, when that is
 # root, the integration suite again as an unprivileged uid.
 test: deps vet
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
@@ -46,7 +46,7 @@ test-unprivileged:
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.v 2>&1 | \
+		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.timeout 30m -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
@@ -72,7 +72,7 @@ test-vm: deps
 # bench measures spawn latency against bare fork/exec and bwrap (when
 # installed), in the same run.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 200x ./bench/ | tee bench/results.txt
+	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
 	$(GO) run ./bench/plot -in bench/results.txt -readme bench/README.md -svg bench/latency.svg
 
 demo: build

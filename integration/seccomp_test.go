@@ -92,6 +92,18 @@ var refusedCalls = []struct {
 	{"x32 getpid", 0x40000000 | 39, ``, unix.EPERM},
 }
 
+// int80Probe makes an i386 system call (getpid, through int 0x80) from an
+// executable page and prints its result.
+const int80Probe = `import mmap
+code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20; int 0x80; ret
+page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
+fn = ctypes.CFUNCTYPE(ctypes.c_int)(addr)
+r = fn()
+print('i386 getpid|' + str(-1 if r < 0 else r) + '|' + str(-r if r < 0 else 0), flush=True)
+`
+
 // TestRefusedSyscalls runs each refused call from inside the sandbox and
 // checks its errno.
 func TestRefusedSyscalls(t *testing.T) {
@@ -104,16 +116,15 @@ func TestRefusedSyscalls(t *testing.T) {
 	}
 	// i386 entry point: int 0x80 with eax=20 (getpid in the i386 table),
 	// run from an executable page; the filter's architecture check refuses
-	// it (eax comes back as -EPERM).
-	b.WriteString(`import mmap
-code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20; int 0x80; ret
-page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-page.write(code)
-addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
-fn = ctypes.CFUNCTYPE(ctypes.c_int)(addr)
-r = fn()
-print('i386 getpid|' + str(-1 if r < 0 else r) + '|' + str(-r if r < 0 else 0), flush=True)
-`)
+	// it (eax comes back as -EPERM). Some hosts give a 64-bit process no
+	// working int 0x80 at all (it segfaults outside any sandbox): there the
+	// probe proves nothing and is left out.
+	int80 := exec.Command("python3", "-c", "import ctypes\n"+int80Probe).Run() == nil
+	if int80 {
+		b.WriteString(int80Probe)
+	} else {
+		t.Log("int 0x80 crashes a 64-bit process on this host outside any sandbox: the i386 probe is skipped")
+	}
 	// Controls: allowed calls with the same argument checks pass.
 	b.WriteString("call('unshare(0)', 272, 0)\ncall('socket(AF_UNIX)', 41, 1, 1, 0)\ncall('socket(AF_NETLINK ROUTE)', 41, 16, 3, 0)\ncall('personality(query)', 135, 0xffffffff)\n")
 	res := runCLI(t, ws, nil, "python3", "-c", b.String())
@@ -135,7 +146,7 @@ print('i386 getpid|' + str(-1 if r < 0 else r) + '|' + str(-r if r < 0 else 0), 
 			t.Errorf("%s: returned %d errno %d (%v), want -1 %v", c.name, g[0], g[1], syscall.Errno(g[1]), c.errno)
 		}
 	}
-	if g, ok := got["i386 getpid"]; !ok || g[0] != -1 || syscall.Errno(g[1]) != unix.EPERM {
+	if g, ok := got["i386 getpid"]; int80 && (!ok || g[0] != -1 || syscall.Errno(g[1]) != unix.EPERM) {
 		t.Errorf("i386 system call through int 0x80: got %v (ran: %v), want -EPERM", g, ok)
 	}
 	for _, name := range []string{"unshare(0)", "socket(AF_UNIX)", "socket(AF_NETLINK ROUTE)", "personality(query)"} {

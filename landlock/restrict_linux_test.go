@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +52,11 @@ type restrictChild struct {
 	// Dial is a TCP address to connect to; on success the child writes
 	// "connected" into DialMark.
 	Dial, DialMark string
+	// DenyLayer: restrict with the ruleset passed as fd 3 (a DenyLayer)
+	// instead of building Spec; then write Ready and wait for Go to exist
+	// before the copies.
+	DenyLayer bool
+	Ready, Go string
 }
 
 func TestMain(m *testing.M) {
@@ -74,6 +81,12 @@ func runChild(job string) int {
 	if err := Restrict(r); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
+	}
+	if c.Ready != "" {
+		_ = writeFile(c.Ready, nil)
+		for i := 0; i < 1000 && unix.Access(c.Go, unix.F_OK) != nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	// Raw system calls on this thread only: the Go runtime would run
 	// os.ReadFile on this goroutine's thread too, but say so plainly.
@@ -224,5 +237,83 @@ func TestRestrictTCP(t *testing.T) {
 		if got := err == nil; got != tc.want {
 			t.Errorf("%s: connected = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDenyFollowsPaths: a thread restricted with a denied path cannot read
+// it after the host replaces it by rename or creates it while the thread
+// runs (a mask would cover only the inode there at the start), while other
+// files, old and new, stay readable. Verdicts are the files the child left.
+func TestDenyFollowsPaths(t *testing.T) {
+	if ABI() < 2 {
+		t.Skipf("Landlock ABI %d: hutch carves denied paths from ABI 2", ABI())
+	}
+	base := t.TempDir()
+	home, out := filepath.Join(base, "home"), filepath.Join(base, "out")
+	for _, d := range []string{filepath.Join(home, "src"), out} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	netrc, aws := filepath.Join(home, ".netrc"), filepath.Join(home, ".aws")
+	files := map[string]string{
+		netrc:                            "OLD-SECRET",
+		filepath.Join(home, "notes.txt"): "PUBLIC-NOTES",
+		filepath.Join(home, "src", "a"):  "PUBLIC-SOURCE",
+	}
+	for p, c := range files {
+		must(t, os.WriteFile(p, []byte(c), 0o644))
+	}
+	ready, goFile := filepath.Join(out, "ready"), filepath.Join(out, "go")
+	job, err := json.Marshal(restrictChild{
+		Spec:  Spec{ReadOnly: []string{"/"}, Writable: []string{out}, Deny: []string{netrc, aws}},
+		Ready: ready, Go: goFile,
+		Copies: [][2]string{
+			{netrc, filepath.Join(out, "netrc")},
+			{filepath.Join(aws, "credentials"), filepath.Join(out, "aws")},
+			{filepath.Join(home, "notes.txt"), filepath.Join(out, "notes")},
+			{filepath.Join(home, "src", "a"), filepath.Join(out, "src-a")},
+			{filepath.Join(home, "src", "b"), filepath.Join(out, "src-b")},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(job))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000 && !exists(ready); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// While the child runs: an editor's save of .netrc (a new inode
+	// renamed over it), a first ~/.aws, a new file in a granted tree.
+	tmp := filepath.Join(home, ".netrc.tmp")
+	must(t, os.WriteFile(tmp, []byte("NEW-SECRET"), 0o644))
+	must(t, os.Rename(tmp, netrc))
+	must(t, os.MkdirAll(aws, 0o755))
+	must(t, os.WriteFile(filepath.Join(aws, "credentials"), []byte("AWS-SECRET"), 0o644))
+	must(t, os.WriteFile(filepath.Join(home, "src", "b"), []byte("PUBLIC-NEW"), 0o644))
+	must(t, os.WriteFile(goFile, nil, 0o644))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, stderr.String())
+	}
+	for name, want := range map[string]string{"netrc": "", "aws": "", "notes": "PUBLIC-NOTES", "src-a": "PUBLIC-SOURCE", "src-b": "PUBLIC-NEW"} {
+		b, _ := os.ReadFile(filepath.Join(out, name))
+		if string(b) != want {
+			t.Errorf("host: the child copied %q for %s, want %q", b, name, want)
+		}
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -131,9 +131,13 @@ type levelState struct {
 // unenforced lists what the Sandbox's level gives up against
 // LevelNamespaces; nil at LevelNamespaces.
 func (sb *Sandbox) unenforced() []string {
+	var out []string
+	if sb.level != LevelLandlock && sb.landlock == nil && len(sb.carvable(sb.spec.Deny)) > 0 {
+		out = append(out, "deny-list: masks cover the files there when a command starts; a denied path replaced or created during a run is readable (Landlock ABI 2+ keeps it by path)")
+	}
 	switch sb.level {
 	case LevelNamespacesNoProc:
-		return []string{"/proc: an empty directory, procfs cannot be mounted here"}
+		return append(out, "/proc: an empty directory, procfs cannot be mounted here")
 	case LevelLandlock:
 		out := []string{
 			"namespaces: the command shares the host's pid, mount, network, ipc and uts namespaces; host processes are visible in /proc",
@@ -148,5 +152,5 @@ func (sb *Sandbox) unenforced() []string {
 		}
 		return out
 	}
-	return nil
+	return out
 }

@@ -118,13 +118,13 @@ func (sb *Sandbox) setupLimits() error {
 const minLandlockABI = 2
 
 // setupLandlock builds, once per Sandbox, the Landlock ruleset of the view
-// the mounts make: the new root readable, the writable trees and the
-// private /tmp and /dev/shm writable, /dev usable, abstract sockets and
-// signals scoped. The deny-list is left to the masks here: carving it out
-// of the readable root means a rule per entry of every directory above a
-// denied path (/etc above all), which measured 1.9 ms per spawn
-// (BenchmarkLandlockCost); at LevelLandlock, where nothing else masks it,
-// it is paid.
+// the mounts make: the new root readable except the deny-list outside the
+// writable trees, the writable trees and the private /tmp and /dev/shm
+// writable, /dev usable, abstract sockets and signals scoped. Carving the
+// deny-list out of the root means a rule per entry of every directory above
+// a denied path (/etc above all), paid per spawn (BenchmarkLandlockCost):
+// it is what keeps a denied path denied when the host replaces it during a
+// run.
 func (sb *Sandbox) setupLandlock() error {
 	if sb.level == LevelLandlock {
 		return sb.setupLandlockOnly(landlock.ABI())
@@ -147,13 +147,38 @@ func (sb *Sandbox) setupLandlock() error {
 		ReadOnly: []string{"/"},
 		Writable: append(writable, "/tmp", "/dev/shm"),
 		Devices:  []string{"/dev"},
-		Scope:    true,
+		// A mask covers the inode that was there when the command
+		// started; a denied path the host replaces by rename (an editor
+		// saving ~/.netrc) or creates during the run (a first ~/.aws)
+		// is not under it. Landlock carves the denied paths out of the
+		// readable root by path: in each directory on the way every
+		// other entry is granted on its own, so a name that appears
+		// there later has no rule. Inside the writable trees masks and
+		// pins keep the deny-list (carving there would leave new files
+		// unreadable).
+		Deny:  sb.carvable(sb.spec.Deny),
+		Scope: true,
 	}, abi)
 	if err != nil {
 		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
 	}
 	sb.landlock = &rs
 	return nil
+}
+
+// carvable are the denied paths Landlock keeps by path: not inside a
+// writable tree (new files there must stay readable, so masks and pins keep
+// those) nor under a mount of the view's own (/tmp, /dev, /proc, the hidden
+// directories), where the host's directory is not what the command sees.
+func (sb *Sandbox) carvable(deny []string) []string {
+	own := append(append([]string{sb.spec.Workspace, "/tmp", "/dev", "/proc"}, sb.spec.Writable...), sb.spec.HideDirs...)
+	var out []string
+	for _, d := range deny {
+		if !slices.ContainsFunc(own, func(o string) bool { return mounts.Within(d, o) }) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // setupLandlockOnly builds the ruleset of LevelLandlock, where Landlock is

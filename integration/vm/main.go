@@ -57,6 +57,17 @@ var defaultTests = []string{
 	"TestMountTargetSymlinkSwap",
 	"TestMaskTargetSymlinkSwap",
 	"TestRunSocketsHidden",
+	"TestHostSocketBoundLater",
+	"TestHostSocketRelativeBind",
+	"TestHostSocketRenamed",
+	"TestHostSocketRebound",
+	"TestHostSocketOtherNetns",
+	"TestHostDatagramSocket",
+	"TestSocketsInsideWritableWork",
+	"TestForgedSocketNameChangesNothing",
+	"TestSymlinkedSocketPathChangesNothing",
+	"TestPoolSurvivesSocketChurn",
+	"TestDenyFollowsRenameAndCreation",
 	// cgroup v2 limits and accounting, and the rlimit fallback
 	"TestForkBombBounded",
 	"TestMemoryLimit",
@@ -562,7 +573,7 @@ func report(kernels []*kernel, results []*guestResult, elapsed []time.Duration, 
 			return "?"
 		}
 		fmt.Printf("-- kernel %s: %s %s (uname -r %s), %v, log %s\n", k.Spec.Name, k.Package, k.Version, get("kernel"), elapsed[i].Round(time.Second), logs[i])
-		fmt.Printf("   layers: Landlock ABI %s; cgroup %s (controllers %s); LSMs %s\n", get("landlock"), get("cgroup"), get("controllers"), get("lsm"))
+		fmt.Printf("   layers: Landlock ABI %s; unix sockets by %s; cgroup %s (controllers %s); LSMs %s\n", get("landlock"), get("unixwall"), get("cgroup"), get("controllers"), get("lsm"))
 		if m := l["missing"]; m != "" {
 			fmt.Printf("   kernel lacks: %s\n", strings.ReplaceAll(m, ",", ", "))
 		}

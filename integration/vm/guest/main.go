@@ -8,10 +8,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -59,6 +61,31 @@ func as(uidS, gidS string, argv []string) {
 		fail(fmt.Errorf("setresuid: %w", err))
 	}
 	fail(unix.Exec(path, argv, os.Environ()))
+}
+
+// unixWall runs one command through the CLI, as root on the default
+// policy, and returns the mechanism its Result says enforced the
+// unix-sockets layer ("none" if it was not among the layers).
+func unixWall() string {
+	ws, err := os.MkdirTemp("/var/tmp", "probe-")
+	if err != nil {
+		return "error:" + err.Error()
+	}
+	defer os.RemoveAll(ws)
+	rj := filepath.Join(ws, "result.json")
+	if out, err := exec.Command("/usr/local/bin/hutch", "run", "--workspace", ws, "--result-json", rj, "--", "true").CombinedOutput(); err != nil {
+		return "error:" + strings.Join(strings.Fields(string(out)), "_")
+	}
+	var r struct {
+		Wall string `json:"unix_socket_wall"`
+	}
+	if b, err := os.ReadFile(rj); err != nil || json.Unmarshal(b, &r) != nil {
+		return "error:no-result"
+	}
+	if r.Wall == "" {
+		return "none"
+	}
+	return r.Wall
 }
 
 func fail(err error) {
@@ -146,5 +173,6 @@ func probe() {
 	if len(missing) > 0 {
 		f = append(f, "missing="+strings.Join(missing, ","))
 	}
+	f = append(f, "unixwall="+unixWall())
 	fmt.Printf("\n@@HUTCH-VM LAYERS %s@@\n", strings.Join(f, " "))
 }
