@@ -173,3 +173,19 @@ func TestDenyNameFlagRefused(t *testing.T) {
 		t.Error("host: the command ran")
 	}
 }
+
+// TestPlantedLinkTakesNothing: a command plants deny-named symlinks to host
+// files outside the workspace (its shell, a tool); later commands in the
+// workspace still run them: a name in the workspace never masks a host
+// file outside it.
+func TestPlantedLinkTakesNothing(t *testing.T) {
+	ws := dir(t, "ws-")
+	if res := sh(t, ws, "ln -s /bin/sh .env && ln -s /usr/bin/env id_rsa && mkdir -p d && ln -s /usr/bin/env d/.env.local"); res.code != 0 {
+		t.Fatalf("planting the links failed:\n%s", res)
+	}
+	for _, cmd := range [][]string{{"sh", "-c", "exit 0"}, {"/usr/bin/env", "true"}} {
+		if res := runCLI(t, ws, nil, cmd...); res.code != 0 {
+			t.Errorf("%q after links to it were planted under deny names: want exit 0:\n%s", cmd, res)
+		}
+	}
+}

@@ -292,3 +292,38 @@ func TestCommandRefusedTooManyNames(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskTargetOfLinks: a matching symlink masks its target only inside a
+// writable tree. A target outside is readable at its own path anyway, and
+// masking it would let a command take a host file (its shell) from every
+// later command by planting `.env -> /bin/sh`.
+func TestMaskTargetOfLinks(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(ws, ".env.production"), []byte("S=1"), 0o600))
+	must(os.WriteFile(filepath.Join(outside, "tool"), []byte("#!/bin/sh"), 0o755))
+	must(os.Symlink(".env.production", filepath.Join(ws, ".env")))
+	must(os.Symlink(filepath.Join(outside, "tool"), filepath.Join(ws, ".env.local")))
+	must(os.Symlink("/", filepath.Join(ws, "id_rsa")))
+	got := map[string][]string{}
+	ents, err := os.ReadDir(ws)
+	must(err)
+	for _, e := range ents {
+		got[e.Name()] = maskTarget(filepath.Join(ws, e.Name()), e, []string{ws})
+	}
+	if want := []string{filepath.Join(ws, ".env.production")}; !slices.Equal(got[".env"], want) {
+		t.Errorf(".env -> .env.production: masks %q, want %q", got[".env"], want)
+	}
+	if got[".env.local"] != nil {
+		t.Errorf(".env.local -> a host file outside: masks %q, want nothing", got[".env.local"])
+	}
+	if got["id_rsa"] != nil {
+		t.Errorf("id_rsa -> /: masks %q, want nothing", got["id_rsa"])
+	}
+}

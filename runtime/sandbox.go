@@ -633,11 +633,13 @@ func topNamed(roots, names []string) named {
 }
 
 // maskTarget is what to mask for the matching entry at p: p itself, or,
-// when p is a symlink (.env -> .env.development, or a file elsewhere), the
-// file it resolves to; a mount cannot go on a symlink, and masking the
-// target hides it by every name. A target that holds a writable tree, or
-// lies in the kernel's trees, is not masked: a command could otherwise
-// plant a link that hides its workspace from every later command.
+// when p is a symlink (.env -> .env.development), the file it resolves to
+// inside a writable tree; a mount cannot go on a symlink, and masking the
+// target hides it by every name. A target outside the writable trees is
+// not masked: the command reads it at its own path in the read-only view
+// anyway (unless the deny-list covers it, which masks it as such), and a
+// command could otherwise plant `.env -> /bin/sh` and take the shell from
+// every later command. Nor is a target that holds a writable tree.
 func maskTarget(p string, d fs.DirEntry, roots []string) []string {
 	if d.Type()&fs.ModeSymlink == 0 {
 		return []string{p}
@@ -646,15 +648,15 @@ func maskTarget(p string, d fs.DirEntry, roots []string) []string {
 	if err != nil {
 		return nil
 	}
+	inside := false
 	for _, root := range roots {
 		if mounts.Within(root, r) {
 			return nil
 		}
+		inside = inside || mounts.Within(r, root)
 	}
-	for _, k := range kernelTrees {
-		if mounts.Within(r, k) {
-			return nil
-		}
+	if !inside {
+		return nil
 	}
 	return []string{r}
 }
