@@ -3,7 +3,7 @@
 // profile denies by default; allows processes, signals and process
 // information within the sandbox; reads everywhere but the denied paths
 // (the caller's, the user's keychains, privacy database and cookies, and
-// the workspace's .env files); writes only under the workspace and
+// the deny names in the writable trees); writes only under the workspace and
 // writable paths; the null, zero, random and terminal devices and the
 // pseudo-terminals the command makes itself; sysctl reads; the few Mach
 // services name lookup needs; and no network, or only the host-side
@@ -31,8 +31,8 @@ const SandboxExec = "/usr/bin/sandbox-exec"
 // Policy is what the profile enforces. Paths must be absolute; Compile
 // canonicalizes them.
 type Policy struct {
-	// Workspace is the tree commands work in, writable but for its .env
-	// files (see AllowEnvFiles) and ReadOnly.
+	// Workspace is the tree commands work in, writable but for DenyNames
+	// and ReadOnly.
 	Workspace string
 	// Writable are further trees commands may write.
 	Writable []string
@@ -45,10 +45,12 @@ type Policy struct {
 	// HomeDir is the user's home directory. Its keychains, privacy (TCC)
 	// database and cookies are always denied, so it is required.
 	HomeDir string
-	// AllowEnvFiles leaves the workspace's .env and .env.* files readable
-	// and writable. By default they are denied at any depth, including
-	// ones the command creates: such files hold the project's secrets.
-	AllowEnvFiles bool
+	// DenyNames are base names or path.Match patterns (".env", ".env.*",
+	// "id_*") denied at any depth of the workspace and the writable
+	// trees, including ones the command creates, with all they hold when
+	// they are directories. Character classes ([a-z]) and \ escapes have
+	// no Seatbelt mapping and are refused.
+	DenyNames []string
 	// AllowPTY lets commands create pseudo-terminals (openpty, script,
 	// expect). Only the ones they create can be opened, never another
 	// terminal of the user's.
@@ -135,9 +137,40 @@ var machServices = []string{
 	"com.apple.SystemConfiguration.configd",   // the resolver and proxy settings libc and curl read
 }
 
-// envFileRegex matches .env and .env.* names, the files Linux masks too.
-// It is a fixed literal; the workspace it applies to is a parameter.
-const envFileRegex = `#"/\.env(\.[^/]*)?$"`
+// CheckDenyName reports whether name, a DenyNames entry called field, can
+// be spelled in a profile.
+func CheckDenyName(field, name string) error {
+	_, err := nameRegexes(field, name)
+	return err
+}
+
+// nameRegexes are the regular expressions matching a path whose last
+// component, or one of its directories, matches the pattern name: the
+// name is spelled in the profile's text (a regex cannot be a parameter),
+// so only printable ASCII other than ", \, /, ], ^ and [ gets there,
+// and every character but letters and digits is bracketed, which makes it
+// literal.
+func nameRegexes(field, name string) ([]string, error) {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			b.WriteRune(c)
+		case c == '[' || c == '\\':
+			return nil, &FieldError{Field: field, Value: name, Reason: "character classes and \\ escapes have no Seatbelt mapping"}
+		case c < ' ' || c > '~' || c == '"' || c == ']' || c == '^' || c == '/':
+			return nil, &FieldError{Field: field, Value: name, Reason: "only printable ASCII other than \", /, ] and ^ can be spelled in a profile"}
+		default:
+			b.WriteString("[" + string(c) + "]")
+		}
+	}
+	re := "/" + b.String()
+	return []string{`#"` + re + `$"`, `#"` + re + `/"`}, nil
+}
 
 // Compile turns p into a profile, canonicalizing its paths with Canonical.
 func Compile(p Policy) (Profile, error) { return compile(p, Canonical) }
@@ -220,6 +253,14 @@ func compile(p Policy, canon func(string) string) (Profile, error) {
 	ancestorRefs, err := params("Deny", "ANCESTOR", ancestors)
 	if err != nil {
 		return Profile{}, err
+	}
+	var names []string
+	for i, n := range p.DenyNames {
+		res, err := nameRegexes(fmt.Sprintf("DenyNames[%d]", i), n)
+		if err != nil {
+			return Profile{}, err
+		}
+		names = append(names, res...)
 	}
 	switch {
 	case p.ProxyPort < 0 || p.ProxyPort > 65535:
@@ -304,12 +345,16 @@ func compile(p Policy, canon func(string) string) (Profile, error) {
 	for _, a := range ancestorRefs {
 		w("(deny file-write-unlink (literal " + a + "))")
 	}
-	if !p.AllowEnvFiles {
-		w("; .env files in the writable trees, now or later, wherever moved to.",
-			"(deny file-read* file-write* (require-all (regex "+envFileRegex+") (require-any",
-			"  (subpath "+ws+")")
+	if len(names) > 0 {
+		w("; Deny names in the writable trees, now or later, wherever moved to.",
+			"(deny file-read* file-write* (require-all",
+			"  (require-any")
+		for _, re := range names {
+			w("    (regex " + re + ")")
+		}
+		w("  )", "  (require-any", "    (subpath "+ws+")")
 		for _, x := range writable {
-			w("  (subpath " + x + ")")
+			w("    (subpath " + x + ")")
 		}
 		w(")))")
 	}

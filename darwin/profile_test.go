@@ -25,8 +25,9 @@ func agent() Policy {
 		ReadOnly:  []string{"/Users/dev/project/.git/hooks", "/Users/dev/project/.git/config"},
 		Deny: []string{"/Users/dev/.ssh", "/Users/dev/.gnupg", "/Users/dev/.aws", "/Users/dev/.kube",
 			"/Users/dev/.docker", "/Users/dev/.netrc", "/etc/ssh"},
-		HomeDir:  "/Users/dev",
-		AllowPTY: true,
+		HomeDir:   "/Users/dev",
+		DenyNames: []string{".env", ".env.*", ".ssh", "id_rsa", "id_ecdsa", "id_ed25519", "id_dsa"},
+		AllowPTY:  true,
 	}
 }
 
@@ -43,7 +44,8 @@ func TestGolden(t *testing.T) {
 		}},
 		{"proxy", func(p *Policy) { p.ProxyPort = 3128 }},
 		{"host-network", func(p *Policy) { p.HostNetwork = true }},
-		{"allow-env-files", func(p *Policy) { p.AllowEnvFiles, p.AllowPTY = true, false }},
+		{"no-deny-names", func(p *Policy) { p.DenyNames, p.AllowPTY = nil, false }},
+		{"deny-name-patterns", func(p *Policy) { p.DenyNames = []string{"*.key", "secret?.txt", "a+b (1)", "~x-y_z,=@%"} }},
 		{"hostile-names", func(p *Policy) {
 			p.Workspace = `/Users/dev/my "project") (allow default`
 			p.Writable = []string{`/Users/dev/a\b`, "/Users/dev/semi;colon (x)", `/Users/dev/#"re"`}

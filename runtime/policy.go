@@ -71,8 +71,17 @@ type Policy struct {
 	// unreadable even through symlinks. Relative paths are resolved
 	// against Workspace.
 	Deny []string
-	// NoDefaultDeny drops DefaultDeny and the workspace's .env files from
-	// the masked set.
+	// DenyNames are masked, in addition to DefaultDenyNames (unless
+	// NoDefaultDeny), wherever they occur in the workspace and the
+	// Writable trees: base names or path.Match patterns ("id_*", ".env.*"),
+	// matching files and directories alike. The trees' top levels are
+	// read again for every command; below them (but not in node_modules,
+	// .git, .hg and .svn) they are found once, by New. A command whose
+	// trees hold more matches than MaxNameMounts can mask is refused with
+	// a *MaskLimitError.
+	DenyNames []string
+	// NoDefaultDeny drops DefaultDeny and DefaultDenyNames from the
+	// masked set.
 	NoDefaultDeny bool
 
 	// AllowGitWrite leaves the workspace's .git/hooks and .git/config
@@ -173,6 +182,7 @@ type Policy struct {
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
 	p.Deny = slices.Clone(p.Deny)
+	p.DenyNames = slices.Clone(p.DenyNames)
 	p.Env = slices.Clone(p.Env)
 	p.SeccompAllow = slices.Clone(p.SeccompAllow)
 	p.SeccompDeny = slices.Clone(p.SeccompDeny)
@@ -198,7 +208,8 @@ const DefaultOutputLimit = 10 << 20
 const Home = "/tmp/home"
 
 // DefaultDeny are the host paths masked by default; "~" is the host user's
-// home. Inside the workspace, .env and .env.* files are masked as well.
+// home. Inside the workspace and the writable trees, DefaultDenyNames are
+// masked as well.
 var DefaultDeny = []string{
 	"~/.ssh", "~/.gnupg", "~/.aws", "~/.kube", "~/.docker", "~/.netrc",
 	"~/.git-credentials", "~/.config/gh",

@@ -158,6 +158,13 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 		{"deny with NUL", pol(func(p *runtime.Policy) { p.Deny = []string{"a\x00"} }), "Deny[0]"},
 		{"deny with control character", pol(func(p *runtime.Policy) { p.Deny = []string{"a\rb"} }), "Deny[0]"},
 
+		{"deny name empty", pol(func(p *runtime.Policy) { p.DenyNames = []string{""} }), "DenyNames[0]"},
+		{"deny name is /", pol(func(p *runtime.Policy) { p.DenyNames = []string{"id_rsa", "/"} }), "DenyNames[1]"},
+		{"deny name is a path", pol(func(p *runtime.Policy) { p.DenyNames = []string{"a", "b", "sub/.env"} }), "DenyNames[2]"},
+		{"deny name ..", pol(func(p *runtime.Policy) { p.DenyNames = []string{".."} }), "DenyNames[0]"},
+		{"deny name with NUL", pol(func(p *runtime.Policy) { p.DenyNames = []string{"a\x00"} }), "DenyNames[0]"},
+		{"deny name bad pattern", pol(func(p *runtime.Policy) { p.DenyNames = []string{"id_[rsa"} }), "DenyNames[0]"},
+
 		{"env without =", pol(func(p *runtime.Policy) { p.Env = []string{"FOO"} }), "Env"},
 		{"env with empty key", pol(func(p *runtime.Policy) { p.Env = []string{"=x"} }), "Env"},
 		{"env with NUL", pol(func(p *runtime.Policy) { p.Env = []string{"A=b\x00c"} }), "Env"},

@@ -11,8 +11,9 @@ import (
 
 // pool keeps Policy.Prewarm inits of one Sandbox built and confined,
 // waiting for their command. Each is handed out once; a used one is
-// replaced in the background. An init whose fresh inputs (top-level .env
-// files, host sockets) no longer match the host is discarded, not used.
+// replaced in the background. An init whose fresh inputs (the entries
+// matching deny names at the writable trees' top levels) no longer match
+// the host is discarded, not used.
 type pool struct {
 	sb      *Sandbox
 	size    int
@@ -39,7 +40,13 @@ func (p *pool) refill() {
 }
 
 func (p *pool) add() {
-	in, err := p.sb.startInit(p.sb.readFresh())
+	// A refused view (too many matches of the deny names) builds no init;
+	// the next command reports the refusal.
+	f, err := p.sb.readFresh()
+	var in *sandboxInit
+	if err == nil {
+		in, err = p.sb.startInit(f)
+	}
 	if err == nil {
 		// Pooled means built: wait for the init to say it waits for its
 		// command. A setup error (or death) instead: the init is useless,
@@ -108,7 +115,10 @@ func (p *pool) close() {
 // takeInit returns an init for one command: a pooled one when the policy
 // prewarms and one is ready and current, otherwise a fresh one.
 func (sb *Sandbox) takeInit() (*sandboxInit, error) {
-	f := sb.readFresh()
+	f, err := sb.readFresh()
+	if err != nil {
+		return nil, err
+	}
 	if sb.pool != nil {
 		if in := sb.pool.take(f); in != nil {
 			return in, nil

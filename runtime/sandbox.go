@@ -29,12 +29,13 @@ import (
 type Sandbox struct {
 	policy Policy
 	spec   mounts.Spec // the view, minus what is re-read per command
-	// workspaceEnv are the .env files found below the workspace's top
-	// level when the Sandbox was made (the top level is re-read for
-	// every command).
-	workspaceEnv []string
-	env          []string // the base environment of every command
-	uid, gid     int
+	// names are the deny names in effect; deep are the paths matching
+	// them found below the top level of the writable trees when the
+	// Sandbox was made (the top levels are re-read for every command).
+	names    []string
+	deep     named
+	env      []string // the base environment of every command
+	uid, gid int
 	// filter is the compiled system-call filter, loaded by every init;
 	// filterName says which profile it is, for results.
 	filter     []byte
@@ -190,11 +191,12 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 	if err != nil {
 		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
 	}
-	deny := slices.Clone(sb.spec.Deny)
-	if !sb.policy.NoDefaultDeny {
-		deny = append(deny, sb.workspaceEnv...)
-		deny = append(deny, topLevelEnvFiles(sb.spec.Workspace)...)
+	f, err := sb.readFresh()
+	if err != nil {
+		return err
 	}
+	deny := append(slices.Clone(sb.spec.Deny), sb.deep.paths...)
+	deny = append(deny, f.named.paths...)
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly:    []string{"/"},
 		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), tmp),
@@ -413,9 +415,10 @@ func (sb *Sandbox) validate() error {
 			readOnly = append(readOnly, hooks, filepath.Join(git, "config"))
 		}
 	}
-	if !p.NoDefaultDeny {
-		sb.workspaceEnv = findEnvFiles(ws)
+	if err := checkDenyNames(p.DenyNames); err != nil {
+		return err
 	}
+	sb.names = denyNames(p)
 
 	sb.spec = mounts.Spec{
 		Workspace:    ws,
@@ -436,6 +439,13 @@ func (sb *Sandbox) validate() error {
 		sb.env = mergeEnv(sb.env, p.Env)
 	} else {
 		sb.env = baseEnv(p)
+	}
+	// The names below the top levels are looked for once; the whole
+	// count, with the top levels as they are now, is bounded here too,
+	// so that New refuses what every command would.
+	sb.deep = findNamed(sb.roots(), sb.names)
+	if _, err := sb.readFresh(); err != nil {
+		return err
 	}
 	return sb.compileFilter()
 }
@@ -531,97 +541,212 @@ var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock
 // skippable are the layers a policy may leave out altogether.
 var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring, LayerLandlock, LayerUnixSockets}
 
-// isEnvFile reports whether name is a .env or .env.* file name.
-func isEnvFile(name string) bool {
-	return name == ".env" || strings.HasPrefix(name, ".env.")
+// roots are the writable trees: the workspace and Writable.
+func (sb *Sandbox) roots() []string {
+	return append([]string{sb.spec.Workspace}, sb.spec.Writable...)
 }
 
-// findEnvFiles walks the workspace for .env files below its top level.
-// Dependency trees and git's store are skipped: their .env files are not
-// the user's secrets, and walking them costs more than the rest together.
-func findEnvFiles(ws string) []string {
-	var found []string
-	_ = filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && p != ws {
-			switch d.Name() {
-			case "node_modules", ".git", ".hg", ".svn":
+// named are the paths matching deny names in the writable trees, and how
+// many each tree (in the order of roots) holds. Past MaxNameMounts the
+// paths are no longer kept, only counted: they are refused in any case.
+type named struct {
+	paths  []string
+	counts []int
+}
+
+func (n *named) add(i int, paths ...string) {
+	if len(paths) == 0 {
+		return // a link to nothing, or to what may not be masked
+	}
+	n.counts[i]++
+	if len(n.paths) <= MaxNameMounts {
+		n.paths = append(n.paths, paths...)
+	}
+}
+
+func (n named) total() int {
+	t := 0
+	for _, c := range n.counts {
+		t += c
+	}
+	return t
+}
+
+// skipDirs are not searched for deny names below the top level:
+// dependency trees and version-control stores hold other people's files,
+// and walking them costs more than the rest together.
+var skipDirs = []string{"node_modules", ".git", ".hg", ".svn"}
+
+// findNamed walks each root for paths below its top level whose names match
+// names. A matching directory is masked whole and not entered; a root
+// inside another is walked on its own.
+func findNamed(roots, names []string) named {
+	n := named{counts: make([]int, len(roots))}
+	if len(names) == 0 {
+		return n
+	}
+	for i, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			if d.IsDir() && slices.Contains(roots, p) {
 				return filepath.SkipDir
 			}
-		}
-		if !d.IsDir() && isEnvFile(d.Name()) && filepath.Dir(p) != ws {
-			found = append(found, envTarget(p)...)
-		}
-		return nil
-	})
-	return found
+			if matchName(names, d.Name()) {
+				if filepath.Dir(p) != root {
+					n.add(i, maskTarget(p, d, roots)...)
+				}
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() && slices.Contains(skipDirs, d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return n
 }
 
-// envTarget is what to mask for the .env file at p: p itself, or, when p is
-// a symlink (.env -> .env.development, or a file elsewhere), the file it
-// resolves to; a mount cannot go on a symlink, and masking the target hides
-// it by every name.
-func envTarget(p string) []string {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil
+// topNamed lists the entries at each root's top level whose names match
+// names now.
+func topNamed(roots, names []string) named {
+	n := named{counts: make([]int, len(roots))}
+	if len(names) == 0 {
+		return n
 	}
-	if fi.Mode()&fs.ModeSymlink == 0 {
+	for i, root := range roots {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue // a writable file, or a tree gone since New
+		}
+		for _, e := range ents {
+			if matchName(names, e.Name()) {
+				n.add(i, maskTarget(filepath.Join(root, e.Name()), e, roots)...)
+			}
+		}
+	}
+	return n
+}
+
+// maskTarget is what to mask for the matching entry at p: p itself, or,
+// when p is a symlink (.env -> .env.development), the file it resolves to
+// inside a writable tree; a mount cannot go on a symlink, and masking the
+// target hides it by every name. A target outside the writable trees is
+// not masked: the command reads it at its own path in the read-only view
+// anyway (unless the deny-list covers it, which masks it as such), and a
+// command could otherwise plant `.env -> /bin/sh` and take the shell from
+// every later command. Nor is a target that holds a writable tree.
+func maskTarget(p string, d fs.DirEntry, roots []string) []string {
+	if d.Type()&fs.ModeSymlink == 0 {
 		return []string{p}
 	}
-	if r, err := filepath.EvalSymlinks(p); err == nil && r != "/" {
-		return []string{r}
-	}
-	return nil
-}
-
-// topLevelEnvFiles lists .env files at the workspace's top level now.
-func topLevelEnvFiles(ws string) []string {
-	ents, err := os.ReadDir(ws)
+	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, e := range ents {
-		if !e.IsDir() && isEnvFile(e.Name()) {
-			out = append(out, envTarget(filepath.Join(ws, e.Name()))...)
+	inside := false
+	for _, root := range roots {
+		if mounts.Within(root, r) {
+			return nil
+		}
+		inside = inside || mounts.Within(r, root)
+	}
+	if !inside {
+		return nil
+	}
+	return []string{r}
+}
+
+// nameMounts is the number of mounts masking paths takes: one per path,
+// and one per directory between a writable root and a path in it (see
+// mounts.Build).
+func nameMounts(paths, roots []string) int {
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		root := ""
+		for _, r := range roots {
+			if mounts.Within(p, r) && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for dir := filepath.Dir(p); dir != root && mounts.Within(dir, root); dir = filepath.Dir(dir) {
+			if seen[dir+"/"] {
+				break // its ancestors are counted too
+			}
+			seen[dir+"/"] = true
 		}
 	}
-	return out
+	return len(seen)
+}
+
+// checkNamed refuses a set of matches that would take more than
+// MaxNameMounts mounts to mask.
+func (sb *Sandbox) checkNamed(all named) error {
+	count := all.total()
+	mountsNeeded := 0
+	if count <= MaxNameMounts {
+		if mountsNeeded = nameMounts(all.paths, sb.roots()); mountsNeeded <= MaxNameMounts {
+			return nil
+		}
+	}
+	e := &MaskLimitError{Names: sb.names, Count: count, Mounts: mountsNeeded, Limit: MaxNameMounts}
+	for i, root := range sb.roots() {
+		if c := all.counts[i]; c > 0 {
+			tree := "writable " + root
+			if i == 0 {
+				tree = "workspace " + root
+			}
+			e.Trees = append(e.Trees, TreeCount{Tree: tree, Count: c})
+		}
+	}
+	return e
 }
 
 // fresh is what the view takes from the host at the moment an init is
-// built rather than once per Sandbox: the workspace's top-level .env files.
-// A pooled init built with other values than the current ones is stale.
-// (The host's unix sockets are not among them: the unix-sockets layer
-// decides at connect time, so no list of them is ever read.)
+// built rather than once per Sandbox: the entries at the top level of the
+// writable trees that match deny names. A pooled init built with other
+// values than the current ones is stale. (The host's unix sockets are not
+// among them: the unix-sockets layer decides at connect time, so no list
+// of them is ever read.)
 type fresh struct {
-	envFiles []string
+	named named
 }
 
-func (sb *Sandbox) readFresh() fresh {
-	var f fresh
-	if !sb.policy.NoDefaultDeny {
-		f.envFiles = topLevelEnvFiles(sb.spec.Workspace)
+// readFresh reads the top levels, and refuses them if, with what New
+// found below them, they are more than MaxNameMounts can mask.
+func (sb *Sandbox) readFresh() (fresh, error) {
+	top := topNamed(sb.roots(), sb.names)
+	all := named{paths: append(slices.Clone(sb.deep.paths), top.paths...), counts: slices.Clone(top.counts)}
+	for i, c := range sb.deep.counts {
+		all.counts[i] += c
 	}
-	return f
+	if err := sb.checkNamed(all); err != nil {
+		return fresh{}, err
+	}
+	return fresh{named: top}, nil
 }
 
 func (f fresh) equal(g fresh) bool {
-	return slices.Equal(f.envFiles, g.envFiles)
+	return slices.Equal(f.named.paths, g.named.paths)
 }
 
 // plan is the mount plan for an init: the Sandbox's spec plus what is
 // read fresh.
 func (sb *Sandbox) plan(f fresh) mounts.Plan {
 	spec := sb.spec
-	spec.Deny = slices.Clone(spec.Deny)
-	if !sb.policy.NoDefaultDeny {
-		spec.Deny = append(spec.Deny, sb.workspaceEnv...)
-		spec.Deny = append(spec.Deny, f.envFiles...)
-	}
+	spec.Deny = append(slices.Clone(spec.Deny), sb.deep.paths...)
+	spec.Deny = append(spec.Deny, f.named.paths...)
 	return mounts.Build(spec)
 }
 

@@ -115,6 +115,15 @@ func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 		p.Writable[i] = r
 	}
 
+	if err := checkDenyNames(p.DenyNames); err != nil {
+		return darwin.Policy{}, err
+	}
+	for i, n := range p.DenyNames {
+		if err := darwin.CheckDenyName(fmt.Sprintf("DenyNames[%d]", i), n); err != nil {
+			return darwin.Policy{}, seatbeltError(err)
+		}
+	}
+
 	var readOnly []string
 	if !p.AllowGitWrite {
 		git := filepath.Join(ws, ".git")
@@ -130,12 +139,12 @@ func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 	}
 
 	return darwin.Policy{
-		Workspace:     ws,
-		Writable:      writable,
-		ReadOnly:      readOnly,
-		Deny:          deny,
-		HomeDir:       home,
-		AllowEnvFiles: p.NoDefaultDeny,
+		Workspace: ws,
+		Writable:  writable,
+		ReadOnly:  readOnly,
+		Deny:      deny,
+		HomeDir:   home,
+		DenyNames: denyNames(p),
 		// Linux gives every sandbox its own devpts; ptys are as harmless
 		// here, where only those the command made can be opened.
 		AllowPTY:    true,

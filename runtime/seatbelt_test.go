@@ -51,7 +51,7 @@ func TestSeatbeltPolicy(t *testing.T) {
 		t.Errorf(".git/hooks was not created to be kept read-only: %v", err)
 	}
 	if dp.Workspace != ws || !slices.Equal(dp.Writable, []string{extra}) || dp.HomeDir != home ||
-		dp.AllowEnvFiles || !dp.AllowPTY || !dp.HostNetwork {
+		!slices.Equal(dp.DenyNames, DefaultDenyNames) || !dp.AllowPTY || !dp.HostNetwork {
 		t.Errorf("mapped to %+v", dp)
 	}
 	if !slices.Equal(p.Deny, []string{home + "/creds", ws + "/secret"}) {
@@ -63,7 +63,16 @@ func TestSeatbeltPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dp.Deny) != 0 || len(dp.ReadOnly) != 0 || !dp.AllowEnvFiles {
+	if len(dp.Deny) != 0 || len(dp.ReadOnly) != 0 || len(dp.DenyNames) != 0 {
+		t.Errorf("NoDefaultDeny and AllowGitWrite mapped to %+v", dp)
+	}
+
+	p = Policy{Workspace: ws, NoDefaultDeny: true, DenyNames: []string{"*.key", ".env"}}
+	if dp, err = seatbeltPolicy(&p, home); err != nil || !slices.Equal(dp.DenyNames, p.DenyNames) {
+		t.Errorf("DenyNames %q mapped to %q, %v", p.DenyNames, dp.DenyNames, err)
+	}
+	p = Policy{Workspace: ws, DenyNames: []string{"credentials.json", ".env"}}
+	if dp, err = seatbeltPolicy(&p, home); err != nil || !slices.Equal(dp.DenyNames, append(slices.Clone(DefaultDenyNames), "credentials.json")) {
 		t.Errorf("NoDefaultDeny and AllowGitWrite mapped to %+v", dp)
 	}
 }
@@ -91,6 +100,9 @@ func TestSeatbeltPolicyRefuses(t *testing.T) {
 		{"writable home", Policy{Workspace: ws, Writable: []string{home}}, "Writable[0]"},
 		{"control character", Policy{Workspace: ws, Deny: []string{"a\nb"}}, "Deny[0]"},
 		{"deny the workspace", Policy{Workspace: ws, Deny: []string{"."}}, "Deny[0]"},
+		{"deny name with /", Policy{Workspace: ws, DenyNames: []string{"ok", "a/b"}}, "DenyNames[1]"},
+		{"deny name with a class", Policy{Workspace: ws, DenyNames: []string{"id_[rd]sa"}}, "DenyNames[0]"},
+		{"deny name with a quote", Policy{Workspace: ws, DenyNames: []string{"x", `a"b`}}, "DenyNames[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := seatbeltPolicy(&tc.p, home)

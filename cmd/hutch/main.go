@@ -63,6 +63,8 @@ func execute(args []string) int {
 type runFlags struct {
 	workspace   string
 	write, deny []string
+	denyNames   []string
+	noDefDeny   bool
 	env         []string
 	timeout     time.Duration
 	outputLimit string
@@ -99,6 +101,8 @@ func runCommand(code *int) *cobra.Command {
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
+	fl.StringArrayVar(&f.denyNames, "deny-name", nil, "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
+	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command and everything it started after this long (e.g. 30s)")
 	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
@@ -134,6 +138,8 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p := runtime.DefaultPolicy(ws)
 	p.Writable = f.write
 	p.Deny = f.deny
+	p.DenyNames = f.denyNames
+	p.NoDefaultDeny = f.noDefDeny
 	p.Env = f.env
 	p.Timeout = f.timeout
 	limit, err := parseSize(f.outputLimit)
@@ -176,7 +182,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	}
 	sb, err := runtime.New(p)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	defer sb.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -214,7 +220,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 		return err
 	default:
 		*code = exitHutchFailed
-		return err
+		return flagError(err)
 	}
 	if f.resultJSON != "" {
 		b, _ := json.MarshalIndent(cmd.Result, "", "  ")
@@ -223,6 +229,31 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 		}
 	}
 	return nil
+}
+
+// flags are the flags that set Policy fields, for errors naming a field.
+var flags = map[string]string{
+	"Workspace": "--workspace", "Writable": "--write", "Deny": "--deny",
+	"DenyNames": "--deny-name", "NoDefaultDeny": "--no-default-deny", "Env": "--env",
+}
+
+// flagError adds the flag to an error naming a Policy field, and says what
+// to do about too many matches of the deny names in CLI terms.
+func flagError(err error) error {
+	var le *runtime.MaskLimitError
+	if errors.As(err, &le) {
+		return errors.New(le.Cause() + "; remove them, or run with --no-default-deny and the --deny-name and --deny to keep")
+	}
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		name, _, _ := strings.Cut(pe.Field, "[")
+		if fl, ok := flags[name]; ok {
+			e := *pe
+			e.Field += " (" + fl + ")"
+			return &e
+		}
+	}
+	return err
 }
 
 // exitStatus mirrors the command's status, 128+N for signal N.

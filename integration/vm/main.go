@@ -68,6 +68,7 @@ var defaultTests = []string{
 	"TestSymlinkedSocketPathChangesNothing",
 	"TestPoolSurvivesSocketChurn",
 	"TestDenyFollowsRenameAndCreation",
+	"TestSecretNamesUnreadable",
 	// cgroup v2 limits and accounting, and the rlimit fallback
 	"TestForkBombBounded",
 	"TestMemoryLimit",
