@@ -89,6 +89,9 @@ type RunReport struct {
 	Error   string   `json:"error,omitempty"`
 	Layers  []Layer  `json:"layers,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
+	// UnixSocketWall is how the unix-sockets layer was enforced
+	// (Result.UnixSocketWall).
+	UnixSocketWall string `json:"unix_socket_wall,omitempty"`
 }
 
 // Remedy is one missing piece and the exact way to get it.
@@ -194,7 +197,7 @@ func Doctor(ctx context.Context) (*HostReport, error) {
 		run.OK = true
 	}
 	if cmd.Result != nil {
-		run.Layers = cmd.Result.Layers
+		run.Layers, run.UnixSocketWall = cmd.Result.Layers, cmd.Result.UnixSocketWall
 		for _, s := range cmd.Result.Skipped {
 			run.Skipped = append(run.Skipped, string(s.Layer)+": "+s.Reason)
 		}

@@ -90,6 +90,9 @@ func printDoctor(w io.Writer, r *runtime.HostReport) {
 	line(len(missing) == 0, "system calls", strings.Join(missing, " "))
 	if r.Run != nil {
 		detail := "layers: " + joinLayers(r.Run.Layers)
+		if r.Run.UnixSocketWall != "" {
+			detail += "; unix sockets by " + r.Run.UnixSocketWall
+		}
 		if r.Run.Error != "" {
 			detail = r.Run.Error
 		}
