@@ -161,7 +161,14 @@ func addExcept(rulesetFd int, root string, access uint64, deny []string) error {
 		if err := addPath(rulesetFd, dir, access&accessReadDir); err != nil {
 			return err
 		}
-		ents, err := os.ReadDir(dir)
+		f, err := os.Open(dir)
+		if err == nil {
+			defer f.Close()
+		}
+		var ents []os.DirEntry
+		if err == nil {
+			ents, err = f.ReadDir(-1)
+		}
 		if err != nil {
 			// Gone, or not listable by this user: grant nothing beneath
 			// it (what cannot be listed cannot be carved up safely).
@@ -179,7 +186,11 @@ func addExcept(rulesetFd int, root string, access uint64, deny []string) error {
 					return err
 				}
 			default:
-				if err := addPath(rulesetFd, p, access); err != nil {
+				// A rule per entry: the hot loop of a carve-out (/etc
+				// has hundreds). The entry's type from the listing saves
+				// a stat, and opening it beside the listing's fd saves a
+				// walk from the root.
+				if err := addEntry(rulesetFd, int(f.Fd()), p, e, access); err != nil {
 					return err
 				}
 			}
@@ -187,4 +198,35 @@ func addExcept(rulesetFd int, root string, access uint64, deny []string) error {
 		return nil
 	}
 	return visit(root)
+}
+
+// addEntry grants access beneath the entry e of the directory open as
+// dirfd (p is its path, for errors). Symlinks get no rule, as in addPath.
+func addEntry(rulesetFd, dirfd int, p string, e os.DirEntry, access uint64) error {
+	switch t := e.Type(); {
+	case t&os.ModeSymlink != 0:
+		return nil
+	case t.IsDir():
+	case t&os.ModeType == os.ModeIrregular:
+		return addPath(rulesetFd, p, access) // type unknown: stat it
+	default:
+		access &= fileRights
+	}
+	fd, err := unix.Openat(dirfd, e.Name(), unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("landlock: open %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
+	if err := addRule(rulesetFd, unix.LANDLOCK_RULE_PATH_BENEATH, unsafe.Pointer(&rule)); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			// Replaced by another type since it was listed.
+			return addPath(rulesetFd, p, access)
+		}
+		return fmt.Errorf("landlock: allow %#x beneath %s: %w", access, p, err)
+	}
+	return nil
 }
