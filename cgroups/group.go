@@ -76,7 +76,7 @@ func (m *Manager) group(name string, l *Limits) *Group {
 // memory limit, ...) fails with an error matching ErrUnavailable; swap and
 // io weight are best effort (see Unenforced).
 func (m *Manager) Create(l Limits) (*Group, error) {
-	if err := l.validate(); err != nil {
+	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	if err := m.check(l); err != nil {

@@ -42,7 +42,13 @@ const cpuPeriod = 100000
 // minQuota is the smallest CFS quota the kernel accepts (1 ms).
 const minQuota = 1000
 
-func (l Limits) validate() error {
+// MaxPids is the kernel's PID_MAX_LIMIT: pids.max takes no more.
+const MaxPids = 1 << 22
+
+// Validate reports a limit no kernel would apply as given. Create checks
+// it too; a caller that tells its own bad values from the host's failures
+// checks it first.
+func (l Limits) Validate() error {
 	switch {
 	case l.MemoryBytes < 0:
 		return fmt.Errorf("cgroups: negative MemoryBytes %d", l.MemoryBytes)
@@ -50,6 +56,8 @@ func (l Limits) validate() error {
 		return fmt.Errorf("cgroups: negative SwapBytes %d", l.SwapBytes)
 	case l.Pids < 0:
 		return fmt.Errorf("cgroups: negative Pids %d", l.Pids)
+	case l.Pids > MaxPids:
+		return fmt.Errorf("cgroups: Pids %d above the kernel's limit of %d", l.Pids, MaxPids)
 	case l.FileSizeBytes < 0:
 		return fmt.Errorf("cgroups: negative FileSizeBytes %d", l.FileSizeBytes)
 	case l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0):

@@ -96,6 +96,10 @@ type Command struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
+	// Roots are the trees the working directory must lie in (the
+	// workspace and the writable paths), checked again after the chdir:
+	// the host checked Dir, but the command's trees can change under it.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // Event kinds, in the order the init sends them.

@@ -273,8 +273,9 @@ func (st *initState) network() bool {
 // chdir enters the command's working directory, which must be a real
 // path inside the new root: a cwd that resolved outside it (a leaked fd
 // path) shows as "(unreachable)", and a symlink must not lead into /proc
-// or /dev.
-func chdir(dir string) error {
+// or /dev. With roots, it must lie in one of them: a directory the host
+// checked may have been replaced by a symlink since.
+func chdir(dir string, roots []string) error {
 	if err := unix.Chdir(dir); err != nil {
 		return err
 	}
@@ -284,6 +285,9 @@ func chdir(dir string) error {
 	}
 	if err == nil && (!filepath.IsAbs(wd) || strings.HasPrefix(wd, "(")) {
 		err = fmt.Errorf("working directory %q is outside the sandbox", wd)
+	}
+	if err == nil && len(roots) > 0 && !slices.ContainsFunc(roots, func(r string) bool { return mounts.Within(wd, r) }) {
+		err = fmt.Errorf("working directory %q (through a symlink) is outside the workspace and the writable paths", wd)
 	}
 	return err
 }
@@ -505,7 +509,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 			unix.Close(fd)
 		}
 	}
-	if err := chdir(cmd.Dir); err != nil {
+	if err := chdir(cmd.Dir, cmd.Roots); err != nil {
 		st.fail(LayerFilesystem, "chdir", cmd.Dir, err)
 		return 1
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 )
 
@@ -52,8 +50,10 @@ type Cmd struct {
 	Args []string
 	// Env are KEY=VALUE pairs added to the sandbox's environment.
 	Env []string
-	// Dir is the working directory; relative to the workspace, or
-	// absolute. Empty means the workspace.
+	// Dir is the working directory: relative to the workspace, or
+	// absolute; empty means the workspace. With symlinks resolved it must
+	// lie in the workspace or a writable path, or Start refuses it; Start
+	// sets it to the resolved path.
 	Dir string
 
 	Stdin  io.Reader
@@ -151,21 +151,11 @@ func (c *Cmd) check() error {
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err
 	}
-	ws := c.sb.spec.Workspace
-	if c.Dir == "" {
-		c.Dir = ws
-	} else {
-		if err := checkPath("Cmd.Dir", c.Dir); err != nil {
-			return err
-		}
-		if !filepath.IsAbs(c.Dir) {
-			c.Dir = filepath.Join(ws, c.Dir)
-		}
-		c.Dir = filepath.Clean(c.Dir)
-		if mounts.Within(c.Dir, "/proc") || mounts.Within(c.Dir, "/dev") {
-			return &PolicyError{Field: "Cmd.Dir", Value: c.Dir, Reason: "must not be under /proc or /dev"}
-		}
+	dir, err := workDir(c.Dir, c.sb.spec.Workspace, c.sb.spec.Writable)
+	if err != nil {
+		return err
 	}
+	c.Dir = dir
 	return nil
 }
 
@@ -239,7 +229,7 @@ func (c *Cmd) Start() error {
 		return fail(err)
 	}
 	c.in = in
-	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir}, [3]*os.File{stdin, stdout, stderr})
+	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir, Roots: c.sb.roots()}, [3]*os.File{stdin, stdout, stderr})
 	for _, f := range childEnds {
 		f.Close()
 	}

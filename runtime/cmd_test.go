@@ -479,18 +479,31 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestDir: the working directory may be anywhere in the workspace and the
+// writable paths, symlinks included, and starts resolved. (Outside them it
+// is refused: TestStartRefusesBadCommand.)
 func TestDir(t *testing.T) {
-	sb, ws := newSandbox(t)
+	extra := t.TempDir()
+	sb, ws := newSandbox(t, func(p *runtime.Policy) { p.Writable = []string{extra} })
 	if err := os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("a/b", filepath.Join(ws, "in")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(extra, filepath.Join(ws, "to-extra")); err != nil {
+		t.Fatal(err)
+	}
+	extra, _ = filepath.EvalSymlinks(extra)
 	tests := []struct{ dir, want string }{
 		{"", ws},
 		{"a/b", filepath.Join(ws, "a/b")},
 		{"a/../a", filepath.Join(ws, "a")},
 		{filepath.Join(ws, "a"), filepath.Join(ws, "a")},
-		{"/", "/"},
-		{"/tmp", "/tmp"},
+		{"in", filepath.Join(ws, "a/b")},
+		{"in/..", filepath.Join(ws, "a")},
+		{extra, extra},
+		{"to-extra", extra},
 	}
 	for _, tt := range tests {
 		c := sb.Command(context.Background(), "pwd")

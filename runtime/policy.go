@@ -19,12 +19,15 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -61,6 +64,8 @@ type Skipped = nsinit.Skipped
 type Policy struct {
 	// Workspace is the directory commands may write, bound read-write at
 	// its own path. It must be an absolute path to an existing directory.
+	// Like a Writable path it may not be /, lie in /proc, /sys, /dev or
+	// /run, or hold the sandbox's /tmp and HOME (/tmp itself).
 	Workspace string
 
 	// Writable are further paths bound read-write. Relative paths are
@@ -136,7 +141,10 @@ type Policy struct {
 	// used (an unprivileged user on a host without a delegated cgroup v2
 	// subtree) New fails, unless AllowDegraded names LayerCgroup: then
 	// Memory and Pids fall back to RLIMIT_DATA and RLIMIT_NPROC, per process
-	// and approximate, and every Result says so.
+	// and approximate, and every Result says so. New refuses values no
+	// kernel would apply as given (see checkLimits): CPUs that is not
+	// finite or below 0.01, Pids below 2 or above 4194304, Memory below
+	// 4 MiB, sizes above 1 PiB.
 	Memory   int64
 	Pids     int64
 	CPUs     float64
@@ -255,6 +263,108 @@ func (e *PolicyError) Error() string {
 	return fmt.Sprintf("hutch: %s %q: %s", e.Field, e.Value, e.Reason)
 }
 
+// Bounds of the numeric fields of a Policy. Below a minimum a limit means
+// nothing the kernel would enforce as written (it rounds it, or no command
+// can start under it); above a maximum it is a mistake of units, or past
+// what the kernel accepts.
+const (
+	// maxSize bounds byte counts: no host has a petabyte of memory.
+	maxSize = 1 << 50
+	// minMemory is the least memory any command starts in.
+	minMemory = 4 << 20
+	// minTmpSize is one page: tmpfs sizes are whole pages.
+	minTmpSize = 4096
+	// minPids are the sandbox's init and the command itself.
+	minPids = 2
+	// maxPids is the kernel's PID_MAX_LIMIT; pids.max refuses more.
+	maxPids = 1 << 22
+	// minCPUs is the smallest CFS quota the kernel takes, 1 ms per
+	// 100 ms period; less would be rounded up to it.
+	minCPUs = 0.01
+	maxCPUs = 4096
+	// minTimeout catches a Duration given as a bare number: Timeout = 30
+	// is 30 nanoseconds, not seconds.
+	minTimeout = time.Millisecond
+	// maxPrewarm bounds Policy.Prewarm: each pooled init is a live process.
+	maxPrewarm = 64
+)
+
+// checkLimits refuses the numeric fields of p that are out of range. It
+// runs before anything is probed or set up, so that a limit a layer then
+// fails to apply is the host's failure, never the caller's value (which a
+// degradable layer would otherwise swallow).
+func checkLimits(p *Policy) error {
+	if err := checkCPUs(p.CPUs); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		field    string
+		v, least int64
+		why      string
+	}{
+		{"Memory", p.Memory, minMemory, "no command can start in less"},
+		{"TmpSize", p.TmpSize, minTmpSize, "tmpfs sizes are whole pages"},
+		{"FileSize", p.FileSize, 0, ""},
+	} {
+		if err := checkSize(f.field, f.v, f.least, f.why); err != nil {
+			return err
+		}
+	}
+	if p.OutputLimit > maxSize {
+		return &PolicyError{Field: "OutputLimit", Value: strconv.FormatInt(p.OutputLimit, 10), Reason: "above 1 PiB; a negative OutputLimit means no limit"}
+	}
+	switch pids := strconv.FormatInt(p.Pids, 10); {
+	case p.Pids < 0:
+		return &PolicyError{Field: "Pids", Value: pids, Reason: "negative (0 means no limit)"}
+	case p.Pids > 0 && p.Pids < minPids:
+		return &PolicyError{Field: "Pids", Value: pids, Reason: fmt.Sprintf("below %d: the sandbox's init and the command are two processes", minPids)}
+	case p.Pids > maxPids:
+		return &PolicyError{Field: "Pids", Value: pids, Reason: fmt.Sprintf("above the kernel's limit of %d processes", maxPids)}
+	}
+	switch {
+	case p.Timeout < 0:
+		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "negative (0 means none)"}
+	case p.Timeout > 0 && p.Timeout < minTimeout:
+		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "below a millisecond (a Duration counts nanoseconds: 30 is not 30 seconds)"}
+	}
+	if p.Prewarm < 0 || p.Prewarm > maxPrewarm {
+		return &PolicyError{Field: "Prewarm", Value: strconv.Itoa(p.Prewarm), Reason: fmt.Sprintf("must be 0-%d", maxPrewarm)}
+	}
+	return nil
+}
+
+// checkCPUs refuses a CPU rate that is not a number of cores the kernel
+// can enforce.
+func checkCPUs(c float64) error {
+	v := strconv.FormatFloat(c, 'g', -1, 64)
+	switch {
+	case math.IsNaN(c) || math.IsInf(c, 0):
+		return &PolicyError{Field: "CPUs", Value: v, Reason: "not a finite number of cores"}
+	case c < 0:
+		return &PolicyError{Field: "CPUs", Value: v, Reason: "negative (0 means no limit)"}
+	case c > 0 && c < minCPUs:
+		return &PolicyError{Field: "CPUs", Value: v, Reason: fmt.Sprintf("below %g cores, the smallest CPU quota the kernel enforces", minCPUs)}
+	case c > maxCPUs:
+		return &PolicyError{Field: "CPUs", Value: v, Reason: fmt.Sprintf("above %d cores", maxCPUs)}
+	}
+	return nil
+}
+
+// checkSize refuses a byte count that is negative, above maxSize, or
+// positive but below least (why says why).
+func checkSize(field string, v, least int64, why string) error {
+	n := strconv.FormatInt(v, 10)
+	switch {
+	case v < 0:
+		return &PolicyError{Field: field, Value: n, Reason: "negative (0 means no limit)"}
+	case v > maxSize:
+		return &PolicyError{Field: field, Value: n, Reason: "above 1 PiB, more than any host has (0 means no limit)"}
+	case v > 0 && v < least:
+		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below %s: %s", sizeString(least), why)}
+	}
+	return nil
+}
+
 // maxPath is PATH_MAX: longer paths are refused outright.
 const maxPath = 4096
 
@@ -303,6 +413,42 @@ func resolve(p, base string) string {
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent
 	}
+}
+
+// workDir resolves dir, a command's working directory, on the host: empty
+// means the workspace ws, a relative path is taken against it, and
+// symlinks are followed. The result must lie in ws or one of the writable
+// trees (both resolved already): anywhere else the command would start
+// where the policy gives it nothing to do, and a symlink planted in the
+// workspace (sub -> /etc) would choose that place for the next caller.
+func workDir(dir, ws string, writable []string) (string, error) {
+	if dir == "" {
+		return ws, nil
+	}
+	if err := checkPath("Cmd.Dir", dir); err != nil {
+		return "", err
+	}
+	abs := dir
+	if !filepath.IsAbs(abs) {
+		abs = ws + "/" + dir
+	}
+	// EvalSymlinks takes ".." after a symlink as chdir would (in/.. is
+	// the link target's parent); resolve, for a directory not there
+	// (yet), cleans first.
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		r = resolve(dir, ws)
+	}
+	for _, root := range append([]string{ws}, writable...) {
+		if mounts.Within(r, root) {
+			return r, nil
+		}
+	}
+	where := r
+	if lex := lexical(dir, ws); lex != r {
+		where = lex + ", which resolves to " + r + ","
+	}
+	return "", &PolicyError{Field: "Cmd.Dir", Value: dir, Reason: "points to " + where + " outside the workspace " + ws + " and the writable paths"}
 }
 
 // refusedEnv may not be set by the caller: each loads code into, or

@@ -5,6 +5,8 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,6 +139,9 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 		{"writable does not exist", pol(func(p *runtime.Policy) { p.Writable = []string{"missing"} }), "Writable[0]"},
 		{"writable absolute does not exist", pol(func(p *runtime.Policy) { p.Writable = []string{"/nonexistent-hutch-test/x"} }), "Writable[0]"},
 		{"writable is /", pol(func(p *runtime.Policy) { p.Writable = []string{"/"} }), "Writable[0]"},
+		{"writable is /tmp", pol(func(p *runtime.Policy) { p.Writable = []string{"/tmp"} }), "Writable[0]"},
+		{"writable is /tmp spelled with ..", pol(func(p *runtime.Policy) { p.Writable = []string{"/var/../tmp/"} }), "Writable[0]"},
+		{"writable in /run", pol(func(p *runtime.Policy) { p.Writable = []string{"/run"} }), "Writable[0]"},
 		{"writable empty", pol(func(p *runtime.Policy) { p.Writable = []string{""} }), "Writable[0]"},
 		{"writable with NUL", pol(func(p *runtime.Policy) { p.Writable = []string{"a\x00b"} }), "Writable[0]"},
 		{"writable with control character", pol(func(p *runtime.Policy) { p.Writable = []string{"a\tb"} }), "Writable[0]"},
@@ -173,13 +178,23 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 		{"missing tools", pol(func(p *runtime.Policy) { p.Tools = "/nonexistent-hutch-tools" }), "Tools"},
 		{"tools is a file", pol(func(p *runtime.Policy) { p.Tools = file }), "Tools"},
 		{"tools with NUL", pol(func(p *runtime.Policy) { p.Tools = "/bin\x00" }), "Tools"},
-		{"negative timeout", pol(func(p *runtime.Policy) { p.Timeout = -time.Second }), "Timeout"},
-		{"negative tmp size", pol(func(p *runtime.Policy) { p.TmpSize = -1 }), "TmpSize"},
 		{"filesystem may not degrade", pol(func(p *runtime.Policy) { p.AllowDegraded = []runtime.Layer{runtime.LayerFilesystem} }), "AllowDegraded[0]"},
 		{"user namespace may not degrade", pol(func(p *runtime.Policy) {
 			p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback, runtime.LayerUserNS}
 		}), "AllowDegraded[1]"},
 		{"unknown layer", pol(func(p *runtime.Policy) { p.AllowDegraded = []runtime.Layer{"seccomp"} }), "AllowDegraded[0]"},
+	}
+	// The kernel trees, and any path in them, are refused as the
+	// workspace exactly as they are as writable paths; so is what would
+	// make the sandbox's private /tmp and HOME the host's.
+	for _, k := range refusedTrees(t) {
+		tests = append(tests,
+			tc{"workspace " + k, pol(func(p *runtime.Policy) { p.Workspace = k }), "Workspace"},
+			tc{"writable " + k, pol(func(p *runtime.Policy) {
+				mkdirs(t, p.Workspace, "ok")
+				p.Writable = []string{"ok", k}
+			}), "Writable[1]"},
+		)
 	}
 	for _, name := range refusedEnv {
 		tests = append(tests, tc{"env " + name, pol(func(p *runtime.Policy) {
@@ -201,6 +216,98 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 				wantPolicyError(t, err, tt.field)
 			})
 		})
+	}
+}
+
+// refusedTrees are existing paths that may be neither the workspace nor a
+// writable path: the kernel trees and paths in them (by name, or through
+// a symlink), and /tmp.
+func refusedTrees(t *testing.T) []string {
+	link := filepath.Join(t.TempDir(), "shm")
+	if err := os.Symlink("/dev/shm", link); err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		"/sys", "/sys/fs/cgroup", "/proc", "/proc/self", "/proc/self/cwd", "/proc/1/root/etc",
+		"/dev", "/dev/shm", "/dev/pts", "/dev/../proc", link, "/tmp", "/tmp/",
+	}
+}
+
+// TestNewRefusesBadNumbers: every numeric field refuses values that are
+// not finite, negative, absurdly large, or too small to mean what they
+// say, naming the field, before anything is started.
+func TestNewRefusesBadNumbers(t *testing.T) {
+	type tc struct {
+		name  string
+		set   func(p *runtime.Policy)
+		field string
+	}
+	var tests []tc
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -0.5, 0.0001, 0.009, 4097, 1e300} {
+		tests = append(tests, tc{fmt.Sprint("CPUs ", v), func(p *runtime.Policy) { p.CPUs = v }, "CPUs"})
+	}
+	for _, v := range []int64{-1, math.MinInt64, 1, 4<<20 - 1, 1<<50 + 1, math.MaxInt64} {
+		tests = append(tests, tc{fmt.Sprint("Memory ", v), func(p *runtime.Policy) { p.Memory = v }, "Memory"})
+	}
+	for _, v := range []int64{-1, math.MinInt64, 1<<50 + 1, math.MaxInt64} {
+		tests = append(tests, tc{fmt.Sprint("FileSize ", v), func(p *runtime.Policy) { p.FileSize = v }, "FileSize"})
+	}
+	for _, v := range []int64{-1, math.MinInt64, 1, 4095, 1<<50 + 1, math.MaxInt64} {
+		tests = append(tests, tc{fmt.Sprint("TmpSize ", v), func(p *runtime.Policy) { p.TmpSize = v }, "TmpSize"})
+	}
+	for _, v := range []int64{-1, math.MinInt64, 1, 1<<22 + 1, math.MaxInt64} {
+		tests = append(tests, tc{fmt.Sprint("Pids ", v), func(p *runtime.Policy) { p.Pids = v }, "Pids"})
+	}
+	for _, v := range []time.Duration{-1, -time.Second, math.MinInt64, 1, 30, time.Millisecond - 1} {
+		tests = append(tests, tc{fmt.Sprint("Timeout ", int64(v)), func(p *runtime.Policy) { p.Timeout = v }, "Timeout"})
+	}
+	for _, v := range []int64{1<<50 + 1, math.MaxInt64} {
+		tests = append(tests, tc{fmt.Sprint("OutputLimit ", v), func(p *runtime.Policy) { p.OutputLimit = v }, "OutputLimit"})
+	}
+	for _, v := range []int{-1, math.MinInt, 65, math.MaxInt} {
+		tests = append(tests, tc{fmt.Sprint("Prewarm ", v), func(p *runtime.Policy) { p.Prewarm = v }, "Prewarm"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := runtime.DefaultPolicy(t.TempDir())
+			tt.set(&p)
+			noSpawn(t, func() {
+				sb, err := runtime.New(p)
+				if sb != nil {
+					sb.Close()
+					t.Errorf("New returned a Sandbox with the error %v", err)
+				}
+				wantPolicyError(t, err, tt.field)
+			})
+		})
+	}
+}
+
+// TestNewAcceptsEdgeNumbers: the bounds themselves are valid.
+func TestNewAcceptsEdgeNumbers(t *testing.T) {
+	for _, set := range []func(p *runtime.Policy){
+		func(p *runtime.Policy) { p.CPUs = 0.01 },
+		func(p *runtime.Policy) { p.CPUs = 4096 },
+		func(p *runtime.Policy) { p.Pids = 2 },
+		func(p *runtime.Policy) { p.Pids = 1 << 22 },
+		func(p *runtime.Policy) { p.Memory = 4 << 20 },
+		func(p *runtime.Policy) { p.Memory = 1 << 50 },
+		func(p *runtime.Policy) { p.Memory, p.Pids, p.CPUs = 0, 0, 0 },
+		func(p *runtime.Policy) { p.TmpSize, p.FileSize = 4096, 1 },
+		func(p *runtime.Policy) { p.TmpSize, p.FileSize = 1<<50, 1<<50 },
+		func(p *runtime.Policy) { p.Timeout = time.Millisecond },
+		func(p *runtime.Policy) { p.OutputLimit = math.MinInt64 },
+		func(p *runtime.Policy) { p.OutputLimit = 1 << 50 },
+	} {
+		p := runtime.DefaultPolicy(t.TempDir())
+		set(&p)
+		sb, err := runtime.New(p)
+		if err != nil {
+			t.Errorf("New(CPUs %v, Pids %d, Memory %d, TmpSize %d, FileSize %d, Timeout %v, OutputLimit %d): %v",
+				p.CPUs, p.Pids, p.Memory, p.TmpSize, p.FileSize, p.Timeout, p.OutputLimit, err)
+			continue
+		}
+		sb.Close()
 	}
 }
 
@@ -266,6 +373,11 @@ func TestNewAcceptsGoodPolicy(t *testing.T) {
 func TestStartRefusesBadCommand(t *testing.T) {
 	ws := t.TempDir()
 	mkdirs(t, ws, "sub")
+	for _, l := range [][2]string{{"/etc", "etc"}, {"..", "up"}} {
+		if err := os.Symlink(l[0], filepath.Join(ws, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sb, err := runtime.New(runtime.DefaultPolicy(ws))
 	if err != nil {
 		t.Fatal(err)
@@ -296,6 +408,14 @@ func TestStartRefusesBadCommand(t *testing.T) {
 			return c
 		}, "Cmd.Dir"},
 		{"dir /dev", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/dev/fd"; return c }, "Cmd.Dir"},
+		{"dir /etc", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/etc"; return c }, "Cmd.Dir"},
+		{"dir /", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/"; return c }, "Cmd.Dir"},
+		{"dir /tmp", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "/tmp"; return c }, "Cmd.Dir"},
+		{"dir ../..", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "../.."; return c }, "Cmd.Dir"},
+		{"dir ..", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "sub/../.."; return c }, "Cmd.Dir"},
+		{"dir through a symlink to /etc", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "etc"; return c }, "Cmd.Dir"},
+		{"dir below a symlink to /etc", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "etc/ssl"; return c }, "Cmd.Dir"},
+		{"dir through a symlink to the parent", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "up"; return c }, "Cmd.Dir"},
 		{"dir with NUL", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "sub\x00"; return c }, "Cmd.Dir"},
 		{"dir with control character", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = "sub\n"; return c }, "Cmd.Dir"},
 		{"dir too long", func() *runtime.Cmd { c := sb.Command(ctx, "true"); c.Dir = strings.Repeat("d", 5000); return c }, "Cmd.Dir"},

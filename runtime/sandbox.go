@@ -81,10 +81,17 @@ func cgroupManager() (*cgroups.Manager, error) {
 
 // setupLimits decides, once per Sandbox, how the policy's limits are
 // enforced: a cgroup per command, or (if the policy allows degrading)
-// rlimits. It also sweeps groups a crashed host left behind.
+// rlimits. It also sweeps groups a crashed host left behind. The limits
+// are the caller's validated values, so a group that cannot be made is
+// the host's failure: only that may degrade.
 func (sb *Sandbox) setupLimits() error {
 	p := &sb.policy
 	sb.limits = cgroups.Limits{MemoryBytes: p.Memory, Pids: p.Pids, CPUs: p.CPUs, FileSizeBytes: p.FileSize}
+	// checkLimits vetted the values already; should the two ever disagree,
+	// the caller's value is still refused, never degraded to rlimits.
+	if err := sb.limits.Validate(); err != nil {
+		return &PolicyError{Field: "Memory, Pids, CPUs or FileSize", Reason: err.Error()}
+	}
 	// Core dumps and file-size and fd caps are per process in any case.
 	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: p.FileSize})
 	if p.Memory == 0 && p.Pids == 0 && p.CPUs == 0 {
@@ -223,6 +230,11 @@ func New(p Policy) (*Sandbox, error) {
 	// The Sandbox owns its copy: a caller changing its slices afterwards
 	// must not change what later commands get.
 	sb := &Sandbox{policy: p.clone(), uid: os.Getuid(), gid: os.Getgid()}
+	// Numbers before anything is probed: a layer that then fails to apply
+	// a limit fails for the host's reasons, not the caller's value.
+	if err := checkLimits(&sb.policy); err != nil {
+		return nil, err
+	}
 	// The level first: the filesystem view, the filter and the Landlock
 	// ruleset depend on it.
 	if err := sb.chooseLevel(); err != nil {
@@ -267,8 +279,8 @@ func (sb *Sandbox) validate() error {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "not a directory"}
 	}
-	if ws == "/" {
-		return &PolicyError{Field: "Workspace", Value: p.Workspace, Reason: "the whole host tree cannot be the workspace"}
+	if err := checkWritableTree("Workspace", p.Workspace, filepath.Clean(p.Workspace), ws); err != nil {
+		return err
 	}
 	p.Workspace = ws
 
@@ -331,19 +343,14 @@ func (sb *Sandbox) validate() error {
 				return &PolicyError{Field: field, Value: w, Reason: "resolves through a symlink in writable " + root + " to " + r}
 			}
 		}
+		if err := checkWritableTree(field, w, lex, r); err != nil {
+			return err
+		}
 		if _, err := os.Stat(r); err != nil {
 			return &PolicyError{Field: field, Value: w, Reason: "does not exist"}
 		}
 		if home != "" && mounts.Within(resolve(home, "/"), r) {
 			return &PolicyError{Field: field, Value: w, Reason: "contains the home directory " + home}
-		}
-		for _, k := range kernelTrees {
-			if mounts.Within(r, k) {
-				return &PolicyError{Field: field, Value: w, Reason: "kernel interfaces under " + k + " cannot be made writable"}
-			}
-		}
-		if r == "/" {
-			return &PolicyError{Field: field, Value: w, Reason: "the whole host tree cannot be writable"}
 		}
 		for _, d := range deny {
 			if mounts.Within(r, d) {
@@ -367,29 +374,6 @@ func (sb *Sandbox) validate() error {
 		if fi, err := os.Stat(p.Tools); err != nil || !fi.IsDir() {
 			return &PolicyError{Field: "Tools", Value: p.Tools, Reason: "not an existing directory"}
 		}
-	}
-	if p.Timeout < 0 {
-		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "negative"}
-	}
-	if p.Prewarm < 0 || p.Prewarm > maxPrewarm {
-		return &PolicyError{Field: "Prewarm", Value: strconv.Itoa(p.Prewarm), Reason: fmt.Sprintf("must be 0-%d", maxPrewarm)}
-	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"Memory", p.Memory}, {"Pids", p.Pids}, {"FileSize", p.FileSize}} {
-		if f.v < 0 {
-			return &PolicyError{Field: f.name, Value: strconv.FormatInt(f.v, 10), Reason: "negative"}
-		}
-	}
-	if p.CPUs < 0 || p.CPUs > 4096 {
-		return &PolicyError{Field: "CPUs", Value: strconv.FormatFloat(p.CPUs, 'g', -1, 64), Reason: "must be between 0 and 4096"}
-	}
-	if p.Memory > 0 && p.Memory < 4<<20 {
-		return &PolicyError{Field: "Memory", Value: strconv.FormatInt(p.Memory, 10), Reason: "below 4 MiB no command can start"}
-	}
-	if p.TmpSize < 0 {
-		return &PolicyError{Field: "TmpSize", Value: strconv.FormatInt(p.TmpSize, 10), Reason: "negative"}
 	}
 	for i, l := range p.SkipLayers {
 		if !slices.Contains(skippable, l) {
@@ -528,12 +512,44 @@ func resolveAll(paths []string) []string {
 	return out
 }
 
-// maxPrewarm bounds Policy.Prewarm: each pooled init is a live process.
-const maxPrewarm = 64
-
 // kernelTrees are never writable: the sandbox gets its own /proc and /dev,
-// and /sys is the host kernel's.
+// and /sys is the host kernel's. Bound read-write over the sandbox's own,
+// the host's would be what the command sees and, as root, changes.
 var kernelTrees = []string{"/proc", "/sys", "/dev"}
+
+// checkWritableTree is the one rule for what may be a writable tree (the
+// workspace or a Writable path): given is the path as the caller wrote it
+// (field names it), lex the same made absolute and clean, r with symlinks
+// resolved. Refused are the whole host tree; the kernel trees and
+// anything in them, by either path (/proc/self/cwd names a kernel tree
+// even though it resolves elsewhere); the directories the view hides
+// (hiddenDirs: the host's sockets, which the unix-sockets layer lets a
+// command reach in a writable tree); and a tree holding the sandbox's
+// HOME, which would make the private /tmp and HOME the host's, shared with
+// the host and every other sandbox. A tree below the host's /tmp is
+// fine: it is bound at its own path inside the private /tmp.
+func checkWritableTree(field, given, lex, r string) error {
+	refuse := func(reason string) error {
+		return &PolicyError{Field: field, Value: given, Reason: reason}
+	}
+	if r == "/" {
+		return refuse("the whole host tree cannot be writable")
+	}
+	for _, k := range kernelTrees {
+		if mounts.Within(lex, k) || mounts.Within(r, k) {
+			return refuse("lies in " + k + ": kernel interfaces cannot be writable")
+		}
+	}
+	for _, h := range resolveAll(hiddenDirs) {
+		if mounts.Within(lex, h) || mounts.Within(r, h) {
+			return refuse("lies in " + h + ", which holds the host's sockets and is hidden from every sandbox")
+		}
+	}
+	if mounts.Within(Home, lex) || mounts.Within(Home, r) || mounts.Within(resolve(Home, "/"), r) {
+		return refuse("would be, or hold, the sandbox's private " + filepath.Dir(Home) + " and HOME " + Home + ", making them the host's and shared with every other sandbox; use a directory of its own")
+	}
+	return nil
+}
 
 // degradable are the layers a policy may allow to be skipped.
 var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock, LayerUnixSockets}

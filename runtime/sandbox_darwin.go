@@ -35,6 +35,9 @@ type Sandbox struct {
 // New validates p and compiles its profile.
 func New(p Policy) (*Sandbox, error) {
 	p = p.clone()
+	if err := checkLimits(&p); err != nil {
+		return nil, err
+	}
 	dp, err := seatbeltPolicy(&p, hostHome())
 	if err != nil {
 		return nil, err
@@ -119,6 +122,11 @@ func (c *Cmd) Start() error {
 	if c.cmd != nil {
 		return errors.New("hutch: Start was already called")
 	}
+	dir, err := workDir(c.Dir, c.sb.policy.Workspace, c.sb.policy.Writable)
+	if err != nil {
+		return err
+	}
+	c.Dir = dir
 	ctx := c.ctx
 	if t := c.sb.policy.Timeout; t > 0 {
 		ctx, c.cancel = context.WithTimeout(ctx, t)
@@ -141,9 +149,6 @@ func (c *Cmd) Start() error {
 	cmd := prof.Command(ctx, c.Path, c.Args[1:]...)
 	cmd.Env = mergeEnv(env, c.Env)
 	cmd.Dir = c.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = c.sb.policy.Workspace
-	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	c.cmd, c.start = cmd, time.Now()

@@ -162,13 +162,9 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		}
 	}
 	if f.seccomp != "" {
-		b, err := os.ReadFile(f.seccomp)
+		prof, err := seccomp.ParseFile(f.seccomp)
 		if err != nil {
-			return p, fmt.Errorf("--seccomp: %w", err)
-		}
-		prof, err := seccomp.Parse(b)
-		if err != nil {
-			return p, fmt.Errorf("--seccomp %s: %w", f.seccomp, err)
+			return p, fmt.Errorf("--seccomp %q: %w", f.seccomp, err)
 		}
 		p.Seccomp = prof
 	}
@@ -235,6 +231,10 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 var flags = map[string]string{
 	"Workspace": "--workspace", "Writable": "--write", "Deny": "--deny",
 	"DenyNames": "--deny-name", "NoDefaultDeny": "--no-default-deny", "Env": "--env",
+	"Timeout": "--timeout", "OutputLimit": "--output-limit", "Seccomp": "--seccomp",
+	"Memory": "--memory", "Pids": "--pids", "CPUs": "--cpus", "TmpSize": "--tmp-size",
+	"Network": "--net", "AllowDomains": "--allow-domain", "PackageManagers": "--package-managers",
+	"AllowLocal": "--allow-local", "MinLevel": "--min-level",
 }
 
 // flagError adds the flag to an error naming a Policy field, and says what
