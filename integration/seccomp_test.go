@@ -90,6 +90,30 @@ var refusedCalls = []struct {
 	{"pidfd_getfd", 438, `0, 0, 0`, unix.EPERM},
 	{"kcmp", 312, `1, 1, 0, 0, 0`, unix.EPERM},
 	{"x32 getpid", 0x40000000 | 39, ``, unix.EPERM},
+	// Setuid and setgid modes (issue #13): ENOENT if one got through.
+	{"chmod(S_ISUID)", 90, `b"/nonexistent-hutch", 0o4755`, unix.EPERM},
+	{"chmod(S_ISGID)", 90, `b"/nonexistent-hutch", 0o2755`, unix.EPERM},
+	{"chmod(S_ISUID hi bits)", 90, `b"/nonexistent-hutch", 0o4755 | (1 << 32)`, unix.EPERM},
+	{"fchmod(S_ISUID)", 91, `-1, 0o4755`, unix.EPERM}, // EBADF if it got through
+	{"fchmodat(S_ISGID)", 268, `-100, b"/nonexistent-hutch", 0o2755`, unix.EPERM},
+	{"open(O_CREAT, S_ISUID)", 2, `b"/nonexistent-hutch/x", 0o101, 0o4755`, unix.EPERM},
+	{"openat(O_CREAT, S_ISGID)", 257, `-100, b"/nonexistent-hutch/x", 0o101, 0o2755`, unix.EPERM},
+	{"openat(O_TMPFILE, S_ISUID)", 257, `-100, b"/nonexistent-hutch", 0o20200001, 0o4755`, unix.EPERM},
+	{"creat(S_ISUID)", 85, `b"/nonexistent-hutch/x", 0o4755`, unix.EPERM},
+	{"mknod(S_IFREG, S_ISUID)", 133, `b"/nonexistent-hutch/x", 0o104755, 0`, unix.EPERM},
+	{"mknodat(S_IFREG, S_ISGID)", 259, `-100, b"/nonexistent-hutch/x", 0o102755, 0`, unix.EPERM},
+	{"openat2", 437, `-100, b"/nonexistent-hutch", 0, 0`, unix.ENOSYS},
+	{"fchmodat2(S_ISUID)", 452, `-100, b"/nonexistent-hutch", 0o4755, 0`, unix.ENOSYS},
+}
+
+// passedCalls are controls for the argument checks of refusedCalls: the
+// filter lets them through, and they fail on the missing path (ENOENT).
+var passedCalls = []struct{ name, call string }{
+	{"chmod(0755)", `90, b"/nonexistent-hutch", 0o755`},
+	{"chmod(sticky)", `90, b"/nonexistent-hutch", 0o1777`},
+	{"openat(O_RDONLY, S_ISUID)", `257, -100, b"/nonexistent-hutch", 0, 0o4755`},
+	{"openat(O_CREAT, 0644)", `257, -100, b"/nonexistent-hutch/x", 0o101, 0o644`},
+	{"mknodat(S_IFIFO)", `259, -100, b"/nonexistent-hutch/x", 0o10600, 0`},
 }
 
 // int80Probe makes an i386 system call (getpid, through int 0x80) from an
@@ -127,6 +151,9 @@ func TestRefusedSyscalls(t *testing.T) {
 	}
 	// Controls: allowed calls with the same argument checks pass.
 	b.WriteString("call('unshare(0)', 272, 0)\ncall('socket(AF_UNIX)', 41, 1, 1, 0)\ncall('socket(AF_NETLINK ROUTE)', 41, 16, 3, 0)\ncall('personality(query)', 135, 0xffffffff)\n")
+	for _, c := range passedCalls {
+		fmt.Fprintf(&b, "call(%q, %s)\n", c.name, c.call)
+	}
 	res := runCLI(t, ws, nil, "python3", "-c", b.String())
 	got := map[string][2]int{}
 	for _, l := range strings.Split(res.stdout, "\n") {
@@ -152,6 +179,11 @@ func TestRefusedSyscalls(t *testing.T) {
 	for _, name := range []string{"unshare(0)", "socket(AF_UNIX)", "socket(AF_NETLINK ROUTE)", "personality(query)"} {
 		if g := got[name]; g[0] < 0 {
 			t.Errorf("control %s refused: errno %d", name, g[1])
+		}
+	}
+	for _, c := range passedCalls {
+		if g, ok := got[c.name]; !ok || g[0] != -1 || syscall.Errno(g[1]) != unix.ENOENT {
+			t.Errorf("control %s: got %v (ran: %v), want -1 ENOENT (past the filter)", c.name, g, ok)
 		}
 	}
 	if res.result == nil || res.result.SeccompProfile != seccomp.DefaultName {
@@ -197,6 +229,33 @@ func TestDeveloperWorkload(t *testing.T) {
 			}
 			return nil
 		}},
+		// Modes set by chmod, install, cp -p/-a, tar -xp and pip (issue #13:
+		// only setuid and setgid bits are refused).
+		{"modes, archives and copies", "mkdir -p m/d && touch m/a m/b m/d/c && chmod 0755 m/a && chmod 644 m/b && chmod +x m/d/c && chmod u=rwx,go=rx m/d && " +
+			"install -m 0750 m/a m/inst && tar -cpf m.tar m && mkdir x && tar -xpf m.tar -C x && cp -a m cpa && cp -p m/a cpp", func() error {
+			for f, want := range map[string]os.FileMode{"m/a": 0o755, "m/b": 0o644, "m/inst": 0o750, "x/m/a": 0o755, "x/m/inst": 0o750, "cpa/a": 0o755, "cpa/inst": 0o750, "cpp": 0o755, "x/m/d": 0o755 | os.ModeDir} {
+				fi, err := os.Stat(filepath.Join(ws, f))
+				if err != nil {
+					return err
+				}
+				if fi.Mode() != want {
+					return fmt.Errorf("%s is %v, want %v", f, fi.Mode(), want)
+				}
+			}
+			for _, f := range []string{"m/d/c", "x/m/d/c", "cpa/d/c"} {
+				if fi, err := os.Stat(filepath.Join(ws, f)); err != nil || fi.Mode()&0o111 != 0o111 {
+					return fmt.Errorf("%s: chmod +x lost: %v %v", f, fi, err)
+				}
+			}
+			return nil
+		}},
+		{"pip install into a venv", "/usr/bin/python3 -m venv venv && python3 -c '" + wheelScript + "' && venv/bin/pip install -q --no-index ./hpkg-0.1-py3-none-any.whl && venv/bin/python -c 'import hpkg'", func() error {
+			fi, err := os.Stat(filepath.Join(ws, "venv", "bin", "hpkg-hi"))
+			if err == nil && fi.Mode()&0o111 == 0 {
+				err = fmt.Errorf("venv/bin/hpkg-hi is %v: pip's chmod lost", fi.Mode())
+			}
+			return err
+		}},
 		{"pipeline", "seq 1 1000 | sort -rn | head -3 | tr '\\n' ' ' > pipe.out; find / -maxdepth 1 | wc -l > /dev/null; ls -la | grep -c . >/dev/null", func() error {
 			b, err := os.ReadFile(filepath.Join(ws, "pipe.out"))
 			if err == nil && strings.TrimSpace(string(b)) != "1000 999 998" {
@@ -215,6 +274,11 @@ func TestDeveloperWorkload(t *testing.T) {
 					t.Skip("make not installed")
 				}
 			}
+			if s.name == "pip install into a venv" {
+				if exec.Command("/usr/bin/python3", "-c", "import venv, ensurepip").Run() != nil {
+					t.Skip("no venv/ensurepip for /usr/bin/python3")
+				}
+			}
 			if s.name == "go build" {
 				if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
 					t.Skip("no Go toolchain at /usr/local/go")
@@ -230,6 +294,22 @@ func TestDeveloperWorkload(t *testing.T) {
 		})
 	}
 }
+
+// wheelScript writes a minimal wheel (a package and a console script)
+// for pip to install offline. No single quotes: it goes inside sh -c '...'.
+const wheelScript = `import zipfile, hashlib, base64
+files = {"hpkg/__init__.py": b"x = 1\n", "hpkg-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: hpkg\nVersion: 0.1\n",
+  "hpkg-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: hutch\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+  "hpkg-0.1.dist-info/entry_points.txt": b"[console_scripts]\nhpkg-hi = hpkg:x\n"}
+rec = ""
+for n, b in files.items():
+    rec += n + ",sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode() + "," + str(len(b)) + "\n"
+z = zipfile.ZipFile("hpkg-0.1-py3-none-any.whl", "w")
+for n, b in files.items():
+    z.writestr(n, b)
+z.writestr("hpkg-0.1.dist-info/RECORD", rec + "hpkg-0.1.dist-info/RECORD,,\n")
+z.close()
+`
 
 // TestNoPrivilegeAgainstHost: uid 0 or not, the command holds nothing it
 // could use against host objects: chown of a workspace file, a raw socket,

@@ -40,7 +40,9 @@ func errno(n uint) *uint { return &n }
 // personality) are added separately with their conditions.
 var allowed = []string{
 	// files and directories
-	"read", "write", "open", "openat", "openat2", "close", "close_range", "creat",
+	// open, openat, creat, chmod, fchmod, fchmodat, mknod and mknodat are
+	// checked by mode (modeRules); openat2 fails with ENOSYS.
+	"read", "write", "close", "close_range",
 	"stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
 	"lseek", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
 	"access", "faccessat", "faccessat2", "truncate", "ftruncate", "fallocate",
@@ -48,8 +50,9 @@ var allowed = []string{
 	"getdents", "getdents64", "getcwd", "chdir", "fchdir",
 	"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "link", "linkat",
 	"unlink", "unlinkat", "symlink", "symlinkat", "readlink", "readlinkat",
-	"chmod", "fchmod", "fchmodat", "chown", "fchown", "lchown", "fchownat", "umask",
-	"utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat",
+	"chown", "fchown", "lchown", "fchownat", "umask",
+	"utime", "utimes", "utimensat", "futimesat",
+	// security.capability is refused by the kernel: see modeRules.
 	"setxattr", "lsetxattr", "fsetxattr", "getxattr", "lgetxattr", "fgetxattr",
 	"listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
 	"flock", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2",
@@ -170,13 +173,127 @@ func Default() *Profile {
 		// clone3 passes its flags behind a pointer the filter cannot read:
 		// ENOSYS makes the C library fall back to clone, which is checked.
 		specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: errno(errnoENOSYS)},
+		// openat2 passes its mode behind a pointer too (struct open_how),
+		// and would create a setuid file (see modeRules): ENOSYS, as on
+		// kernels before 5.6, makes its callers fall back to openat, which
+		// is checked.
+		specs.LinuxSyscall{Names: []string{"openat2"}, Action: specs.ActErrno, ErrnoRet: errno(errnoENOSYS)},
 	)
+	p.Syscalls = append(p.Syscalls, modeRules()...)
 	p.Syscalls = append(p.Syscalls, namespaceRules("clone", cloneNamespaceFlags)...)
 	p.Syscalls = append(p.Syscalls, namespaceRules("unshare", append(slices.Clone(cloneNamespaceFlags), cloneNewTime))...)
 	p.Syscalls = append(p.Syscalls, allowExcept("ioctl", 1, []uint32{tiocsti, tioclinux})...)
 	p.Syscalls = append(p.Syscalls, allowOnly("personality", 0, personalities)...)
 	p.Syscalls = append(p.Syscalls, socketRules()...)
 	return p
+}
+
+// Mode bits (issue #13, files planted for the host).
+const (
+	sISUID = 0o4000
+	sISGID = 0o2000
+	// oCreat and oTmpfile (__O_TMPFILE, which O_TMPFILE includes) are the
+	// open flags with which the mode argument counts; the same values on
+	// every architecture nativeArchitectures lists.
+	oCreat   = 0o100
+	oTmpfile = 0o20000000
+)
+
+// modeRules keep a command from leaving a setuid or setgid file in the
+// workspace for the host to run later: the workspace is mounted nosuid in
+// the sandbox, but on the host it is an ordinary directory, and when hutch
+// runs as root the sandbox's uid 0 is the host's, so a setuid file the
+// command owns is a setuid-root file on the host.
+//
+// The mechanism is this filter, not an id mapping in which the sandbox's
+// root is some other host uid: the sandbox's root must stay the user who
+// ran hutch (the files a command writes in the workspace are that user's,
+// and with no capability the command could not write the user's files
+// otherwise), and a setuid or setgid bit on a file of another uid is still
+// a privilege route (to that uid, or to group 0, which the sandbox's gid 0
+// maps to). The rule holds for every host user, root or not: it is the
+// same profile, and a setuid file of an unprivileged user still runs as
+// that user for whoever else executes it.
+//
+// Every call that sets a file's mode fails with EPERM when the mode
+// carries S_ISUID or S_ISGID:
+//   - chmod, fchmod, fchmodat: the mode argument (cp -p, cp -a, install -m,
+//     tar -xp and rpm set modes through these: they copy the file and fail
+//     only to keep its setuid bit);
+//   - open, openat, creat: the creation mode, which the kernel keeps
+//     setuid bits from, with O_CREAT or O_TMPFILE (without them the mode
+//     argument means nothing, whatever a caller leaves in it);
+//   - mknod, mknodat: S_IFREG|S_ISUID creates a setuid regular file.
+//
+// The comparisons look at the two bits only, under a mask: the kernel
+// takes these arguments as umode_t or int, so the upper bits a caller
+// leaves in the register must not change the verdict, and no other bit of
+// the mode (the file type, the sticky bit, the permissions) matters.
+//
+// S_ISGID is refused on chmod too, directories included (the filter cannot
+// tell a directory from a file by a mode): a setgid file of group 0 is a
+// privilege route like a setuid one. Refusing it only with S_IXGRP would
+// not hold: a POSIX ACL (setxattr system.posix_acl_access) can add group
+// execute to a file and keeps its S_ISGID. The common setgid directory (group
+// inheritance) is still made by the kernel under a setgid parent, which
+// needs no call with the bit. What fails is setting it explicitly: chmod
+// g+s, mkdir -m 2775, git's core.sharedRepository, and chmod of a numeric
+// mode on a directory that already has the bit (GNU chmod keeps it). mkdir
+// and mkdirat need no rule: the kernel drops S_ISUID and S_ISGID from their
+// mode.
+//
+// Routes left to other layers:
+//   - openat2 and clone3 fail with ENOSYS (their arguments are behind
+//     pointers); fchmodat2 (6.6) and setxattrat (6.13) are not in the
+//     profile and fail with ENOSYS too, so the C library falls back to the
+//     checked calls;
+//   - security.capability (file capabilities): the xattr name is behind a
+//     pointer, and refusing the whole setxattr family would break user.*
+//     xattrs and cp -a/rsync -X. The kernel refuses it instead: writing it
+//     takes CAP_SETFCAP, and the command holds no capability and cannot
+//     regain one (an empty bounding set, no_new_privs against file
+//     capabilities and setuid, no new user namespace);
+//   - chown, which could otherwise move a setuid bit to another owner,
+//     clears S_ISUID (and an executable S_ISGID) on a regular file whoever
+//     calls it, and no file with them can be made in the first place; link
+//     and rename cannot bring one in from the read-only host tree (another
+//     mount: EXDEV);
+//   - io_uring, whose operations bypass this filter, is refused.
+//
+// A custom profile (--seccomp) or --allow-syscall of these names replaces
+// the rules.
+func modeRules() []specs.LinuxSyscall {
+	var rules []specs.LinuxSyscall
+	refuse := func(name string, args ...specs.LinuxSeccompArg) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM), Args: args})
+	}
+	allow := func(name string, args ...specs.LinuxSeccompArg) {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: args})
+	}
+	// The mode argument's index.
+	for _, c := range []struct {
+		name string
+		mode uint
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+		allow(c.name, maskedEq(c.mode, sISUID|sISGID, 0))
+		refuse(c.name, maskedEq(c.mode, sISUID, sISUID))
+		refuse(c.name, maskedEq(c.mode, sISGID, sISGID))
+	}
+	// The flags' and the mode's indexes. The allow rules and the refuse
+	// rules are disjoint and cover every value together.
+	for _, c := range []struct {
+		name        string
+		flags, mode uint
+	}{{"open", 1, 2}, {"openat", 2, 3}} {
+		allow(c.name, maskedEq(c.flags, oCreat|oTmpfile, 0))
+		allow(c.name, maskedEq(c.mode, sISUID|sISGID, 0))
+		for _, f := range []uint64{oCreat, oTmpfile} {
+			for _, m := range []uint64{sISUID, sISGID} {
+				refuse(c.name, maskedEq(c.flags, f, f), maskedEq(c.mode, m, m))
+			}
+		}
+	}
+	return rules
 }
 
 // socketRules allow AF_UNIX, AF_INET and AF_INET6 sockets, and AF_NETLINK

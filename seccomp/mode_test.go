@@ -1,0 +1,217 @@
+//go:build linux && cgo && amd64
+
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// runBPF runs a classic BPF seccomp program (as Compile exports it) on one
+// system call, the way the kernel would, and returns its verdict.
+func runBPF(t *testing.T, prog []byte, nr int, args [6]uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64) // struct seccomp_data
+	binary.LittleEndian.PutUint32(data[0:], uint32(nr))
+	binary.LittleEndian.PutUint32(data[4:], unix.AUDIT_ARCH_X86_64)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	}
+	var a, x uint32
+	var mem [16]uint32
+	for pc, steps := 0, 0; steps < 100000; steps++ {
+		if pc < 0 || 8*pc >= len(prog) {
+			t.Fatalf("bpf: pc %d out of the program", pc)
+		}
+		ins := prog[8*pc:]
+		code := binary.LittleEndian.Uint16(ins[0:])
+		jt, jf := int(ins[2]), int(ins[3])
+		k := binary.LittleEndian.Uint32(ins[4:])
+		pc++
+		src := k
+		if code&unix.BPF_X != 0 {
+			src = x
+		}
+		switch code & 0x07 {
+		case unix.BPF_LD:
+			switch code & 0xe0 {
+			case unix.BPF_ABS:
+				a = binary.LittleEndian.Uint32(data[k:])
+			case unix.BPF_IMM:
+				a = k
+			case unix.BPF_MEM:
+				a = mem[k]
+			default:
+				t.Fatalf("bpf: unsupported load %#x", code)
+			}
+		case unix.BPF_LDX:
+			switch code & 0xe0 {
+			case unix.BPF_IMM:
+				x = k
+			case unix.BPF_MEM:
+				x = mem[k]
+			default:
+				t.Fatalf("bpf: unsupported ldx %#x", code)
+			}
+		case unix.BPF_ST:
+			mem[k] = a
+		case unix.BPF_STX:
+			mem[k] = x
+		case unix.BPF_ALU:
+			switch code & 0xf0 {
+			case unix.BPF_AND:
+				a &= src
+			case unix.BPF_OR:
+				a |= src
+			case unix.BPF_ADD:
+				a += src
+			case unix.BPF_SUB:
+				a -= src
+			case unix.BPF_RSH:
+				a >>= src
+			case unix.BPF_LSH:
+				a <<= src
+			default:
+				t.Fatalf("bpf: unsupported alu %#x", code)
+			}
+		case unix.BPF_JMP:
+			var cond bool
+			switch code & 0xf0 {
+			case unix.BPF_JA:
+				pc += int(k)
+				continue
+			case unix.BPF_JEQ:
+				cond = a == src
+			case unix.BPF_JGT:
+				cond = a > src
+			case unix.BPF_JGE:
+				cond = a >= src
+			case unix.BPF_JSET:
+				cond = a&src != 0
+			default:
+				t.Fatalf("bpf: unsupported jump %#x", code)
+			}
+			if cond {
+				pc += jt
+			} else {
+				pc += jf
+			}
+		case unix.BPF_RET:
+			if code&0x18 == unix.BPF_A {
+				return a
+			}
+			return k
+		case unix.BPF_MISC:
+			if code&0xf8 == unix.BPF_TAX {
+				x = a
+			} else {
+				a = x
+			}
+		}
+	}
+	t.Fatal("bpf: program does not end")
+	return 0
+}
+
+const (
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retEPERM  = unix.SECCOMP_RET_ERRNO | errnoEPERM
+	retENOSYS = unix.SECCOMP_RET_ERRNO | errnoENOSYS
+)
+
+func verdict(r uint32) string {
+	switch r {
+	case retAllow:
+		return "allow"
+	case retEPERM:
+		return "EPERM"
+	case retENOSYS:
+		return "ENOSYS"
+	}
+	return fmt.Sprintf("%#x", r)
+}
+
+// TestModeRules (issue #13): the compiled default profile refuses every
+// mode-setting call whose mode carries S_ISUID or S_ISGID, whatever else
+// the arguments hold, and allows every other mode; open and openat only
+// when they create (O_CREAT, O_TMPFILE); openat2 and fchmodat2 fail with
+// ENOSYS.
+func TestModeRules(t *testing.T) {
+	prog, err := Compile(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hi = 0xdead_beef_0000_0000 // garbage in the upper half of a register
+	modes := []uint64{0, 0o644, 0o755, 0o777, 0o1777, 0o4755, 0o2755, 0o6755, 0o4000, 0o2000,
+		0o2644, 0o2775 | unix.S_IFDIR, 0o4755 | unix.S_IFREG, 0o755 | unix.S_IFREG, 0o600 | unix.S_IFIFO, 0o4755 | 0x10000, 0o755 | 0x10000}
+	bad := func(m uint64) bool { return m&(unix.S_ISUID|unix.S_ISGID) != 0 }
+	type call struct {
+		name  string
+		nr    int
+		flags int // -1: none
+		mode  int
+	}
+	calls := []call{
+		{"chmod", unix.SYS_CHMOD, -1, 1}, {"fchmod", unix.SYS_FCHMOD, -1, 1}, {"fchmodat", unix.SYS_FCHMODAT, -1, 2},
+		{"creat", unix.SYS_CREAT, -1, 1}, {"mknod", unix.SYS_MKNOD, -1, 1}, {"mknodat", unix.SYS_MKNODAT, -1, 2},
+		{"open", unix.SYS_OPEN, 1, 2}, {"openat", unix.SYS_OPENAT, 2, 3},
+	}
+	flagSets := []uint64{unix.O_RDONLY, unix.O_WRONLY | unix.O_CREAT, unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,
+		unix.O_TMPFILE | unix.O_WRONLY, unix.O_RDONLY | unix.O_DIRECTORY, unix.O_WRONLY | unix.O_TRUNC | unix.O_APPEND}
+	for _, c := range calls {
+		fs := []uint64{0}
+		if c.flags >= 0 {
+			fs = flagSets
+		}
+		for _, f := range fs {
+			for _, m := range modes {
+				for _, h := range []uint64{0, hi} {
+					var args [6]uint64
+					args[0] = 3 | h // a path pointer or an fd: irrelevant
+					args[c.mode] = m | h
+					if c.flags >= 0 {
+						args[c.flags] = f | h
+					}
+					want := uint32(retAllow)
+					creates := c.flags < 0 || f&(unix.O_CREAT|0o20000000) != 0 // __O_TMPFILE, which O_TMPFILE includes
+					if creates && bad(m) {
+						want = retEPERM
+					}
+					if got := runBPF(t, prog, c.nr, args); got != want {
+						t.Errorf("%s(flags %#o, mode %#o, upper bits %#x): %s, want %s", c.name, f, m, h>>32, verdict(got), verdict(want))
+					}
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		nr   int
+		args [6]uint64
+	}{
+		{"openat2", unix.SYS_OPENAT2, [6]uint64{unix.AT_FDCWD & 0xffffffff, 1, 2, 24}},
+		{"fchmodat2", 452, [6]uint64{unix.AT_FDCWD & 0xffffffff, 1, 0o4755, 0}},
+		{"fchmodat2 plain", 452, [6]uint64{unix.AT_FDCWD & 0xffffffff, 1, 0o755, 0}},
+	} {
+		if got := runBPF(t, prog, c.nr, c.args); got != retENOSYS {
+			t.Errorf("%s: %s, want ENOSYS", c.name, verdict(got))
+		}
+	}
+	// The xattr family stays: security.capability is the kernel's to
+	// refuse (CAP_SETFCAP), user.* xattrs must keep working.
+	for _, nr := range []int{unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_CHOWN, unix.SYS_MKDIR, unix.SYS_MKDIRAT} {
+		if got := runBPF(t, prog, nr, [6]uint64{1, 2, 0o6755, 4, 0}); got != retAllow {
+			t.Errorf("system call %d: %s, want allow", nr, verdict(got))
+		}
+	}
+	// The interpreter itself: a refused call and an unknown one.
+	if got := runBPF(t, prog, unix.SYS_MOUNT, [6]uint64{}); got != retEPERM {
+		t.Errorf("mount: %s, want EPERM", verdict(got))
+	}
+	if got := runBPF(t, prog, 1000, [6]uint64{}); got != retENOSYS {
+		t.Errorf("system call 1000: %s, want ENOSYS", verdict(got))
+	}
+}
