@@ -69,6 +69,7 @@ var defaultTests = []string{
 	"TestPoolSurvivesSocketChurn",
 	"TestDenyFollowsRenameAndCreation",
 	"TestSecretNamesUnreadable",
+	"TestNoSetuidFiles",
 	// cgroup v2 limits and accounting, and the rlimit fallback
 	"TestForkBombBounded",
 	"TestMemoryLimit",
