@@ -182,12 +182,20 @@ func (r *refusal) Error() string { return r.reason }
 // dial connects to host:port if the policy allows it. The event it
 // returns is complete but for Protocol; refused tells a policy refusal
 // from a failure to connect.
+//
+// host is brought to its canonical form once, here: the name matched
+// against the rules is the name resolved, and the one the event shows.
 func (p *Proxy) dial(ctx context.Context, host string, port int) (conn *net.TCPConn, ev Event, refused bool) {
-	ev = Event{Host: host, Port: port}
-	pattern, ok := p.cfg.Rules.Match(host, port)
-	ip, ipErr := netip.ParseAddr(host)
-	if !ok && ipErr == nil && p.allowLocal[netip.AddrPortFrom(ip.Unmap(), uint16(port))] {
-		pattern, ok = "AllowLocal "+netip.AddrPortFrom(ip.Unmap(), uint16(port)).String(), true
+	ev = Event{Host: strconv.QuoteToASCII(host), Port: port}
+	host, ip, err := destination(host)
+	if err != nil {
+		ev.Reason = "bad host name: " + err.Error()
+		return nil, ev, true
+	}
+	ev.Host = host
+	pattern, ok := p.cfg.Rules.match(host, ip, port)
+	if !ok && ip.IsValid() && p.allowLocal[netip.AddrPortFrom(ip, uint16(port))] {
+		pattern, ok = "AllowLocal "+netip.AddrPortFrom(ip, uint16(port)).String(), true
 	}
 	if !ok {
 		ev.Reason = "not in allow-list"
@@ -199,11 +207,10 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (conn *net.TCPC
 		return nil, ev, true
 	}
 	var addrs []netip.Addr
-	if ipErr == nil {
+	if ip.IsValid() {
 		addrs = []netip.Addr{ip}
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
-		var err error
 		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 		cancel()
 		if err != nil || len(addrs) == 0 {

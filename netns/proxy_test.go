@@ -408,3 +408,126 @@ func TestProxyLoad(t *testing.T) {
 		t.Logf("open fds by kind: %v", kinds)
 	}
 }
+
+// recordingResolver answers exact names from a map and records every name
+// it is asked, so a test sees what the proxy resolves.
+type recordingResolver struct {
+	mu    sync.Mutex
+	addrs map[string][]netip.Addr
+	asked []string
+}
+
+func (r *recordingResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, host)
+	if a, ok := r.addrs[host]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("no such host %q (test resolver)", host)
+}
+
+func (r *recordingResolver) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	asked := r.asked
+	r.asked = nil
+	return asked
+}
+
+// TestProxyDialsMatchedName: the name the proxy resolves is the name it
+// matched, in canonical form, whatever spelling the client used; names
+// that only a Unicode mapping or a stray byte made match are refused
+// before any lookup, even where the resolver would answer for them.
+func TestProxyDialsMatchedName(t *testing.T) {
+	port := upstream(t)
+	res := &recordingResolver{addrs: map[string][]netip.Addr{
+		"a.wild.test":        loopback,
+		"xn--bcher-kva.test": loopback,
+		"key.test":           loopback,
+		// What a resolver that maps or truncates names might answer for
+		// the raw spellings.
+		"\u212aey.test":             loopback,
+		"x.\u0130.wild.test":        loopback,
+		"evil.test\x00.a.wild.test": loopback,
+		"ｋｅｙ.test":                  loopback,
+	}}
+	rules, err := ParseRules([]string{"*.wild.test", "xn--bcher-kva.test", "key.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []Event
+	p, err := NewProxy(ProxyConfig{Rules: rules, AllowLocal: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Resolver: res, OnEvent: func(e Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	t.Cleanup(func() { p.Close() })
+	proxy := l.Addr().String()
+	lastEvent := func() Event {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) == 0 {
+			t.Fatal("no event")
+		}
+		return events[len(events)-1]
+	}
+
+	for _, tc := range []struct {
+		host, want string // want: the name resolved, "" for refused
+		connect    bool
+	}{
+		{"A.Wild.Test.", "a.wild.test", true},
+		{"A.Wild.Test.", "a.wild.test", false},
+		{"bücher.test", "xn--bcher-kva.test", false},
+		{"XN--BCHER-KVA.TEST", "xn--bcher-kva.test", true},
+		{"KEY.test", "key.test", false},
+		{"\u212aey.test", "", false},
+		{"x.\u0130.wild.test", "", false},
+		{"evil.test\x00.a.wild.test", "", false},
+		{"ｋｅｙ.test", "", false},
+	} {
+		if tc.connect {
+			status, body := connectGet(t, proxy, net.JoinHostPort(tc.host, fmt.Sprint(port)))
+			if ok := strings.HasPrefix(status, "200"); ok != (tc.want != "") {
+				t.Errorf("CONNECT %q: %s %q", tc.host, status, body)
+			}
+		} else {
+			code, c := socksConnect(t, proxy, tc.host, port)
+			if c != nil {
+				c.Close()
+			}
+			if ok := code == socksOK; ok != (tc.want != "") {
+				t.Errorf("SOCKS5 %q: reply %d", tc.host, code)
+			}
+		}
+		asked := res.take()
+		ev := lastEvent()
+		if tc.want == "" {
+			if len(asked) != 0 {
+				t.Errorf("%q refused, yet the proxy resolved %q", tc.host, asked)
+			}
+			if ev.Allowed || ev.Rule != "" {
+				t.Errorf("%q: event %+v, want refused by no rule", tc.host, ev)
+			}
+			continue
+		}
+		if len(asked) != 1 || asked[0] != tc.want {
+			t.Errorf("%q: resolved %q, want %q", tc.host, asked, tc.want)
+		}
+		// The name resolved is the name in the event, and the rule that
+		// name matches is the rule that let it through.
+		if rule, _ := rules.Match(ev.Host, port); !ev.Allowed || ev.Host != tc.want || rule != ev.Rule {
+			t.Errorf("%q: event %+v; resolved %q, which matches %q", tc.host, ev, tc.want, rule)
+		}
+	}
+}

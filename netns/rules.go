@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // Presets are the registries each package manager needs, by name
@@ -48,8 +51,9 @@ type Rules struct{ rules []rule }
 // "example.com" (that host), "*.example.com" (its subdomains, not
 // example.com itself), "*" (any domain: the address checks still apply),
 // an IP literal (that address only; IPv6 in brackets when a port
-// follows), each with an optional ":port". Names are ASCII (IDNA is the
-// caller's business), case-insensitive, and one trailing dot is dropped.
+// follows), each with an optional ":port". Names are compared as
+// canonicalName makes them: ASCII case-insensitive, internationalised
+// names as their punycode, one trailing dot dropped.
 func ParseRules(patterns, presets []string) (*Rules, error) {
 	var rs Rules
 	for _, name := range presets {
@@ -125,8 +129,8 @@ func parseRule(p string) (rule, error) {
 		r.wildcard = true
 		host = rest
 	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if err := checkHostName(host); err != nil {
+	host, err := canonicalName(host)
+	if err != nil {
 		return bad(err.Error())
 	}
 	if r.wildcard && !strings.Contains(host, ".") {
@@ -142,6 +146,83 @@ func parsePort(s string) (int, error) {
 		return 0, fmt.Errorf("port %q: not a number from 1 to 65535", s)
 	}
 	return n, nil
+}
+
+// canonicalName is host as the allow-list matches it and the proxy
+// resolves it: the one form both the patterns (at parse time) and each
+// request are brought to, so that what matched is what is dialed.
+//
+// Only ASCII letters are folded: Unicode case mapping would turn the
+// Kelvin sign into k or a dotted capital I into i, letting a name the
+// resolver treats as another match a pattern. Other names go through
+// IDNA's registration profile, which maps nothing: a name that needs
+// mapping (fullwidth letters, compatibility forms, non-ASCII capitals,
+// text not in NFC) is refused rather than quietly made into another, and
+// a punycode label is decoded and encoded again so that it and its
+// Unicode form are the same name. One trailing dot is dropped; bytes that
+// no host name holds (NUL, spaces, controls) are refused first.
+func canonicalName(host string) (string, error) {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c <= ' ' || c == 0x7f {
+			return "", fmt.Errorf("host name holds the byte %q (NUL, space or control character)", c)
+		}
+	}
+	if !utf8.ValidString(host) {
+		return "", fmt.Errorf("host name is not valid UTF-8")
+	}
+	b := []byte(host)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	name := strings.TrimSuffix(string(b), ".")
+	if needsIDNA(name) {
+		u, err := idna.Registration.ToUnicode(name)
+		if err == nil {
+			name, err = idna.Registration.ToASCII(u)
+		}
+		if err != nil {
+			return "", fmt.Errorf("not a valid internationalised host name (%v); give it in lower case, in NFC, or as its punycode (xn--)", err)
+		}
+	}
+	if err := checkHostName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// needsIDNA reports whether name has non-ASCII characters or a punycode
+// label. All-ASCII names skip IDNA, whose rules would refuse the
+// underscores checkHostName tolerates.
+func needsIDNA(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, label := range strings.Split(name, ".") {
+		if strings.HasPrefix(label, "xn--") {
+			return true
+		}
+	}
+	return false
+}
+
+// destination is a requested host as the proxy matches and dials it: an
+// IP literal (in brackets or not, with a trailing dot or not), or the
+// canonical name.
+func destination(host string) (name string, ip netip.Addr, err error) {
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err == nil {
+		return a.Unmap().String(), a.Unmap(), nil
+	}
+	if name, err = canonicalName(host); err != nil {
+		return "", netip.Addr{}, err
+	}
+	if a, err := netip.ParseAddr(name); err == nil {
+		return a.Unmap().String(), a.Unmap(), nil
+	}
+	return name, netip.Addr{}, nil
 }
 
 // checkHostName applies the DNS rules: 1-253 characters, labels of 1-63
@@ -179,23 +260,32 @@ func checkHostName(h string) error {
 }
 
 // Match reports whether a destination is allowed, and by which pattern.
-// host is a name or an IP literal as the client asked for it.
+// host is a name or an IP literal as the client asked for it; a name that
+// is not a valid host name matches nothing.
 func (rs *Rules) Match(host string, port int) (pattern string, ok bool) {
+	name, ip, err := destination(host)
+	if err != nil {
+		return "", false
+	}
+	return rs.match(name, ip, port)
+}
+
+// match is Match for a destination already made canonical: ip is set for
+// an IP literal, name otherwise.
+func (rs *Rules) match(host string, ip netip.Addr, port int) (pattern string, ok bool) {
 	if rs == nil {
 		return "", false
 	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	ip, ipErr := netip.ParseAddr(strings.Trim(host, "[]"))
 	for _, r := range rs.rules {
 		if r.port != 0 && r.port != port {
 			continue
 		}
 		switch {
 		case r.ip.IsValid():
-			if ipErr == nil && ip.Unmap() == r.ip {
+			if ip == r.ip {
 				return r.pattern, true
 			}
-		case ipErr == nil:
+		case ip.IsValid():
 			// An IP literal matches only an exact IP entry or "*".
 			if r.any {
 				return r.pattern, true

@@ -10,7 +10,9 @@ import (
 func TestParseRulesRefuses(t *testing.T) {
 	for _, tc := range []struct{ in, reason string }{
 		{"*.", "no host name"},
-		{"exa mple.com", "not allowed"},
+		{"exa mple.com", "space"},
+		{"exa_mple.com\x00", "NUL"},
+		{"example.com\r", "control"},
 		{"http://x.com", "not a URL"},
 		{"a..b", "empty label"},
 		{"", "empty"},
@@ -22,7 +24,14 @@ func TestParseRulesRefuses(t *testing.T) {
 		{strings.Repeat("a.", 127) + "com", "253"},
 		{"*.com", "two labels"},
 		{"a.*.com", "first label"},
-		{"bücher.de", "punycode"},
+		{"\u212aey.test", "internationalised"},        // Kelvin sign
+		{"*.\u0130stanbul.test", "internationalised"}, // dotted capital I
+		{"ｅxample.com", "internationalised"},          // fullwidth e
+		{"BÜCHER.de", "internationalised"},            // a non-ASCII capital
+		{"be\u0301cher.de", "internationalised"},      // not NFC
+		{"xn--zz.de", "internationalised"},            // bad punycode
+		{"xn--bcher-.de", "internationalised"},
+		{"b\xffcher.de", "UTF-8"},
 		{"[::1", "unclosed"},
 		{"user@example.com", "not a URL"},
 	} {
@@ -101,7 +110,83 @@ func TestAddrRefusal(t *testing.T) {
 			t.Errorf("addrRefusal(%s) = %q; blocked = %v, want %v", tc.addr, addrRefusal(a), got, tc.blocked)
 		}
 	}
-	if nameRefusal("Metadata.Google.Internal.") == "" {
+	if name, _, _ := destination("Metadata.Google.Internal."); nameRefusal(name) == "" {
 		t.Error("the metadata name is not refused")
+	}
+}
+
+func TestCanonicalName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"example.com", "example.com"},
+		{"EXAMPLE.Com", "example.com"},
+		{"example.com.", "example.com"},
+		{"a_b.example.com", "a_b.example.com"},
+		{"bücher.de", "xn--bcher-kva.de"},
+		{"xn--bcher-kva.de", "xn--bcher-kva.de"},
+		{"XN--BCHER-KVA.DE.", "xn--bcher-kva.de"},
+		{"straße.de", "xn--strae-oqa.de"}, // not strasse.de
+		{"中国.cn", "xn--fiqs8s.cn"},
+		{"\u212aey.test", ""},
+		{"\u0130.test", ""},
+		{"ｅxample.com", ""},
+		{"example.com..", ""},
+		{".example.com", ""},
+		{"", ""},
+		{"exa\x00mple.com", ""},
+		{"exa\tmple.com", ""},
+		{"example.com\x7f", ""},
+		{"exa/mple.com", ""},
+		{strings.Repeat("a", 64) + ".com", ""},
+		{strings.Repeat("a.", 127) + "com", ""},
+	} {
+		got, err := canonicalName(tc.in)
+		if got != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("canonicalName(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestRulesMatchNames: a request matches a pattern only when the two are
+// the same name: ASCII case and one trailing dot aside, a Unicode name and
+// its punycode are one name, and no Unicode look-alike or case mapping
+// makes a name another.
+func TestRulesMatchNames(t *testing.T) {
+	rs, err := ParseRules([]string{"key.test", "*.kelvin.test", "*.istanbul.test", "example.com", "strasse.de", "xn--bcher-kva.de", "*.xn--fiqs8s.cn"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pattern in Unicode is its punycode.
+	if u, err := ParseRules([]string{"Bücher.de."}, nil); err != nil || u.rules[0].host != "xn--bcher-kva.de" {
+		t.Errorf("ParseRules(Bücher.de.) = %+v, %v; want the name xn--bcher-kva.de", u, err)
+	}
+	for _, tc := range []struct{ host, want string }{
+		{"\u212aey.test", ""},             // Kelvin sign: strings.ToLower makes it k
+		{"a.\u212aelvin.test", ""},        // the same in a wildcard's domain
+		{"\u212a.kelvin.test", ""},        // and in the label the wildcard covers
+		{"x.\u0130stanbul.test", ""},      // dotted capital I
+		{"x.\u0131stanbul.test", ""},      // dotless i
+		{"ｅｘａｍｐｌｅ.com", ""},               // fullwidth
+		{"example\uff0ecom", ""},          // fullwidth full stop
+		{"example\u3002com", ""},          // ideographic full stop
+		{"straße.de", ""},                 // ß is not ss
+		{"e\u0301xample.com", ""},         // not NFC
+		{"example.com\x00.evil.test", ""}, // NUL
+		{"example.com evil.test", ""},     // space
+		{"example.com\n", ""},             // control
+		{"example.com..", ""},             // two trailing dots
+		{"EXAMPLE.COM", "example.com"},    // ASCII case
+		{"Key.Test", "key.test"},
+		{"example.com.", "example.com"}, // trailing dot
+		{"A.KELVIN.TEST.", "*.kelvin.test"},
+		{"bücher.de", "xn--bcher-kva.de"}, // Unicode and punycode: one name
+		{"xn--bcher-kva.de", "xn--bcher-kva.de"},
+		{"XN--BCHER-KVA.de.", "xn--bcher-kva.de"},
+		{"www.中国.cn", "*.xn--fiqs8s.cn"},
+		{"www.xn--fiqs8s.cn", "*.xn--fiqs8s.cn"},
+	} {
+		got, ok := rs.Match(tc.host, 443)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("Match(%q) = %q, %v; want %q", tc.host, got, ok, tc.want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package netns
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // blockedPrefixes are the address ranges the proxy never dials for an
@@ -69,11 +68,11 @@ func wrap(v4 netip.Addr) string {
 	return ""
 }
 
-// nameRefusal says why a host name is refused outright, or "".
+// nameRefusal says why a host name, in its canonical form
+// (canonicalName), is refused outright, or "".
 func nameRefusal(host string) string {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	for _, n := range blockedNames {
-		if h == n {
+		if host == n {
 			return fmt.Sprintf("%s names a cloud metadata service", n)
 		}
 	}

@@ -131,5 +131,5 @@ func ExamplePolicyError() {
 	}
 	// Output:
 	// Cmd.Env[PYTHONPATH]
-	// hutch: Cmd.Env[PYTHONPATH]: may not be set: it changes what code the command loads
+	// hutch: Cmd.Env[PYTHONPATH]: may not be set: the interpreter loads code it names at startup
 }

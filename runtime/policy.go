@@ -451,32 +451,6 @@ func workDir(dir, ws string, writable []string) (string, error) {
 	return "", &PolicyError{Field: "Cmd.Dir", Value: dir, Reason: "points to " + where + " outside the workspace " + ws + " and the writable paths"}
 }
 
-// refusedEnv may not be set by the caller: each loads code into, or
-// changes the startup of, whatever the command runs.
-var refusedEnv = map[string]bool{
-	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true,
-	"PYTHONPATH": true, "PYTHONSTARTUP": true, "PYTHONHOME": true,
-	"NODE_OPTIONS": true, "RUBYOPT": true, "PERL5OPT": true, "PERL5LIB": true,
-	"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true,
-	"DYLD_INSERT_LIBRARIES": true, "DYLD_LIBRARY_PATH": true,
-}
-
-// checkEnv validates KEY=VALUE pairs.
-func checkEnv(field string, env []string) error {
-	for _, kv := range env {
-		k, _, ok := strings.Cut(kv, "=")
-		switch {
-		case !ok || k == "":
-			return &PolicyError{Field: field, Value: kv, Reason: "not in KEY=VALUE form"}
-		case strings.IndexByte(kv, 0) >= 0:
-			return &PolicyError{Field: field, Value: k, Reason: "contains a NUL byte"}
-		case refusedEnv[k]:
-			return &PolicyError{Field: field + "[" + k + "]", Reason: "may not be set: it changes what code the command loads"}
-		}
-	}
-	return nil
-}
-
 // hostHome is the home directory "~" stands for in deny paths.
 func hostHome() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {

@@ -18,13 +18,16 @@ import (
 	"github.com/hutchbox/hutch/spawn"
 )
 
-// refusedEnv are the variables neither a Policy nor a Cmd may set.
+// refusedEnv are variables neither a Policy nor a Cmd may set, one or two
+// of each group; the internal TestRefusedEnv checks every one.
 var refusedEnv = []string{
-	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG_OUTPUT",
+	"GCONV_PATH", "GLIBC_TUNABLES",
 	"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
-	"NODE_OPTIONS", "RUBYOPT", "PERL5OPT", "PERL5LIB",
-	"BASH_ENV", "ENV", "PROMPT_COMMAND",
+	"NODE_OPTIONS", "RUBYOPT", "PERL5OPT", "PERL5LIB", "JAVA_TOOL_OPTIONS",
+	"BASH_ENV", "ENV", "PROMPT_COMMAND", "BASH_FUNC_ls%%", "SHELLOPTS", "PS4",
 	"DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH",
+	"GIT_SSH_COMMAND", "GIT_CONFIG_KEY_0", "LESSOPEN", "OPENSSL_CONF",
 }
 
 // wantPolicyError fails t unless err is a *runtime.PolicyError for field.

@@ -127,6 +127,11 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	c.Dir = dir
+	// The same list as on Linux: sandbox-exec passes the environment on
+	// to dyld and to whatever the command runs.
+	if err := checkEnv("Cmd.Env", c.Env); err != nil {
+		return err
+	}
 	ctx := c.ctx
 	if t := c.sb.policy.Timeout; t > 0 {
 		ctx, c.cancel = context.WithTimeout(ctx, t)

@@ -17,9 +17,10 @@ import (
 // home is what "~" stands for. It is portable so that the mapping is
 // tested where the tests run; only macOS uses it.
 //
-// It repeats the path checks of the Linux validate, less those only
-// namespaces need (kernel trees, hidden directories, host sockets):
-// those checks live in a Linux-only file, interleaved with the mount plan.
+// It repeats the path and environment checks of the Linux validate, less
+// those only namespaces need (kernel trees, hidden directories, host
+// sockets): those checks live in a Linux-only file, interleaved with the
+// mount plan. The environment's is the same function, checkEnv.
 func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 	if p.Workspace == "" {
 		return darwin.Policy{}, &PolicyError{Field: "Workspace", Reason: "required"}
@@ -115,6 +116,9 @@ func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 		p.Writable[i] = r
 	}
 
+	if err := checkEnv("Env", p.Env); err != nil {
+		return darwin.Policy{}, err
+	}
 	if err := checkDenyNames(p.DenyNames); err != nil {
 		return darwin.Policy{}, err
 	}

@@ -113,7 +113,7 @@ func runCommand(code *int) *cobra.Command {
 	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in cores (e.g. 1.5; 0: none)")
 	fl.StringVar(&f.tmpSize, "tmp-size", "", "size cap of the private /tmp, which holds HOME (e.g. 1GiB)")
 	fl.StringVar(&f.network, "net", string(runtime.NetworkNone), "network: none (loopback only), allow (only --allow-domain and --package-managers hosts, through a proxy on the host) or host (no isolation)")
-	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port (repeatable)")
+	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port; Unicode names match their punycode (repeatable)")
 	fl.StringSliceVar(&f.packageMgrs, "package-managers", nil, "with --net allow: registries to allow: node,python,rust,go,java,ruby,php,dotnet,dart")
 	fl.StringArrayVar(&f.allowLocal, "allow-local", nil, "with --net allow: an exact IP:PORT on loopback or a private network the proxy may still connect to (repeatable)")
 	fl.StringVar(&f.minLevel, "min-level", string(runtime.LevelNamespaces), "weakest isolation level accepted: namespaces, namespaces-no-proc or landlock (hosts without user namespaces); see hutch doctor")

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/hutchbox/hutch/runtime"
+)
 
 func TestParseSize(t *testing.T) {
 	tests := []struct {
@@ -80,5 +85,25 @@ func TestRunFlagsStopAtCommand(t *testing.T) {
 	}
 	if got := c.Flags().Args(); len(got) != 4 || got[0] != "ls" || got[1] != "-la" || got[3] != "x" {
 		t.Errorf("command args %q", got)
+	}
+}
+
+// TestRefusedEnvNamesFlag: a refused variable is refused as the --env it
+// came from, before any sandbox exists.
+func TestRefusedEnvNamesFlag(t *testing.T) {
+	ws := t.TempDir()
+	for _, kv := range []string{"BASH_FUNC_ls%%=() { true; }", "GCONV_PATH=/tmp", "JAVA_TOOL_OPTIONS=-javaagent:/x.jar", "GIT_CONFIG_KEY_0=core.fsmonitor"} {
+		p, err := policyFrom(runFlags{workspace: ws, outputLimit: "1MiB", env: []string{"OK=1", kv}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := runtime.New(p)
+		if sb != nil {
+			sb.Close()
+		}
+		name, _, _ := strings.Cut(kv, "=")
+		if err == nil || !strings.Contains(flagError(err).Error(), "Env["+name+"] (--env): may not be set") {
+			t.Errorf("--env %q: %v", kv, flagError(err))
+		}
 	}
 }
