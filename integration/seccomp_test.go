@@ -279,6 +279,13 @@ func TestDeveloperWorkload(t *testing.T) {
 					t.Skip("no venv/ensurepip for /usr/bin/python3")
 				}
 			}
+			if s.name == "modes, archives and copies" {
+				// install(1), and cp and tar that keep modes as GNU's do.
+				out, _ := exec.Command("cp", "--version").Output()
+				if _, err := exec.LookPath("install"); err != nil || !strings.Contains(string(out), "GNU") {
+					t.Skip("no GNU coreutils here (install, cp -a, cp -p)")
+				}
+			}
 			if s.name == "go build" {
 				if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
 					t.Skip("no Go toolchain at /usr/local/go")

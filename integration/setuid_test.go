@@ -240,17 +240,28 @@ func TestNoSetuidFiles(t *testing.T) {
 	} else {
 		t.Log("setcap not installed: the python setxattr routes stand for it")
 	}
-	// cp -p, cp -a and tar -xp copy the file and fail only to keep its
-	// setuid bit: the copy is there, without it.
+	// GNU cp -p, cp -a and tar -xp copy the file and fail only to keep
+	// its setuid bit: the copy is there, without it. (BusyBox's create
+	// the copy with its mode at once, which is refused whole: no copy,
+	// equally safe.)
+	out, _ := exec.Command("cp", "--version").Output()
+	gnu := strings.Contains(string(out), "GNU")
 	for _, f := range []string{"sh_cp_p", "sh_cp_a", "sh_cp_mode", "sh_cp_a_dir/sub/bin", "sh_tar/t_suid", "sh_tar/t_both"} {
-		if _, err := os.Lstat(filepath.Join(ws, f)); err != nil {
+		if _, err := os.Lstat(filepath.Join(ws, f)); err != nil && gnu {
 			t.Errorf("host: %s: %v (the copy itself should be there)", f, err)
 		}
 	}
 
-	// Ordinary permission changes and user.* xattrs still work.
+	// Ordinary permission changes and user.* xattrs still work, where
+	// the tool exists (no install(1) in a BusyBox guest) and the
+	// filesystem has user xattrs (tmpfs before 6.6 has not).
+	_, noInstall := exec.LookPath("install")
 	for name, g := range got {
-		if strings.HasPrefix(name, "c_") && g != 0 {
+		switch {
+		case !strings.HasPrefix(name, "c_") || g == 0:
+		case name == "c_install" && noInstall != nil:
+		case name == "c_py_xattr" && syscall.Errno(g) == unix.EOPNOTSUPP:
+		default:
 			t.Errorf("ordinary %s failed: %d", name, g)
 		}
 	}
@@ -258,6 +269,15 @@ func TestNoSetuidFiles(t *testing.T) {
 		"c_755": 0o755, "c_644": 0o644, "c_install": 0o755, "c_cp_p": 0o750, "c_tar/t_plain": 0o750,
 		"c_cp_a/t_plain": 0o750, "c_py_chmod": 0o750, "c_mkdir_m": 0o700 | os.ModeDir,
 		"c_sticky": os.ModeSticky | os.ModeDir, // mode bits below vary with the umask
+	}
+	if noInstall != nil {
+		delete(wantModes, "c_install")
+	}
+	if !gnu {
+		// BusyBox's cp -a and tar keep modes their own way.
+		delete(wantModes, "c_cp_a/t_plain")
+		delete(wantModes, "c_tar/t_plain")
+		delete(wantModes, "c_cp_p")
 	}
 	for f, want := range wantModes {
 		fi, err := os.Lstat(filepath.Join(ws, f))
@@ -274,7 +294,7 @@ func TestNoSetuidFiles(t *testing.T) {
 		t.Errorf("host: chmod +x did not take: %v %v", fi, err)
 	}
 	buf := make([]byte, 16)
-	if n, err := unix.Getxattr(filepath.Join(ws, "c_py_open"), "user.hutch", buf); err != nil || string(buf[:n]) != "ok" {
+	if n, err := unix.Getxattr(filepath.Join(ws, "c_py_open"), "user.hutch", buf); !errors.Is(err, unix.EOPNOTSUPP) && (err != nil || string(buf[:n]) != "ok") {
 		t.Errorf("host: user.hutch xattr: %q, %v", buf[:max(n, 0)], err)
 	}
 }
