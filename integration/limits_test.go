@@ -102,6 +102,32 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestSharedMemoryBoundOrReported: 256 MiB of shared memory (a memfd,
+// filled with write(2), so the process's own heap stays small) under a 64
+// MiB limit. With cgroups the shared pages are charged to the command's
+// group and the kernel OOM-kills it; without (the rlimit fallback, whose
+// RLIMIT_DATA does not count shared memory) the Result must say that memory
+// is not bounded there, never claim a limit that does not hold.
+func TestSharedMemoryBoundOrReported(t *testing.T) {
+	ws := dir(t, "ws-")
+	hog := "import os\nfd = os.memfd_create('hog')\nchunk = b'x' * (1 << 20)\nfor _ in range(256):\n    os.write(fd, chunk)\nopen('filled', 'w').write('256')\n"
+	res := runCLI(t, ws, []string{"--memory", "64MiB"}, "python3", "-c", hog)
+	if res.result == nil {
+		t.Fatalf("no result:\n%s", res)
+	}
+	_, err := os.Stat(filepath.Join(ws, "filled"))
+	filled := err == nil
+	if slices.Contains(res.result.Layers, runtime.LayerCgroup) {
+		if filled || res.result.Reason != "memory limit of 64 MiB exceeded (OOM kill)" {
+			t.Errorf("with cgroups, 256 MiB of shared memory under 64 MiB: filled=%v reason=%q\n%s", filled, res.result.Reason, res)
+		}
+		return
+	}
+	if !slices.ContainsFunc(res.result.Unenforced, func(s string) bool { return strings.HasPrefix(s, "memory:") && strings.Contains(s, "shared memory") }) {
+		t.Errorf("rlimit fallback (shared memory filled: %v) and no word of it in Unenforced: %q", filled, res.result.Unenforced)
+	}
+}
+
 // TestCPULimit: a spinner under --cpus 0.5 gets about half a core, by the
 // cgroup's own CPU accounting.
 func TestCPULimit(t *testing.T) {

@@ -132,6 +132,12 @@ type levelState struct {
 // LevelNamespaces; nil at LevelNamespaces.
 func (sb *Sandbox) unenforced() []string {
 	var out []string
+	if sb.cgroups == nil && sb.policy.Memory > 0 {
+		// RLIMIT_DATA is what the fallback has: it counts one process's
+		// private memory, not what it maps shared (a memfd or /dev/shm
+		// filled a GiB under a 256 MiB limit), nor the sum of a tree.
+		out = append(out, "memory: without cgroups the limit is RLIMIT_DATA per process; shared memory (memfd, MAP_SHARED, /dev/shm) and the sum over processes are not bounded")
+	}
 	if sb.level != LevelLandlock && sb.landlock == nil && len(sb.carvable(sb.spec.Deny)) > 0 {
 		out = append(out, "deny-list: masks cover the files there when a command starts; a denied path replaced or created during a run is readable (Landlock ABI 2+ keeps it by path)")
 	}
@@ -139,11 +145,11 @@ func (sb *Sandbox) unenforced() []string {
 	case LevelNamespacesNoProc:
 		return append(out, "/proc: an empty directory, procfs cannot be mounted here")
 	case LevelLandlock:
-		out := []string{
+		out = append(out,
 			"namespaces: the command shares the host's pid, mount, network, ipc and uts namespaces; host processes are visible in /proc",
 			"network: no network namespace; socket(2) is refused by seccomp instead (socketpair works)",
-			"/tmp: the host's; TMPDIR and HOME point to a private directory (" + sb.tmpDir + ")",
-		}
+			"/tmp: the host's; TMPDIR and HOME point to a private directory ("+sb.tmpDir+")",
+		)
 		if sb.cgroups == nil {
 			out = append(out, "lifetime: if the host process itself dies, processes the command daemonized can outlive it (no pid namespace or cgroup to kill them by)")
 		}

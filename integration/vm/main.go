@@ -73,6 +73,7 @@ var defaultTests = []string{
 	// cgroup v2 limits and accounting, and the rlimit fallback
 	"TestForkBombBounded",
 	"TestMemoryLimit",
+	"TestSharedMemoryBoundOrReported",
 	"TestCPULimit",
 	"TestTmpCap",
 	"TestNoCgroupsLeft",
