@@ -559,3 +559,29 @@ func TestResultString(t *testing.T) {
 		t.Error("nil Result reports success")
 	}
 }
+
+// TestUnixSocketLayerReported: every Result says whether the unix-sockets
+// layer held and by which mechanism; a policy that skips it gets it listed
+// as skipped, never silently absent.
+func TestUnixSocketLayerReported(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		sb, _ := newSandbox(t, func(p *runtime.Policy) {
+			if skip {
+				p.SkipLayers = []runtime.Layer{runtime.LayerUnixSockets}
+			}
+		})
+		c := sb.Command(context.Background(), "true")
+		if err := c.Run(); err != nil {
+			t.Fatalf("skip=%v: %v", skip, err)
+		}
+		r := c.Result
+		enforced := slices.Contains(r.Layers, runtime.LayerUnixSockets)
+		skipped := slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerUnixSockets })
+		switch {
+		case skip && (enforced || !skipped || r.UnixSocketWall != ""):
+			t.Errorf("skipped by policy: layers %v, skipped %v, wall %q", r.Layers, r.Skipped, r.UnixSocketWall)
+		case !skip && (!enforced || skipped || (r.UnixSocketWall != "landlock" && r.UnixSocketWall != "seccomp-notify")):
+			t.Errorf("default policy: layers %v, skipped %v, wall %q", r.Layers, r.Skipped, r.UnixSocketWall)
+		}
+	}
+}

@@ -855,7 +855,9 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		egress = &nsinit.Egress{Port: egressPort}
 	}
 	var wall *nsinit.UnixWall
-	if sb.unixWall != nil {
+	// Sent even when the policy skips the layer (no filter then): the
+	// init reports the skip like any other.
+	if sb.unixWall != nil || slices.Contains(sb.policy.SkipLayers, LayerUnixSockets) {
 		wall = &nsinit.UnixWall{
 			Filter:  sb.unixWall,
 			Allowed: append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), "/tmp", "/dev/shm"),
