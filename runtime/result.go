@@ -1,11 +1,11 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	goruntime "runtime"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/netns"
@@ -99,6 +99,13 @@ type Phase = nsinit.Phase
 // Usage is what a command consumed, from its cgroup.
 type Usage = cgroups.Usage
 
+// ErrUnsupportedPlatform is what New returns where hutch has no sandbox
+// backend (it has Linux namespaces and macOS Seatbelt): an agent that links
+// hutch still builds there, and learns at once that nothing can be
+// sandboxed, rather than running commands unconfined. It wraps
+// errors.ErrUnsupported.
+var ErrUnsupportedPlatform = fmt.Errorf("hutch: no sandbox backend on %s (Linux and macOS only): %w", goruntime.GOOS, errors.ErrUnsupported)
+
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
 
@@ -106,7 +113,7 @@ func (r *Result) String() string {
 	var s string
 	switch {
 	case r.Signal != 0:
-		s = "signal: " + unix.SignalName(r.Signal)
+		s = "signal: " + signalName(r.Signal)
 	default:
 		s = fmt.Sprintf("exit status %d", r.ExitCode)
 	}

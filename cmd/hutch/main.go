@@ -177,6 +177,12 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 		return err
 	}
 	sb, err := runtime.New(p)
+	if errors.Is(err, runtime.ErrUnsupportedPlatform) {
+		// As an agent's own backends say a missing sandbox: the command
+		// cannot be run here, and nothing ran unconfined.
+		*code = exitNotFound
+		return err
+	}
 	if err != nil {
 		return flagError(err)
 	}

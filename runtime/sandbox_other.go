@@ -1,0 +1,56 @@
+//go:build !linux && !darwin
+
+package runtime
+
+import (
+	"context"
+	"io"
+)
+
+// Sandbox is never made on this platform; New refuses.
+type Sandbox struct{ policy Policy }
+
+// New returns ErrUnsupportedPlatform.
+func New(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
+
+// Policy returns the policy.
+func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
+
+// Close does nothing.
+func (sb *Sandbox) Close() error { return nil }
+
+// Prewarmed is 0.
+func (sb *Sandbox) Prewarmed() int { return 0 }
+
+// Cmd is a command to run in a Sandbox, used like exec.Cmd.
+type Cmd struct {
+	Path   string
+	Args   []string
+	Env    []string
+	Dir    string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Result is set by Wait.
+	Result *Result
+}
+
+// Command returns a Cmd whose Start fails with ErrUnsupportedPlatform.
+func (sb *Sandbox) Command(ctx context.Context, name string, args ...string) *Cmd {
+	return &Cmd{Path: name, Args: append([]string{name}, args...)}
+}
+
+// Start returns ErrUnsupportedPlatform.
+func (c *Cmd) Start() error { return ErrUnsupportedPlatform }
+
+// Wait returns ErrUnsupportedPlatform.
+func (c *Cmd) Wait() error { return ErrUnsupportedPlatform }
+
+// Run returns ErrUnsupportedPlatform.
+func (c *Cmd) Run() error { return ErrUnsupportedPlatform }
+
+// Output returns ErrUnsupportedPlatform.
+func (c *Cmd) Output() ([]byte, error) { return nil, ErrUnsupportedPlatform }
+
+// CombinedOutput returns ErrUnsupportedPlatform.
+func (c *Cmd) CombinedOutput() ([]byte, error) { return nil, ErrUnsupportedPlatform }
