@@ -677,33 +677,20 @@ func maskTarget(p string, d fs.DirEntry, roots []string) []string {
 	return []string{r}
 }
 
-// nameMounts is the number of mounts masking paths takes: one per path,
-// and one per directory between a writable root and a path in it (see
-// mounts.Build).
+// nameMounts is the number of mounts masking paths takes: what
+// mounts.Build plans for them (a mask each, a pin for each directory
+// between a writable root and a path in it), counted from the plan itself
+// so the bound follows the one rule that makes the mounts. roots[0] is the
+// workspace.
 func nameMounts(paths, roots []string) int {
-	seen := map[string]bool{}
-	for _, p := range paths {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		root := ""
-		for _, r := range roots {
-			if mounts.Within(p, r) && len(r) > len(root) {
-				root = r
-			}
-		}
-		if root == "" {
-			continue
-		}
-		for dir := filepath.Dir(p); dir != root && mounts.Within(dir, root); dir = filepath.Dir(dir) {
-			if seen[dir+"/"] {
-				break // its ancestors are counted too
-			}
-			seen[dir+"/"] = true
+	plan := mounts.Build(mounts.Spec{Workspace: roots[0], Writable: roots[1:], Deny: paths})
+	n := 0
+	for _, m := range plan.Mounts {
+		if m.Kind == mounts.Mask || m.Kind == mounts.Pin {
+			n++
 		}
 	}
-	return len(seen)
+	return n
 }
 
 // checkNamed refuses a set of matches that would take more than
