@@ -29,6 +29,19 @@ import (
 // host process writes when it accepts, or a file a sandboxed server writes
 // into the workspace.
 
+// sandboxConnects runs sockConnectScript in a sandbox on ws against paths
+// (connect and send to each) and fails t unless the command ran to its end.
+// What it says is logged, never believed: the callers' verdicts are the
+// host's.
+func sandboxConnects(t *testing.T, ws string, flags []string, paths ...string) {
+	t.Helper()
+	res := runCLI(t, ws, flags, append([]string{sockPython(t), "-c", sockConnectScript, ws}, paths...)...)
+	if res.code != 0 {
+		t.Errorf("the command did not run to its end (exit %d):\n%s", res.code, res)
+	}
+	t.Logf("sandbox says: %s", readReport(ws))
+}
+
 // sockPython is the python3 the socket tests run, both on the host (where
 // it may run as another uid, which cannot enter a per-user shim directory
 // such as pyenv's) and in sandboxes (whose root is the host's).
@@ -356,17 +369,12 @@ open(os.path.join(ws, 'report'), 'w').write('\n'.join(out) + '\n')
 // keeps the name it was bound with (a.sock), so the snapshot masks a path
 // that no longer exists and leaves the socket's real path (b.sock) open.
 func TestHostSocketRenamed(t *testing.T) {
-	py := sockPython(t)
 	ws := dir(t, "ws-")
 	d := sockDir(t)
 	a, b := filepath.Join(d, "a.sock"), filepath.Join(d, "b.sock")
 	h := listenUnix(t, a)
 	must(os.Rename(a, b))
-	res := runCLI(t, ws, nil, py, "-c", sockConnectScript, ws, b)
-	if res.code != 0 {
-		t.Errorf("the command did not run to its end (exit %d):\n%s", res.code, res)
-	}
-	t.Logf("sandbox says: %s", readReport(ws))
+	sandboxConnects(t, ws, nil, b)
 	if n := h.settle(); n != 0 {
 		t.Errorf("host: the socket bound as %s and renamed to %s accepted %d connection(s) from the sandbox", a, b, n)
 	}
@@ -439,11 +447,7 @@ func TestHostSocketOtherNetns(t *testing.T) {
 	if b, err := os.ReadFile("/proc/net/unix"); err == nil && strings.Contains(string(b), sock) {
 		t.Logf("note: %s is listed in this namespace's /proc/net/unix", sock)
 	}
-	res := runCLI(t, ws, nil, py, "-c", sockConnectScript, ws, sock)
-	if res.code != 0 {
-		t.Errorf("the command did not run to its end (exit %d):\n%s", res.code, res)
-	}
-	t.Logf("sandbox says: %s", readReport(ws))
+	sandboxConnects(t, ws, nil, sock)
 	if m := acceptMarkers(d); len(m) > 0 {
 		t.Errorf("host: %s, bound in another network namespace, accepted connections from the sandbox: %v", sock, m)
 	}
@@ -756,11 +760,7 @@ func TestSymlinkedSocketPathChangesNothing(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("`true` with a socket bound at %s (through a symlink): want exit 0:\n%s", viaLink, r)
 	}
-	r = runCLI(t, ws, nil, py, "-c", sockConnectScript, ws, viaLink, filepath.Join(d, "D", "s.sock"))
-	if r.code != 0 {
-		t.Errorf("the command did not run to its end (exit %d):\n%s", r.code, r)
-	}
-	t.Logf("sandbox says: %s", readReport(ws))
+	sandboxConnects(t, ws, nil, viaLink, filepath.Join(d, "D", "s.sock"))
 	if m := acceptMarkers(d); len(m) > 0 {
 		t.Errorf("host: the socket bound at %s accepted connections from the sandbox: %v", viaLink, m)
 	}
