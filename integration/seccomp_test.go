@@ -481,7 +481,11 @@ except OSError as e:
 	done := make(chan []byte)
 	// Nonblocking: a pty master can poll readable and then have nothing
 	// to read (seen under emulation), and a blocking read would hang.
-	if err := unix.SetNonblock(int(master.Fd()), true); err != nil {
+	// The fd is taken once: every call of (*os.File).Fd puts the file
+	// back into blocking mode, and a blocking read hung this test for its
+	// whole timeout in a 7.3 guest.
+	mfd := int(master.Fd())
+	if err := unix.SetNonblock(mfd, true); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -490,11 +494,11 @@ except OSError as e:
 		for {
 			// poll, not deadlines: a tty fd opened with os.OpenFile is not
 			// guaranteed to be in the runtime's poller.
-			fds := []unix.PollFd{{Fd: int32(master.Fd()), Events: unix.POLLIN}}
+			fds := []unix.PollFd{{Fd: int32(mfd), Events: unix.POLLIN}}
 			if n, err := unix.Poll(fds, 3000); n <= 0 && err != unix.EINTR {
 				break
 			}
-			n, err := unix.Read(int(master.Fd()), buf)
+			n, err := unix.Read(mfd, buf)
 			if n > 0 {
 				all = append(all, buf[:n]...)
 			}
