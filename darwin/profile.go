@@ -37,8 +37,11 @@ type Policy struct {
 	// Writable are further trees commands may write.
 	Writable []string
 	// ReadOnly are paths inside the writable trees that stay read-only:
-	// a repository's .git/hooks holds code the user runs on the host.
+	// a repository's .git holds code the user runs on the host.
 	ReadOnly []string
+	// Pins are directories inside the writable trees that may not be
+	// renamed or removed; what they hold stays writable.
+	Pins []string
 	// Deny are paths commands may neither read nor write, even inside a
 	// writable tree.
 	Deny []string
@@ -224,6 +227,10 @@ func compile(p Policy, canon func(string) string) (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
+	pins, err := params("Pins", "PIN", p.Pins)
+	if err != nil {
+		return Profile{}, err
+	}
 	if err := checkPath("HomeDir", p.HomeDir); err != nil {
 		return Profile{}, err
 	}
@@ -243,8 +250,12 @@ func compile(p Policy, canon func(string) string) (Profile, error) {
 	for _, r := range append([]string{ws}, writable...) {
 		trees = append(trees, path[r])
 	}
-	for _, r := range append(slices.Clone(readOnly), deny...) {
-		for a := filepath.Dir(path[r]); a != "/"; a = filepath.Dir(a) {
+	for _, r := range append(append(slices.Clone(readOnly), deny...), pins...) {
+		first := filepath.Dir(path[r])
+		if slices.Contains(pins, r) {
+			first = path[r]
+		}
+		for a := first; a != "/"; a = filepath.Dir(a) {
 			if !slices.Contains(ancestors, a) && slices.ContainsFunc(trees, func(t string) bool { return within(a, t) }) {
 				ancestors = append(ancestors, a)
 			}

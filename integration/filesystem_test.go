@@ -168,23 +168,6 @@ func TestDeniedUnreadable(t *testing.T) {
 	}
 }
 
-// TestGitMetadataReadOnly: a hook planted in .git/hooks would run on the
-// host the next time the user runs git there.
-func TestGitMetadataReadOnly(t *testing.T) {
-	ws := dir(t, "ws-")
-	must(os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755))
-	must(os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644))
-	res := sh(t, ws, "echo 'curl evil' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo '[core] hooksPath=/x' >> .git/config; echo ok > .git/other")
-	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
-		t.Errorf("host: a hook was planted:\n%s", res)
-	}
-	if b, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(b) != "[core]\n" {
-		t.Errorf("host: .git/config changed to %q", b)
-	}
-	if _, err := os.Stat(filepath.Join(ws, ".git", "other")); err != nil {
-		t.Errorf("host: the rest of .git should stay writable: %v", err)
-	}
-}
 
 // TestHostTmpInvisible: the sandbox's /tmp is its own.
 func TestHostTmpInvisible(t *testing.T) {

@@ -9,6 +9,7 @@ package mounts
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -94,8 +95,13 @@ type Spec struct {
 	// ancestors are pinned (see Build).
 	Deny []string
 	// ReadOnly are paths inside writable trees that stay read-only (the
-	// workspace's .git/hooks and .git/config).
+	// git directories of the repositories there). A path that does not
+	// exist when the command starts is skipped.
 	ReadOnly []string
+	// Pins are directories inside writable trees that cannot be renamed
+	// or removed while what is in them stays writable (a repository's
+	// .git when commands may commit).
+	Pins []string
 	// Home is the sandbox's HOME, created inside the private /tmp.
 	Home string
 	// TmpSizeBytes caps the private /tmp (and so the home); 0: no cap.
@@ -110,8 +116,8 @@ type Spec struct {
 }
 
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
-// first, then private mounts, then writable binds, then read-only rebinds
-// and pins inside them, and masks last so nothing can be mounted over them.
+// first, then private mounts, then writable binds, then pins and read-only
+// rebinds inside them, and masks last so nothing can be mounted over them.
 func Build(s Spec) Plan {
 	var p Plan
 	add := func(m Mount) { p.Mounts = append(p.Mounts, m) }
@@ -143,26 +149,31 @@ func Build(s Spec) Plan {
 			}
 		}
 	}
-	for _, r := range sortedUnique(s.ReadOnly) {
-		add(Mount{Kind: ReadOnly, Target: r, Optional: true})
-	}
-
-	// A masked path inside a writable tree could otherwise be moved away
-	// by renaming one of its ancestors; pin every ancestor between the
-	// writable root and the masked path.
+	// A masked or read-only path inside a writable tree could otherwise
+	// be moved away by renaming one of its ancestors (and another put in
+	// its place): pin every ancestor between the writable root and it.
 	masks := sortedUnique(s.Deny)
+	readOnly := sortedUnique(s.ReadOnly)
 	pinned := map[string]bool{}
 	var pins []string
-	for _, d := range masks {
+	pin := func(dir string) {
+		if !pinned[dir] {
+			pinned[dir] = true
+			pins = append(pins, dir)
+		}
+	}
+	for _, d := range append(append(slices.Clone(masks), readOnly...), sortedUnique(s.Pins)...) {
 		root, ok := longestPrefix(d, writable)
 		if !ok {
 			continue
 		}
 		for dir := path.Dir(d); dir != root && strings.HasPrefix(dir, root+"/"); dir = path.Dir(dir) {
-			if !pinned[dir] {
-				pinned[dir] = true
-				pins = append(pins, dir)
-			}
+			pin(dir)
+		}
+	}
+	for _, d := range sortedUnique(s.Pins) {
+		if root, ok := longestPrefix(d, writable); ok && d != root {
+			pin(d)
 		}
 	}
 	// Shallow first: pinning a parent after its child would bury the child's pin.
@@ -172,6 +183,9 @@ func Build(s Spec) Plan {
 	})
 	for _, d := range pins {
 		add(Mount{Kind: Pin, Target: d, Optional: true})
+	}
+	for _, r := range readOnly {
+		add(Mount{Kind: ReadOnly, Target: r, Optional: true})
 	}
 	for _, d := range masks {
 		add(Mount{Kind: Mask, Target: d, Optional: true})

@@ -128,7 +128,22 @@ func TestBuild(t *testing.T) {
 			spec:  Spec{Workspace: "/w", HideDirs: []string{"/run", "/run"}, ReadOnly: []string{"/w/.git/hooks", "/w/.git/config"}},
 			binds: []string{"/w"},
 			hide:  []string{"/run"},
+			pins:  []string{"/w/.git"},
 			ro:    []string{"/w/.git/config", "/w/.git/hooks"},
+		},
+		{
+			name:  "a read-only repository deep in a tree: its ancestors pinned",
+			spec:  Spec{Workspace: "/w", ReadOnly: []string{"/w/a/b/.git", "/w/.git"}},
+			binds: []string{"/w"},
+			pins:  []string{"/w/a", "/w/a/b"},
+			ro:    []string{"/w/.git", "/w/a/b/.git"},
+		},
+		{
+			name:  "pinned directories and their ancestors, never a root",
+			spec:  Spec{Workspace: "/w", Writable: []string{"/data"}, Pins: []string{"/w/a/.git", "/w", "/data/.git", "/elsewhere"}, ReadOnly: []string{"/w/a/.git/config"}},
+			binds: []string{"/data", "/w"},
+			pins:  []string{"/data/.git", "/w/a", "/w/a/.git"},
+			ro:    []string{"/w/a/.git/config"},
 		},
 		{
 			name: "everything together",
@@ -141,7 +156,7 @@ func TestBuild(t *testing.T) {
 			dirs:  []string{"/tmp/home"},
 			hide:  []string{"/run"},
 			ro:    []string{"/w/.git/hooks"},
-			pins:  []string{"/data/s", "/w/a"},
+			pins:  []string{"/data/s", "/w/.git", "/w/a"},
 			masks: []string{"/data/s/key", "/etc/shadow", "/w/a/.env"},
 		},
 	}
@@ -200,8 +215,8 @@ func TestBuild(t *testing.T) {
 			}
 
 			// Order: hide dirs after /tmp, binds after that, then dirs,
-			// read-only rebinds, pins, and masks last of all.
-			order := []Kind{HostRoot, Dev, Proc, Tmpfs, EmptyRO, BindRW, Dir, ReadOnly, Pin, Mask}
+			// pins, read-only rebinds, and masks last of all.
+			order := []Kind{HostRoot, Dev, Proc, Tmpfs, EmptyRO, BindRW, Dir, Pin, ReadOnly, Mask}
 			rank := func(k Kind) int { return slices.Index(order, k) }
 			for i := 1; i < len(p.Mounts); i++ {
 				if rank(p.Mounts[i-1].Kind) > rank(p.Mounts[i].Kind) {

@@ -67,6 +67,7 @@ type Cmd struct {
 	ctx context.Context
 
 	start    time.Time
+	fsStart  time.Time // start as filesystems stamp files, for Repositories
 	startup  time.Duration
 	in       *sandboxInit
 	copiers  sync.WaitGroup
@@ -175,7 +176,7 @@ func (c *Cmd) Start() error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
-	c.start = time.Now()
+	c.start, c.fsStart = time.Now(), fsNow()
 	path := c.Path
 
 	// Every pipe end here is O_CLOEXEC; the child ends travel to the init
@@ -410,6 +411,8 @@ func (c *Cmd) Wait() error {
 	}
 	r.Level, r.Unenforced, r.Network = c.sb.level, c.sb.unenforced(), c.sb.policy.Network
 	r.NetworkEvents = c.in.networkEvents()
+	// Everything the command started is dead: what it left is final.
+	r.Repositories = repoChanges(c.sb.roots(), c.sb.repos(c.in.fresh), c.fsStart)
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	} else if c.sb.landlockSkip != "" {

@@ -2,9 +2,14 @@ package runtime
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hutchbox/hutch/mounts"
 )
 
 // DefaultDenyNames are masked wherever they occur in the workspace and the
@@ -138,4 +143,105 @@ func (e *MaskLimitError) Cause() string {
 
 func (e *MaskLimitError) Error() string {
 	return "hutch: " + e.Cause() + "; remove them, or set NoDefaultDeny and list in DenyNames only the names to mask"
+}
+
+// named are the paths matching deny names in the writable trees, and how
+// many each tree (in the order of roots) holds. Past MaxNameMounts the
+// paths are no longer kept, only counted: they are refused in any case.
+type named struct {
+	paths  []string
+	counts []int
+}
+
+func (n *named) add(i int, paths ...string) {
+	if len(paths) == 0 {
+		return // a link to nothing, or to what may not be masked
+	}
+	n.counts[i]++
+	if len(n.paths) <= MaxNameMounts {
+		n.paths = append(n.paths, paths...)
+	}
+}
+
+func (n named) total() int {
+	t := 0
+	for _, c := range n.counts {
+		t += c
+	}
+	return t
+}
+
+// scanDeep walks each root once for what is found below its top level:
+// the paths whose names match names (a matching directory is masked whole
+// and not entered) and the git repositories.
+func scanDeep(roots, names []string) (named, []gitRepo) {
+	n := named{counts: make([]int, len(roots))}
+	var repos []gitRepo
+	walkTrees(roots, func(root, p string, d fs.DirEntry) bool {
+		top := filepath.Dir(p) == root
+		switch {
+		case matchName(names, d.Name()):
+			if !top {
+				n.add(slices.Index(roots, root), maskTarget(p, d, roots)...)
+			}
+			return false
+		case d.Name() == ".git":
+			if r, ok := loadRepo(p, roots); ok && !top {
+				repos = append(repos, r)
+			}
+			return false
+		}
+		return true
+	})
+	return n, repos
+}
+
+// topNamed lists the entries at each root's top level whose names match
+// names now.
+func topNamed(roots, names []string) named {
+	n := named{counts: make([]int, len(roots))}
+	if len(names) == 0 {
+		return n
+	}
+	for i, root := range roots {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue // a writable file, or a tree gone since New
+		}
+		for _, e := range ents {
+			if matchName(names, e.Name()) {
+				n.add(i, maskTarget(filepath.Join(root, e.Name()), e, roots)...)
+			}
+		}
+	}
+	return n
+}
+
+// maskTarget is what to mask for the matching entry at p: p itself, or,
+// when p is a symlink (.env -> .env.development), the file it resolves to
+// inside a writable tree; a mount cannot go on a symlink, and masking the
+// target hides it by every name. A target outside the writable trees is
+// not masked: the command reads it at its own path in the read-only view
+// anyway (unless the deny-list covers it, which masks it as such), and a
+// command could otherwise plant `.env -> /bin/sh` and take the shell from
+// every later command. Nor is a target that holds a writable tree.
+func maskTarget(p string, d fs.DirEntry, roots []string) []string {
+	if d.Type()&fs.ModeSymlink == 0 {
+		return []string{p}
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil
+	}
+	inside := false
+	for _, root := range roots {
+		if mounts.Within(root, r) {
+			return nil
+		}
+		inside = inside || mounts.Within(r, root)
+	}
+	if !inside {
+		return nil
+	}
+	return []string{r}
 }

@@ -119,7 +119,7 @@ func TestFindNamed(t *testing.T) {
 	}
 	roots := []string{ws, extra}
 
-	deep := findNamed(roots, DefaultDenyNames)
+	deep, _ := scanDeep(roots, DefaultDenyNames)
 	want := []string{
 		ws + "/sub/.env.production", ws + "/sub/.ssh", ws + "/sub/deep/er/id_ed25519",
 		extra + "/a/id_ecdsa",
@@ -131,10 +131,10 @@ func TestFindNamed(t *testing.T) {
 	// there; sub/.env.up resolves to the workspace and is dropped.
 	got = slices.Compact(got)
 	if !slices.Equal(got, want) {
-		t.Errorf("findNamed paths = %q, want %q", got, want)
+		t.Errorf("scanDeep paths = %q, want %q", got, want)
 	}
 	if !slices.Equal(deep.counts, []int{4, 1}) {
-		t.Errorf("findNamed counts = %v, want [4 1]", deep.counts)
+		t.Errorf("scanDeep counts = %v, want [4 1]", deep.counts)
 	}
 
 	top := topNamed(roots, DefaultDenyNames)
@@ -143,19 +143,19 @@ func TestFindNamed(t *testing.T) {
 		t.Errorf("topNamed paths = %q, want %q", top.paths, want)
 	}
 
-	if n := findNamed(roots, nil); n.total() != 0 {
+	if n, _ := scanDeep(roots, nil); n.total() != 0 {
 		t.Errorf("no names: %d found", n.total())
 	}
 }
 
-// TestFindNamedNestedRoot: a writable tree inside the workspace is
+// TestScanDeepNestedRoot: a writable tree inside the workspace is
 // searched once, as a tree of its own.
-func TestFindNamedNestedRoot(t *testing.T) {
+func TestScanDeepNestedRoot(t *testing.T) {
 	ws := t.TempDir()
 	tree(t, ws, "cache/.env", "cache/x/.env")
-	n := findNamed([]string{ws, ws + "/cache"}, DefaultDenyNames)
+	n, _ := scanDeep([]string{ws, ws + "/cache"}, DefaultDenyNames)
 	if !slices.Equal(n.paths, []string{ws + "/cache/x/.env"}) || !slices.Equal(n.counts, []int{0, 1}) {
-		t.Errorf("findNamed = %q %v", n.paths, n.counts)
+		t.Errorf("scanDeep = %q %v", n.paths, n.counts)
 	}
 }
 
@@ -174,8 +174,8 @@ func TestNameMounts(t *testing.T) {
 		{[]string{"/ws/a/.env", "/extra/a/.env"}, 4},
 		{[]string{"/home/u/secret.env"}, 1}, // a link's target outside: no pins
 	} {
-		if got := nameMounts(tc.paths, roots); got != tc.want {
-			t.Errorf("nameMounts(%q) = %d, want %d", tc.paths, got, tc.want)
+		if got := nameMounts(tc.paths, roots, nil, false); got != tc.want {
+			t.Errorf("nameMounts(%q, nil, false) = %d, want %d", tc.paths, got, tc.want)
 		}
 	}
 }
@@ -193,11 +193,11 @@ func TestNamesBounded(t *testing.T) {
 		}
 		return all
 	}
-	if err := sb.checkNamed(flat(MaxNameMounts)); err != nil {
+	if err := sb.checkNamed(flat(MaxNameMounts), nil); err != nil {
 		t.Errorf("%d matches refused: %v", MaxNameMounts, err)
 	}
 	for _, n := range []int{MaxNameMounts + 1, 100000} {
-		err := sb.checkNamed(flat(n))
+		err := sb.checkNamed(flat(n), nil)
 		var le *MaskLimitError
 		if !errors.As(err, &le) || le.Count != n || le.Limit != MaxNameMounts {
 			t.Fatalf("%d matches: %v, want a MaskLimitError", n, err)
@@ -218,7 +218,7 @@ func TestNamesBounded(t *testing.T) {
 	for i := range 300 {
 		deep.add(1, fmt.Sprintf("/extra/%d/a/b/.env", i))
 	}
-	err := sb.checkNamed(deep)
+	err := sb.checkNamed(deep, nil)
 	var le *MaskLimitError
 	if !errors.As(err, &le) || le.Mounts != 1200 || !strings.Contains(err.Error(), "writable /extra holds 300") {
 		t.Errorf("deep matches: %v, want a MaskLimitError of 1200 mounts", err)

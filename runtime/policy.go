@@ -89,9 +89,19 @@ type Policy struct {
 	// masked set.
 	NoDefaultDeny bool
 
-	// AllowGitWrite leaves the workspace's .git/hooks and .git/config
-	// writable. By default they are read-only: a hook planted there runs
-	// on the host the next time the user runs git.
+	// AllowGitWrite lets commands commit in the git repositories present
+	// in the writable trees when they start. By default each one's git
+	// directory is read-only (git status, log and diff work; commit does
+	// not): the host's git reads its config and runs its hooks, so what a
+	// command planted there would run on the host the next time the user
+	// runs git. With AllowGitWrite objects, refs, the index and HEAD are
+	// writable, and only config, hooks, info, modules, worktrees and an
+	// existing commondir or config.worktree stay read-only. Either way
+	// .git cannot be renamed or removed, repositories the command makes
+	// are its own, and Result.Repositories reports those it created,
+	// replaced or (possible only with AllowGitWrite) redirected with a
+	// new commondir or config.worktree. The repositories below the top
+	// level of the trees are found once, by New.
 	AllowGitWrite bool
 
 	// Env are KEY=VALUE pairs given to every command, on top of the

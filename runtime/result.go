@@ -79,6 +79,13 @@ type Result struct {
 	// 7.1+, Landlock ABI 9) or "seccomp-notify" (the sandbox's init checks
 	// and performs every connect(2); unix datagram sockets are refused).
 	UnixSocketWall string `json:"unix_socket_wall,omitempty"`
+	// Repositories are the git repositories in the writable trees the
+	// command created or replaced, or redirected to another
+	// configuration: the host's git run there reads what the command
+	// wrote as configuration and hooks, and runs what they name. Run git
+	// there with GitCommand (hutch git). Repositories present when the
+	// command started are read-only to it (see Policy.AllowGitWrite).
+	Repositories []RepositoryChange `json:"repositories,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`

@@ -5,9 +5,7 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -32,10 +30,14 @@ type Sandbox struct {
 	// names are the deny names in effect; deep are the paths matching
 	// them found below the top level of the writable trees when the
 	// Sandbox was made (the top levels are re-read for every command).
-	names    []string
-	deep     named
-	env      []string // the base environment of every command
-	uid, gid int
+	names []string
+	deep  named
+	// deepRepos are the git repositories below the top level of the
+	// writable trees when the Sandbox was made (the top levels are
+	// re-read for every command).
+	deepRepos []gitRepo
+	env       []string // the base environment of every command
+	uid, gid  int
 	// filter is the compiled system-call filter, loaded by every init;
 	// filterName says which profile it is, for results.
 	filter     []byte
@@ -386,19 +388,6 @@ func (sb *Sandbox) validate() error {
 		}
 	}
 
-	var readOnly []string
-	if !p.AllowGitWrite {
-		git := filepath.Join(ws, ".git")
-		if fi, err := os.Lstat(git); err == nil && fi.IsDir() {
-			hooks := filepath.Join(git, "hooks")
-			// A missing hooks directory could be created and filled;
-			// create it (git itself would) so it can be made read-only.
-			if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
-				_ = os.Mkdir(hooks, 0o755)
-			}
-			readOnly = append(readOnly, hooks, filepath.Join(git, "config"))
-		}
-	}
 	if err := checkDenyNames(p.DenyNames); err != nil {
 		return err
 	}
@@ -408,7 +397,6 @@ func (sb *Sandbox) validate() error {
 		Workspace:    ws,
 		Writable:     writable,
 		Deny:         deny,
-		ReadOnly:     readOnly,
 		Home:         Home,
 		TmpSizeBytes: p.TmpSize,
 		HideDirs:     resolveAll(hiddenDirs),
@@ -427,7 +415,7 @@ func (sb *Sandbox) validate() error {
 	// The names below the top levels are looked for once; the whole
 	// count, with the top levels as they are now, is bounded here too,
 	// so that New refuses what every command would.
-	sb.deep = findNamed(sb.roots(), sb.names)
+	sb.deep, sb.deepRepos = scanDeep(sb.roots(), sb.names)
 	if _, err := sb.readFresh(); err != nil {
 		return err
 	}
@@ -562,131 +550,20 @@ func (sb *Sandbox) roots() []string {
 	return append([]string{sb.spec.Workspace}, sb.spec.Writable...)
 }
 
-// named are the paths matching deny names in the writable trees, and how
-// many each tree (in the order of roots) holds. Past MaxNameMounts the
-// paths are no longer kept, only counted: they are refused in any case.
-type named struct {
-	paths  []string
-	counts []int
-}
-
-func (n *named) add(i int, paths ...string) {
-	if len(paths) == 0 {
-		return // a link to nothing, or to what may not be masked
-	}
-	n.counts[i]++
-	if len(n.paths) <= MaxNameMounts {
-		n.paths = append(n.paths, paths...)
-	}
-}
-
-func (n named) total() int {
-	t := 0
-	for _, c := range n.counts {
-		t += c
-	}
-	return t
-}
-
-// skipDirs are not searched for deny names below the top level:
-// dependency trees and version-control stores hold other people's files,
-// and walking them costs more than the rest together.
-var skipDirs = []string{"node_modules", ".git", ".hg", ".svn"}
-
-// findNamed walks each root for paths below its top level whose names match
-// names. A matching directory is masked whole and not entered; a root
-// inside another is walked on its own.
-func findNamed(roots, names []string) named {
-	n := named{counts: make([]int, len(roots))}
-	if len(names) == 0 {
-		return n
-	}
-	for i, root := range roots {
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || p == root {
-				return nil
-			}
-			if d.IsDir() && slices.Contains(roots, p) {
-				return filepath.SkipDir
-			}
-			if matchName(names, d.Name()) {
-				if filepath.Dir(p) != root {
-					n.add(i, maskTarget(p, d, roots)...)
-				}
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() && slices.Contains(skipDirs, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		})
-	}
-	return n
-}
-
-// topNamed lists the entries at each root's top level whose names match
-// names now.
-func topNamed(roots, names []string) named {
-	n := named{counts: make([]int, len(roots))}
-	if len(names) == 0 {
-		return n
-	}
-	for i, root := range roots {
-		ents, err := os.ReadDir(root)
-		if err != nil {
-			continue // a writable file, or a tree gone since New
-		}
-		for _, e := range ents {
-			if matchName(names, e.Name()) {
-				n.add(i, maskTarget(filepath.Join(root, e.Name()), e, roots)...)
-			}
-		}
-	}
-	return n
-}
-
-// maskTarget is what to mask for the matching entry at p: p itself, or,
-// when p is a symlink (.env -> .env.development), the file it resolves to
-// inside a writable tree; a mount cannot go on a symlink, and masking the
-// target hides it by every name. A target outside the writable trees is
-// not masked: the command reads it at its own path in the read-only view
-// anyway (unless the deny-list covers it, which masks it as such), and a
-// command could otherwise plant `.env -> /bin/sh` and take the shell from
-// every later command. Nor is a target that holds a writable tree.
-func maskTarget(p string, d fs.DirEntry, roots []string) []string {
-	if d.Type()&fs.ModeSymlink == 0 {
-		return []string{p}
-	}
-	r, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return nil
-	}
-	inside := false
-	for _, root := range roots {
-		if mounts.Within(root, r) {
-			return nil
-		}
-		inside = inside || mounts.Within(r, root)
-	}
-	if !inside {
-		return nil
-	}
-	return []string{r}
-}
-
-// nameMounts is the number of mounts masking paths takes: what
-// mounts.Build plans for them (a mask each, a pin for each directory
-// between a writable root and a path in it), counted from the plan itself
+// nameMounts is the number of mounts masking paths and guarding repos
+// takes: what mounts.Build plans for them (a mask or read-only bind each,
+// a pin for each directory between a writable root and a path in it, and
+// the pinned .git of repositories commands may commit to), counted from
+// the plan itself
 // so the bound follows the one rule that makes the mounts. roots[0] is the
 // workspace.
-func nameMounts(paths, roots []string) int {
-	plan := mounts.Build(mounts.Spec{Workspace: roots[0], Writable: roots[1:], Deny: paths})
+func nameMounts(paths, roots []string, repos []gitRepo, allowGitWrite bool) int {
+	spec := mounts.Spec{Workspace: roots[0], Writable: roots[1:], Deny: paths}
+	spec.ReadOnly, spec.Pins = gitGuard(repos, allowGitWrite)
+	plan := mounts.Build(spec)
 	n := 0
 	for _, m := range plan.Mounts {
-		if m.Kind == mounts.Mask || m.Kind == mounts.Pin {
+		if m.Kind == mounts.Mask || m.Kind == mounts.Pin || m.Kind == mounts.ReadOnly {
 			n++
 		}
 	}
@@ -695,11 +572,11 @@ func nameMounts(paths, roots []string) int {
 
 // checkNamed refuses a set of matches that would take more than
 // MaxNameMounts mounts to mask.
-func (sb *Sandbox) checkNamed(all named) error {
+func (sb *Sandbox) checkNamed(all named, repos []gitRepo) error {
 	count := all.total()
 	mountsNeeded := 0
 	if count <= MaxNameMounts {
-		if mountsNeeded = nameMounts(all.paths, sb.roots()); mountsNeeded <= MaxNameMounts {
+		if mountsNeeded = nameMounts(all.paths, sb.roots(), repos, sb.policy.AllowGitWrite); mountsNeeded <= MaxNameMounts {
 			return nil
 		}
 	}
@@ -718,12 +595,14 @@ func (sb *Sandbox) checkNamed(all named) error {
 
 // fresh is what the view takes from the host at the moment an init is
 // built rather than once per Sandbox: the entries at the top level of the
-// writable trees that match deny names. A pooled init built with other
+// writable trees that match deny names, and the repositories there. A
+// pooled init built with other
 // values than the current ones is stale. (The host's unix sockets are not
 // among them: the unix-sockets layer decides at connect time, so no list
 // of them is ever read.)
 type fresh struct {
 	named named
+	repos []gitRepo
 }
 
 // readFresh reads the top levels, and refuses them if, with what New
@@ -734,14 +613,21 @@ func (sb *Sandbox) readFresh() (fresh, error) {
 	for i, c := range sb.deep.counts {
 		all.counts[i] += c
 	}
-	if err := sb.checkNamed(all); err != nil {
+	f := fresh{named: top, repos: topRepos(sb.roots())}
+	if err := sb.checkNamed(all, sb.repos(f)); err != nil {
 		return fresh{}, err
 	}
-	return fresh{named: top}, nil
+	return f, nil
 }
 
 func (f fresh) equal(g fresh) bool {
-	return slices.Equal(f.named.paths, g.named.paths)
+	return slices.Equal(f.named.paths, g.named.paths) && sameRepos(f.repos, g.repos)
+}
+
+// repos are the repositories in the writable trees for an init built
+// with f.
+func (sb *Sandbox) repos(f fresh) []gitRepo {
+	return append(slices.Clone(sb.deepRepos), f.repos...)
 }
 
 // plan is the mount plan for an init: the Sandbox's spec plus what is
@@ -750,6 +636,7 @@ func (sb *Sandbox) plan(f fresh) mounts.Plan {
 	spec := sb.spec
 	spec.Deny = append(slices.Clone(spec.Deny), sb.deep.paths...)
 	spec.Deny = append(spec.Deny, f.named.paths...)
+	spec.ReadOnly, spec.Pins = gitGuard(sb.repos(f), sb.policy.AllowGitWrite)
 	return mounts.Build(spec)
 }
 

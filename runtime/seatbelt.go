@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,24 +127,14 @@ func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 		}
 	}
 
-	var readOnly []string
-	if !p.AllowGitWrite {
-		git := filepath.Join(ws, ".git")
-		if fi, err := os.Lstat(git); err == nil && fi.IsDir() {
-			hooks := filepath.Join(git, "hooks")
-			// A missing hooks directory could be created and filled;
-			// create it (git itself would) so that it is read-only.
-			if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
-				_ = os.Mkdir(hooks, 0o755)
-			}
-			readOnly = append(readOnly, hooks, filepath.Join(git, "config"))
-		}
-	}
+	roots := append([]string{ws}, writable...)
+	readOnly, pins := gitGuard(append(topRepos(roots), deepRepos(roots)...), p.AllowGitWrite)
 
 	return darwin.Policy{
 		Workspace: ws,
 		Writable:  writable,
 		ReadOnly:  readOnly,
+		Pins:      pins,
 		Deny:      deny,
 		HomeDir:   home,
 		DenyNames: denyNames(p),

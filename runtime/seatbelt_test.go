@@ -44,11 +44,9 @@ func TestSeatbeltPolicy(t *testing.T) {
 			t.Errorf("Deny holds %q: ~ not expanded", d)
 		}
 	}
-	if want := []string{ws + "/.git/hooks", ws + "/.git/config"}; !slices.Equal(dp.ReadOnly, want) {
-		t.Errorf("ReadOnly = %q, want %q", dp.ReadOnly, want)
-	}
-	if fi, err := os.Stat(ws + "/.git/hooks"); err != nil || !fi.IsDir() {
-		t.Errorf(".git/hooks was not created to be kept read-only: %v", err)
+	// The repository's git directory is read-only whole, as on Linux.
+	if want := []string{ws + "/.git"}; !slices.Equal(dp.ReadOnly, want) || len(dp.Pins) != 0 {
+		t.Errorf("ReadOnly = %q, Pins = %q, want %q and none", dp.ReadOnly, dp.Pins, want)
 	}
 	if dp.Workspace != ws || !slices.Equal(dp.Writable, []string{extra}) || dp.HomeDir != home ||
 		!slices.Equal(dp.DenyNames, DefaultDenyNames) || !dp.AllowPTY || !dp.HostNetwork {
@@ -63,8 +61,18 @@ func TestSeatbeltPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dp.Deny) != 0 || len(dp.ReadOnly) != 0 || len(dp.DenyNames) != 0 {
+	if len(dp.Deny) != 0 || len(dp.DenyNames) != 0 {
 		t.Errorf("NoDefaultDeny and AllowGitWrite mapped to %+v", dp)
+	}
+	// Committing: .git pinned, what git reads as configuration or code
+	// read-only (Seatbelt goes by path: a missing commondir cannot be
+	// made either), its missing directories made.
+	git := ws + "/.git/"
+	if want := []string{git + "hooks", git + "info", git + "modules", git + "worktrees", git + "config", git + "commondir", git + "config.worktree"}; !slices.Equal(dp.ReadOnly, want) || !slices.Equal(dp.Pins, []string{ws + "/.git"}) {
+		t.Errorf("AllowGitWrite: ReadOnly = %q, Pins = %q, want %q and .git", dp.ReadOnly, dp.Pins, want)
+	}
+	if fi, err := os.Stat(git + "worktrees"); err != nil || !fi.IsDir() {
+		t.Errorf(".git/worktrees was not created to be kept read-only: %v", err)
 	}
 
 	p = Policy{Workspace: ws, NoDefaultDeny: true, DenyNames: []string{"*.key", ".env"}}

@@ -65,6 +65,7 @@ type runFlags struct {
 	write, deny []string
 	denyNames   []string
 	noDefDeny   bool
+	gitWrite    bool
 	env         []string
 	timeout     time.Duration
 	outputLimit string
@@ -103,6 +104,7 @@ func runCommand(code *int) *cobra.Command {
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
 	fl.StringArrayVar(&f.denyNames, "deny-name", nil, "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
+	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command and everything it started after this long (e.g. 30s)")
 	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
@@ -140,6 +142,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.Deny = f.deny
 	p.DenyNames = f.denyNames
 	p.NoDefaultDeny = f.noDefDeny
+	p.AllowGitWrite = f.gitWrite
 	p.Env = f.env
 	p.Timeout = f.timeout
 	limit, err := parseSize(f.outputLimit)

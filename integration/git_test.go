@@ -1,0 +1,210 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// hostGit runs the host's git in dir as the test's own user, as the agent
+// or its user would after a command: with no system or global
+// configuration of the machine's in the way, and an identity to commit
+// with. It returns git's combined output and error.
+func hostGit(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=host", "GIT_AUTHOR_EMAIL=host@example.com",
+		"GIT_COMMITTER_NAME=host", "GIT_COMMITTER_EMAIL=host@example.com")
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on this host")
+	}
+}
+
+// hostRepo makes a repository with one commit at dir, as the host user.
+func hostRepo(t *testing.T, dir string) {
+	t.Helper()
+	must(os.MkdirAll(dir, 0o755))
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "host"}} {
+		if out, err := hostGit(t, dir, args...); err != nil {
+			t.Fatalf("host git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// sandboxGit is how the scripts below run git inside the sandbox: with an
+// identity (the sandbox's HOME has no .gitconfig).
+const sandboxGit = "git -c user.name=agent -c user.email=agent@example.com"
+
+// TestGitPlantingRoutes: every way a command can leave something in a
+// repository that the host's git then runs. Each route is first played
+// on the host without a sandbox, to prove that git really runs what it
+// plants (the marker appears); then through hutch on the default policy,
+// after which the host's own git, run as the host user, must run nothing.
+func TestGitPlantingRoutes(t *testing.T) {
+	needGit(t)
+	// Each script runs in the workspace, which holds a repository made by
+	// the host (and proj/, a second one below the top level); MARKER is
+	// a host path outside the workspace that the planted code would
+	// touch. The host then runs `git <hostArgs>` in hostDir.
+	routes := []struct {
+		name     string
+		script   string
+		hostDir  string
+		hostArgs []string
+	}{
+		{"hook", `printf '#!/bin/sh\ntouch MARKER\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`,
+			".", []string{"commit", "-q", "--allow-empty", "-m", "x"}},
+		{"config fsmonitor", `git config core.fsmonitor 'touch MARKER; false'`,
+			".", []string{"status"}},
+		{"config hooksPath", `mkdir -p h && printf '#!/bin/sh\ntouch MARKER\n' > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath "$PWD/h"`,
+			".", []string{"commit", "-q", "--allow-empty", "-m", "x"}},
+		{"commondir", `cp -r .git evil && git --git-dir=evil config core.fsmonitor 'touch MARKER; false'; echo ../evil > .git/commondir`,
+			".", []string{"status"}},
+		{"config.worktree", `git config extensions.worktreeConfig true; git config --worktree core.fsmonitor 'touch MARKER; false'`,
+			".", []string{"status"}},
+		{"rename .git away", `mv .git .git-old && cp -r .git-old .git && git config core.fsmonitor 'touch MARKER; false'`,
+			".", []string{"status"}},
+		{"remove .git", `rm -rf .git; git init -q . && git config core.fsmonitor 'touch MARKER; false'`,
+			".", []string{"status"}},
+		{".git file", `cp -r .git evil && git --git-dir=evil config core.fsmonitor 'touch MARKER; false' && rm -rf .git; echo 'gitdir: evil' > .git`,
+			".", []string{"status"}},
+		{"submodule", `git init -q sub && (cd sub && ` + sandboxGit + ` commit -q --allow-empty -m s && git config core.fsmonitor 'touch MARKER; false') && git add sub`,
+			".", []string{"status"}},
+		{"linked worktree", `cp -r .git evil && git --git-dir=evil config core.fsmonitor 'touch MARKER; false'; mkdir -p .git/worktrees/w && echo "$PWD/w/.git" > .git/worktrees/w/gitdir && echo "$PWD/evil" > .git/worktrees/w/commondir && cp .git/HEAD .git/worktrees/w/HEAD; mkdir w && echo "gitdir: $PWD/.git/worktrees/w" > w/.git`,
+			"w", []string{"status"}},
+		{"nested repository", `git -C proj config core.fsmonitor 'touch MARKER; false'`,
+			"proj", []string{"status"}},
+		{"nested hook", `printf '#!/bin/sh\ntouch MARKER\n' > proj/.git/hooks/pre-commit; chmod +x proj/.git/hooks/pre-commit`,
+			"proj", []string{"commit", "-q", "--allow-empty", "-m", "x"}},
+		{"rename nested parent", `mv proj proj-old && cp -r proj-old proj && git -C proj config core.fsmonitor 'touch MARKER; false'`,
+			"proj", []string{"status"}},
+	}
+	for _, r := range routes {
+		t.Run(r.name, func(t *testing.T) {
+			for _, sandboxed := range []bool{false, true} {
+				ws := dir(t, "ws-")
+				hostRepo(t, ws)
+				hostRepo(t, filepath.Join(ws, "proj"))
+				marker := filepath.Join(dir(t, "out-"), "ran")
+				script := strings.ReplaceAll(r.script, "MARKER", marker)
+				var res cliResult
+				if sandboxed {
+					res = sh(t, ws, script)
+				} else {
+					c := exec.Command("sh", "-c", script)
+					c.Dir = ws
+					c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+					out, _ := c.CombinedOutput()
+					res.stdout = string(out)
+				}
+				out, _ := hostGit(t, filepath.Join(ws, r.hostDir), r.hostArgs...)
+				_, err := os.Stat(marker)
+				switch {
+				case !sandboxed && err != nil:
+					t.Fatalf("without a sandbox the route plants nothing git runs (the test proves nothing):\n%s\nhost git: %s", res, out)
+				case sandboxed && err == nil:
+					t.Errorf("host: git %v in %s ran what the command planted:\n%s\nhost git: %s", r.hostArgs, r.hostDir, res, out)
+				}
+			}
+		})
+	}
+}
+
+// TestGitRepositoriesReported: what no mount can stop is reported. A
+// repository the command makes is its own (git init must work), so the
+// Result names it, at the top of the workspace and below; a repository
+// that was there is not reported.
+func TestGitRepositoriesReported(t *testing.T) {
+	needGit(t)
+	ws := dir(t, "ws-")
+	hostRepo(t, filepath.Join(ws, "old"))
+	res := sh(t, ws, "git init -q . && git init -q a/b && mkdir c && echo 'gitdir: /nowhere' > c/.git && git -C old status --short")
+	if res.code != 0 || res.result == nil {
+		t.Fatalf("%s", res)
+	}
+	got := res.result.Repositories
+	want := []runtime.RepositoryChange{
+		{Path: filepath.Join(ws, ".git"), Change: "created"},
+		{Path: filepath.Join(ws, "a/b/.git"), Change: "created"},
+		{Path: filepath.Join(ws, "c/.git"), Change: "created"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Repositories = %+v, want %+v", got, want)
+	}
+	// The next command made none: nothing to report (each CLI run is a
+	// Sandbox of its own, whose New finds the repositories above).
+	if res := sh(t, ws, "git status --short >/dev/null"); res.code != 0 || res.result == nil || len(res.result.Repositories) != 0 {
+		t.Errorf("a command that made no repository: %+v\n%s", res.result.Repositories, res)
+	}
+}
+
+// TestGitWorksInSandbox: ordinary git keeps working on the default
+// policy in a repository the command makes; in the workspace's own
+// repository it reads (status, log, diff) but does not commit unless the
+// policy allows it (--allow-git-write), and then config and hooks still
+// stay as they were. Verdicts from the host's git.
+func TestGitWorksInSandbox(t *testing.T) {
+	needGit(t)
+	ws := dir(t, "ws-")
+	res := sh(t, ws, "git init -q r && cd r && echo hi > f && git add f && "+sandboxGit+" commit -q -m one && git log --oneline")
+	if res.code != 0 {
+		t.Fatalf("git init/add/commit/log in a new repository:\n%s", res)
+	}
+	if out, err := hostGit(t, filepath.Join(ws, "r"), "log", "--format=%s"); err != nil || strings.TrimSpace(out) != "one" {
+		t.Errorf("host: the new repository's log = %q, %v; want the sandbox's commit", out, err)
+	}
+
+	ws = dir(t, "ws-")
+	hostRepo(t, ws)
+	head := func() string {
+		out, err := hostGit(t, ws, "rev-parse", "HEAD")
+		if err != nil {
+			t.Fatalf("host git rev-parse: %v %s", err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	before := head()
+	res = sh(t, ws, "echo hi > f && git status --short && git log --oneline && git diff --stat && git add f")
+	if res.code == 0 || !strings.Contains(res.stdout, "?? f") || !strings.Contains(res.stdout, "host") {
+		t.Errorf("default policy: status/log should work and add fail (read-only .git):\n%s", res)
+	}
+	if head() != before {
+		t.Errorf("host: the default policy let a command commit")
+	}
+
+	config, _ := os.ReadFile(filepath.Join(ws, ".git", "config"))
+	res = sh(t, ws, "git add f && "+sandboxGit+" commit -q -m agent && git log --oneline; echo '[core]' >> .git/config; touch .git/hooks/pre-commit; mkdir .git/modules/x", "--allow-git-write")
+	if out, _ := hostGit(t, ws, "log", "-1", "--format=%s"); strings.TrimSpace(out) != "agent" {
+		t.Errorf("--allow-git-write: host log = %q, want the agent's commit:\n%s", out, res)
+	}
+	if now, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(now) != string(config) {
+		t.Errorf("--allow-git-write: host .git/config changed to %q", now)
+	}
+	for _, p := range []string{".git/hooks/pre-commit", ".git/modules/x"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("--allow-git-write: host: %s was made", p)
+		}
+	}
+	// A commondir cannot be mounted over before it exists: it is
+	// reported.
+	res = sh(t, ws, "echo ../elsewhere > .git/commondir", "--allow-git-write")
+	want := []runtime.RepositoryChange{{Path: filepath.Join(ws, ".git", "commondir"), Change: "redirected"}}
+	if res.result == nil || !slices.Equal(res.result.Repositories, want) {
+		t.Errorf("--allow-git-write: a new commondir reported as %+v, want %+v\n%s", res.result, want, res)
+	}
+}

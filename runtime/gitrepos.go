@@ -1,0 +1,311 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// Git repositories in the writable trees.
+//
+// What a command leaves in a repository is run later by the host: the
+// agent or its user runs git there, and git reads the repository's own
+// configuration (core.fsmonitor, filters, aliases, the pager...) and runs
+// its hooks. The routes to plant them are many: .git/config and
+// .git/hooks, a .git/commondir that sends git to another directory's
+// config, .git/config.worktree, a submodule's directory in .git/modules,
+// a linked worktree in .git/worktrees, renaming .git away and putting a
+// new one in its place, or a .git file naming a git directory elsewhere.
+//
+// So the rule is by repository, not by file: every repository present in
+// the writable trees when a command starts keeps its git directories
+// read-only for that command, and its .git entry cannot be renamed or
+// removed (it is a mount point). git status, log and diff work on a
+// read-only repository; commit does not. Policy.AllowGitWrite is for
+// agents that commit inside the sandbox: objects, refs, the index and
+// HEAD become writable, and only what git reads as configuration or runs
+// as code stays read-only (gitCodePaths).
+//
+// What no mount can cover is reported instead: a repository the command
+// creates (git init must work) or, with AllowGitWrite, redirects with a
+// commondir or config.worktree that did not exist before. Result.
+// Repositories lists them; GitCommand (hutch git) runs the host's git
+// there with none of it in effect.
+
+// gitCodePaths are the parts of a git directory that git reads as
+// configuration or runs as code. With AllowGitWrite they stay read-only;
+// the directories among them are made when missing (git init makes hooks
+// and info itself, and git ignores an empty modules or worktrees), since a
+// missing one could be created and filled. commondir and config.worktree
+// are files that must not exist unless the repository uses them: they are
+// kept read-only when present and reported when a command adds them.
+var (
+	gitCodeDirs  = []string{"hooks", "info", "modules", "worktrees"}
+	gitCodeFiles = []string{"config"}
+	gitRedirects = []string{"commondir", "config.worktree"}
+)
+
+// maxGitFile bounds what is read of a .git file or a commondir: each is
+// one path.
+const maxGitFile = 4096
+
+// gitRepo is a repository found in a writable tree.
+type gitRepo struct {
+	// Entry is the .git directory entry: a directory, or a file naming
+	// the git directory ("gitdir: PATH"), or a symlink to one.
+	Entry string
+	// Dirs are the repository's git directories that lie inside the
+	// writable trees: Entry itself when it is a directory, the one a .git
+	// file or symlink names, and the common directory a commondir names.
+	Dirs []string
+	// info identifies Entry as found, so that a replaced entry is told
+	// from the one that was there; redirects are the gitRedirects files
+	// present in Dirs then.
+	info      fs.FileInfo
+	redirects []string
+}
+
+// loadRepo reads the repository whose .git entry is at entry. It reports
+// false when there is none.
+func loadRepo(entry string, roots []string) (gitRepo, bool) {
+	fi, err := os.Lstat(entry)
+	if err != nil {
+		return gitRepo{}, false
+	}
+	r := gitRepo{Entry: entry, info: fi}
+	var dir string
+	switch {
+	case fi.IsDir():
+		dir = entry
+	case fi.Mode().IsRegular():
+		if dir = readGitPath(entry, "gitdir: "); dir == "" {
+			return r, true
+		}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		dir = entry
+	default:
+		return r, true
+	}
+	r.addDir(dir, roots)
+	for i := 0; i < len(r.Dirs); i++ {
+		// A linked worktree's git directory names its main one; both
+		// are the repository's.
+		if common := readGitPath(filepath.Join(r.Dirs[i], "commondir"), ""); common != "" {
+			r.addDir(common, roots)
+		}
+	}
+	for _, d := range r.Dirs {
+		for _, n := range gitRedirects {
+			if p := filepath.Join(d, n); exists(p) {
+				r.redirects = append(r.redirects, p)
+			}
+		}
+	}
+	return r, true
+}
+
+// addDir adds the git directory at p when it resolves to a directory
+// strictly inside a writable tree (one outside is read-only in the view
+// anyway, and a writable tree itself is the caller's to make writable).
+func (r *gitRepo) addDir(p string, roots []string) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() || slices.Contains(r.Dirs, real) {
+		return
+	}
+	for _, root := range roots {
+		if mounts.Within(root, real) {
+			return // a writable tree is in it, or is it
+		}
+	}
+	for _, root := range roots {
+		if mounts.Within(real, root) {
+			r.Dirs = append(r.Dirs, real)
+			return
+		}
+	}
+}
+
+// readGitPath reads the one path a .git file ("gitdir: PATH") or a
+// commondir ("PATH") holds, resolved against the file's directory; ""
+// when the file is missing, too long or not of that form.
+func readGitPath(file, prefix string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxGitFile+1))
+	if err != nil || len(b) > maxGitFile {
+		return ""
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	s, ok := strings.CutPrefix(strings.TrimRight(string(line), "\r"), prefix)
+	if !ok || s == "" || strings.IndexByte(s, 0) >= 0 {
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(filepath.Dir(file), s)
+	}
+	return filepath.Clean(s)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// same reports whether two lists of repositories name the same entries,
+// each still the same file.
+func sameRepos(a, b []gitRepo) bool {
+	return slices.EqualFunc(a, b, func(x, y gitRepo) bool {
+		return x.Entry == y.Entry && os.SameFile(x.info, y.info) && slices.Equal(x.Dirs, y.Dirs) && slices.Equal(x.redirects, y.redirects)
+	})
+}
+
+// topRepos are the repositories at the top level of each root now.
+func topRepos(roots []string) []gitRepo {
+	var out []gitRepo
+	for _, root := range roots {
+		if r, ok := loadRepo(filepath.Join(root, ".git"), roots); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deepRepos are the repositories below the top level of the roots.
+func deepRepos(roots []string) []gitRepo {
+	_, repos := scanDeep(roots, nil)
+	return repos
+}
+
+// skipDirs are not searched for deny names or repositories below the top
+// level: dependency trees and version-control stores hold other people's
+// files, and walking them costs more than the rest together.
+var skipDirs = []string{"node_modules", ".git", ".hg", ".svn"}
+
+// walkTrees walks each root and calls visit for every entry below it,
+// but not in skipDirs nor in a root nested in another (walked on its
+// own). visit returns false to not enter a directory.
+func walkTrees(roots []string, visit func(root, p string, d fs.DirEntry) bool) {
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			if d.IsDir() && slices.Contains(roots, p) {
+				return filepath.SkipDir
+			}
+			enter := visit(root, p, d)
+			if d.IsDir() && (!enter || slices.Contains(skipDirs, d.Name())) {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+}
+
+// gitGuard is what keeps the repositories' configuration and code as they
+// were for a command: paths bound read-only, and directories pinned (they
+// cannot be renamed or removed; what is in them stays writable). With
+// allowWrite it makes the missing gitCodeDirs, so that they can be bound.
+func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
+	for _, r := range repos {
+		if r.info.Mode().IsRegular() {
+			// A .git file is bound read-only: it cannot be rewritten to
+			// name another directory, nor renamed. (A symlink cannot be
+			// bound; its target is among Dirs.)
+			readOnly = append(readOnly, r.Entry)
+		}
+		for _, d := range r.Dirs {
+			if !allowWrite {
+				readOnly = append(readOnly, d)
+				continue
+			}
+			pins = append(pins, d)
+			for _, n := range gitCodeDirs {
+				p := filepath.Join(d, n)
+				if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+					continue // the mount is optional: a read-only .git
+				}
+				readOnly = append(readOnly, p)
+			}
+			for _, n := range append(slices.Clone(gitCodeFiles), gitRedirects...) {
+				readOnly = append(readOnly, filepath.Join(d, n))
+			}
+		}
+	}
+	return readOnly, pins
+}
+
+// RepositoryChange is a git repository in a writable tree whose
+// configuration a command may have written: the host's git run there reads
+// it, and would run what it names. Run git there with GitCommand.
+type RepositoryChange struct {
+	// Path is the repository's .git entry, or for "redirected" the file
+	// that redirects it.
+	Path string `json:"path"`
+	// Change is "created" (a .git that was not there when the command
+	// started), "replaced" (a .git entry that is not the one that was),
+	// or "redirected" (a commondir or config.worktree added to a git
+	// directory: possible only with Policy.AllowGitWrite).
+	Change string `json:"change"`
+}
+
+// repoChanges walks the roots after a command for .git entries that
+// differ from known, the repositories there when it started. A .git is
+// new when it was born at or after since (its modification time where
+// the filesystem keeps no birth time, which may also report an older
+// repository the command committed to).
+func repoChanges(roots []string, known []gitRepo, since time.Time) []RepositoryChange {
+	var out []RepositoryChange
+	check := func(p string) {
+		i := slices.IndexFunc(known, func(r gitRepo) bool { return r.Entry == p })
+		now, ok := loadRepo(p, roots)
+		switch {
+		case !ok:
+		case i < 0:
+			if bornSince(p, now.info, since) {
+				out = append(out, RepositoryChange{Path: p, Change: "created"})
+			}
+		case !os.SameFile(known[i].info, now.info) || now.info.IsDir() != known[i].info.IsDir() ||
+			(hasBirthTime(p) && bornSince(p, now.info, since)):
+			// An inode number can be reused at once (tmpfs does): one
+			// born since the start is not the one that was there.
+			out = append(out, RepositoryChange{Path: p, Change: "replaced"})
+		default:
+			for _, f := range now.redirects {
+				if !slices.Contains(known[i].redirects, f) {
+					out = append(out, RepositoryChange{Path: f, Change: "redirected"})
+				}
+			}
+		}
+	}
+	for _, root := range roots {
+		check(filepath.Join(root, ".git"))
+	}
+	walkTrees(roots, func(root, p string, d fs.DirEntry) bool {
+		if d.Name() != ".git" {
+			return true
+		}
+		if filepath.Dir(p) != root {
+			check(p)
+		}
+		return false
+	})
+	return out
+}
