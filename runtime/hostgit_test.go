@@ -547,7 +547,7 @@ func TestGitCommandErrors(t *testing.T) {
 	}
 }
 
-func TestParseConfigList(t *testing.T) {
+func TestGitParseConfigList(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    []configEntry
@@ -572,7 +572,7 @@ func TestParseConfigList(t *testing.T) {
 	}
 }
 
-func TestTreatmentOf(t *testing.T) {
+func TestGitTreatmentOf(t *testing.T) {
 	tests := []struct {
 		key  string
 		want treatment
@@ -608,7 +608,7 @@ func TestTreatmentOf(t *testing.T) {
 	}
 }
 
-func TestRepoOverrides(t *testing.T) {
+func TestGitRepoOverrides(t *testing.T) {
 	local := func(key string) configEntry { return configEntry{scope: "local", key: key, value: "v"} }
 	tests := []struct {
 		name      string
@@ -652,7 +652,7 @@ func TestRepoOverrides(t *testing.T) {
 	}
 }
 
-func TestRepoOptions(t *testing.T) {
+func TestGitRepoOptions(t *testing.T) {
 	tests := []struct {
 		args, want []string
 	}{
