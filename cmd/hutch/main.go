@@ -7,6 +7,12 @@
 // network, no capabilities. Its exit status mirrors the command's (128+N
 // when signal N ended it); 125 means hutch itself failed, 126 that the
 // command could not be executed, 127 that it was not found.
+//
+//	hutch git [-C DIR] -- ARGS...
+//
+// runs the host's git in a workspace a sandboxed command wrote to, with
+// nothing that command planted in the repository able to run
+// (runtime.GitCommand); its exit status is git's.
 package main
 
 import (
@@ -49,7 +55,7 @@ func execute(args []string) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand())
+	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
