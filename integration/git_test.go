@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,5 +207,49 @@ func TestGitWorksInSandbox(t *testing.T) {
 	want := []runtime.RepositoryChange{{Path: filepath.Join(ws, ".git", "commondir"), Change: "redirected"}}
 	if res.result == nil || !slices.Equal(res.result.Repositories, want) {
 		t.Errorf("--allow-git-write: a new commondir reported as %+v, want %+v\n%s", res.result, want, res)
+	}
+}
+
+// TestHostGitOnCreatedRepository: a repository the command creates is
+// its own, and plain git run there by the host runs what it planted; the
+// Result names it, and hutch git runs git there with nothing planted in
+// effect, normal work included.
+func TestHostGitOnCreatedRepository(t *testing.T) {
+	needGit(t)
+	for _, via := range []string{"git", "hutch git"} {
+		ws := dir(t, "ws-")
+		marker := filepath.Join(dir(t, "out-"), "ran")
+		res := sh(t, ws, "git init -q . && echo hi > f && git add f && "+sandboxGit+" commit -q -m agent && "+
+			"git config core.fsmonitor 'touch "+marker+"; false' && "+
+			"printf '#!/bin/sh\\ntouch "+marker+"\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && "+
+			"git config filter.x.clean 'touch "+marker+"; cat' && echo '* filter=x' > .gitattributes")
+		want := []runtime.RepositoryChange{{Path: filepath.Join(ws, ".git"), Change: "created"}}
+		if res.code != 0 || res.result == nil || !slices.Equal(res.result.Repositories, want) {
+			t.Fatalf("Repositories = %+v, want %+v\n%s", res.result, want, res)
+		}
+		var out string
+		var err error
+		if via == "git" {
+			out, err = hostGit(t, ws, "status")
+		} else {
+			r := runCLIArgs(t, "git", "-C", ws, "--", "status")
+			out = r.stdout + r.stderr
+			if r.code != 0 {
+				err = fmt.Errorf("exit %d", r.code)
+			}
+			must(os.WriteFile(filepath.Join(ws, "f"), []byte("host\n"), 0o644))
+			if r2 := runCLIArgs(t, "git", "-C", ws, "--", "-c", "user.name=h", "-c", "user.email=h@example.com", "commit", "-q", "-am", "host"); r2.code != 0 {
+				t.Errorf("hutch git commit: %s", r2)
+			}
+		}
+		_, ran := os.Stat(marker)
+		switch {
+		case via == "git" && ran != nil:
+			t.Fatalf("plain git ran nothing planted: the test proves nothing (%v)\n%s", err, out)
+		case via == "hutch git" && ran == nil:
+			t.Errorf("hutch git ran what the command planted (%v)\n%s", err, out)
+		case via == "hutch git" && err != nil:
+			t.Errorf("hutch git status: %v\n%s", err, out)
+		}
 	}
 }
