@@ -168,7 +168,6 @@ func TestDeniedUnreadable(t *testing.T) {
 	}
 }
 
-
 // TestHostTmpInvisible: the sandbox's /tmp is its own.
 func TestHostTmpInvisible(t *testing.T) {
 	ws := dir(t, "ws-")

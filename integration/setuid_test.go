@@ -161,7 +161,18 @@ var plantRefused = map[string]syscall.Errno{
 // not; ordinary permission changes and user.* xattrs still work. The
 // verdict is the host's: every entry of the workspace is stat'ed and its
 // security.capability read.
+//
+// It holds with the caller's own profile too (--seccomp): one that allows
+// every call still runs under seccomp.ModeWall.
 func TestNoSetuidFiles(t *testing.T) {
+	allowAll := filepath.Join(dir(t, "profile-"), "allow-all.json")
+	must(os.WriteFile(allowAll, []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["getpid"],"action":"SCMP_ACT_ALLOW"}]}`), 0o644))
+	t.Run("default profile", func(t *testing.T) { checkNoSetuidFiles(t) })
+	t.Run("profile allowing everything", func(t *testing.T) { checkNoSetuidFiles(t, "--seccomp", allowAll) })
+}
+
+// checkNoSetuidFiles plays plantScript through hutch run with flags.
+func checkNoSetuidFiles(t *testing.T, flags ...string) {
 	ws := dir(t, "ws-")
 	host := dir(t, "host-")
 	for name, mode := range map[string]os.FileMode{"suid": 0o755 | os.ModeSetuid, "sgid": 0o755 | os.ModeSetgid, "plain": 0o750} {
@@ -180,7 +191,7 @@ func TestNoSetuidFiles(t *testing.T) {
 	writeTar(t, filepath.Join(host, "suid.tar"), map[string]int64{"t_suid": 0o4755, "t_sgid": 0o2755, "t_both": 0o6711})
 	writeTar(t, filepath.Join(host, "plain.tar"), map[string]int64{"t_plain": 0o750})
 
-	res := runCLI(t, ws, []string{"--env", "HOSTDIR=" + host}, "sh", "-c", plantScript)
+	res := runCLI(t, ws, append([]string{"--env", "HOSTDIR=" + host}, flags...), "sh", "-c", plantScript)
 	got := map[string]int{}
 	for _, l := range strings.Split(res.stdout, "\n") {
 		if name, v, ok := strings.Cut(l, "|"); ok {

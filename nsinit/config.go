@@ -69,6 +69,10 @@ type Config struct {
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command; empty means none.
 	Seccomp []byte `json:"seccomp,omitempty"`
+	// ModeWall is seccomp.ModeWall compiled, loaded just before Seccomp
+	// when the profile is not the default (which holds its rules itself);
+	// empty means none.
+	ModeWall []byte `json:"mode_wall,omitempty"`
 
 	// UnixWall, when set, keeps pathname unix sockets outside its Allowed
 	// trees unreachable: through Landlock when the ruleset above was

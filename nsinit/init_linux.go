@@ -464,6 +464,13 @@ func (st *initState) confine() error {
 	if slices.Contains(cfg.Skip, LayerSeccomp) {
 		st.skipped = append(st.skipped, Skipped{Layer: LayerSeccomp, Reason: "skipped by policy"})
 	} else {
+		// Before the profile, which need not allow seccomp(2).
+		if len(cfg.ModeWall) > 0 {
+			if err := seccomp.Load(cfg.ModeWall); err != nil {
+				st.fail(LayerSeccomp, "load the mode wall", "", err)
+				return err
+			}
+		}
 		// No filter and no skip is a config bug: fail closed.
 		if err := seccomp.Load(cfg.Seccomp); err != nil {
 			st.fail(LayerSeccomp, "load filter", "", err)

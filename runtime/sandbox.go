@@ -42,6 +42,9 @@ type Sandbox struct {
 	// filterName says which profile it is, for results.
 	filter     []byte
 	filterName string
+	// modeWall is seccomp.ModeWall compiled, for profiles other than the
+	// default.
+	modeWall []byte
 	// pool holds prewarmed inits when Policy.Prewarm > 0.
 	pool *pool
 
@@ -472,6 +475,14 @@ func (sb *Sandbox) compileFilter() error {
 		return &PolicyError{Field: "Seccomp", Reason: err.Error()}
 	}
 	sb.filter, sb.filterName = prog, name
+	if name != seccomp.DefaultName {
+		// The caller's profile (or an adjusted default) may allow what
+		// would leave a setuid file for the host: the mode rules hold
+		// apart from it.
+		if sb.modeWall, err = seccomp.Compile(seccomp.ModeWall()); err != nil {
+			return &LayerError{Layer: LayerSeccomp, Reason: "mode wall: " + err.Error()}
+		}
+	}
 	return nil
 }
 
@@ -715,6 +726,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 			Mounts:     mounts.Plan{},
 			Degradable: sb.policy.AllowDegraded,
 			Seccomp:    sb.filter,
+			ModeWall:   sb.modeWall,
 			Skip:       sb.policy.SkipLayers,
 			Rlimits:    sb.rlimits,
 			Landlock:   sb.landlock,
@@ -744,6 +756,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Egress:     egress,
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
+		ModeWall:   sb.modeWall,
 		Skip:       sb.policy.SkipLayers,
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,

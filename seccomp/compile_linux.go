@@ -28,6 +28,13 @@ func Compile(p *Profile) ([]byte, error) {
 // call would hang).
 func CompileUnixWall() ([]byte, error) { return compile(UnixWall()) }
 
+// newerSyscalls are system calls younger than the libseccomp hutch may be
+// built against (Debian 12 has 2.5.4), by their native number: a filter
+// that allows by default must still name them.
+var newerSyscalls = map[string]int{
+	"fchmodat2": unix.SYS_FCHMODAT2, // Linux 6.6, libseccomp 2.5.5
+}
+
 func compile(p *Profile) ([]byte, error) {
 	def, err := action(p.DefaultAction, p.DefaultErrnoRet)
 	if err != nil {
@@ -88,6 +95,9 @@ func compile(p *Profile) ([]byte, error) {
 		}
 		for _, name := range s.Names {
 			call, err := libseccomp.GetSyscallFromName(name)
+			if n, ok := newerSyscalls[name]; err != nil && ok {
+				call, err = libseccomp.ScmpSyscall(n), nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("seccomp: syscalls[%d]: unknown system call %q", i, name)
 			}

@@ -138,9 +138,24 @@ func verdict(r uint32) string {
 // mode-setting call whose mode carries S_ISUID or S_ISGID, whatever else
 // the arguments hold, and allows every other mode; open and openat only
 // when they create (O_CREAT, O_TMPFILE); openat2 and fchmodat2 fail with
-// ENOSYS.
+// ENOSYS. ModeWall, loaded beside a caller's own profile, holds the same
+// rules and lets everything else through to that profile.
 func TestModeRules(t *testing.T) {
-	prog, err := Compile(Default())
+	for _, tt := range []struct {
+		name string
+		prof *Profile
+		// other is the verdict on calls the rules do not name.
+		other uint32
+	}{
+		{"default profile", Default(), retENOSYS},
+		{"mode wall", ModeWall(), retAllow},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkModeRules(t, tt.prof, tt.other) })
+	}
+}
+
+func checkModeRules(t *testing.T, prof *Profile, other uint32) {
+	prog, err := Compile(prof)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +222,19 @@ func TestModeRules(t *testing.T) {
 			t.Errorf("system call %d: %s, want allow", nr, verdict(got))
 		}
 	}
-	// The interpreter itself: a refused call and an unknown one.
-	if got := runBPF(t, prog, unix.SYS_MOUNT, [6]uint64{}); got != retEPERM {
-		t.Errorf("mount: %s, want EPERM", verdict(got))
+	// io_uring would go around every filter.
+	if got := runBPF(t, prog, unix.SYS_IO_URING_SETUP, [6]uint64{1}); got != retEPERM {
+		t.Errorf("io_uring_setup: %s, want EPERM", verdict(got))
 	}
-	if got := runBPF(t, prog, 1000, [6]uint64{}); got != retENOSYS {
-		t.Errorf("system call 1000: %s, want ENOSYS", verdict(got))
+	// The interpreter itself: a call the rules do not name, known or not.
+	want := other
+	if other == retENOSYS {
+		want = retEPERM // mount is among the default profile's refused calls
+	}
+	if got := runBPF(t, prog, unix.SYS_MOUNT, [6]uint64{}); got != want {
+		t.Errorf("mount: %s, want %s", verdict(got), verdict(want))
+	}
+	if got := runBPF(t, prog, 1000, [6]uint64{}); got != other {
+		t.Errorf("system call 1000: %s, want %s", verdict(got), verdict(other))
 	}
 }

@@ -260,8 +260,8 @@ const (
 //     mount: EXDEV);
 //   - io_uring, whose operations bypass this filter, is refused.
 //
-// A custom profile (--seccomp) or --allow-syscall of these names replaces
-// the rules.
+// A custom profile (--seccomp) or --allow-syscall of these names does not
+// lift them: ModeWall holds them apart from any profile.
 func modeRules() []specs.LinuxSyscall {
 	var rules []specs.LinuxSyscall
 	refuse := func(name string, args ...specs.LinuxSeccompArg) {
@@ -294,6 +294,31 @@ func modeRules() []specs.LinuxSyscall {
 		}
 	}
 	return rules
+}
+
+// ModeWall is the filter that keeps modeRules whatever the profile: a
+// sandbox whose profile is the caller's (or the default adjusted) loads it
+// before the profile, and the stricter of two filters' verdicts wins. It
+// refuses what modeRules refuse, and the calls that would go around them:
+// openat2 (its mode is behind a pointer) and fchmodat2 (not among the
+// checked calls): ENOSYS, so the C library falls back to openat and
+// fchmodat; and io_uring (its operations bypass every filter).
+// Everything else is allowed here; the profile decides it.
+func ModeWall() *Profile {
+	p := &Profile{
+		DefaultAction: specs.ActAllow,
+		Architectures: nativeArchitectures(),
+		Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"openat2", "fchmodat2"}, Action: specs.ActErrno, ErrnoRet: errno(errnoENOSYS)},
+			{Names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}, Action: specs.ActErrno, ErrnoRet: errno(errnoEPERM)},
+		},
+	}
+	for _, r := range modeRules() {
+		if r.Action != specs.ActAllow {
+			p.Syscalls = append(p.Syscalls, r)
+		}
+	}
+	return p
 }
 
 // socketRules allow AF_UNIX, AF_INET and AF_INET6 sockets, and AF_NETLINK
