@@ -51,7 +51,9 @@ var defaultTests = []string{
 	// pre-5.12 remount fallback), masks, pins
 	"TestWritesOutsideWorkspaceFail",
 	"TestWorkspaceWritable",
-	"TestGitMetadataReadOnly",
+	"TestGitPlantingRoutes",
+	"TestGitWorksInSandbox",
+	"TestGitRepositoriesReported",
 	"TestHostTmpInvisible",
 	"TestBinaryNotWritable",
 	"TestMountTargetSymlinkSwap",
