@@ -45,7 +45,7 @@ func TestExportedFunctionRefused(t *testing.T) {
 	if !strings.Contains(res.stderr, "Env[BASH_FUNC_ls%%] (--env)") {
 		t.Errorf("error does not name the --env variable:\n%s", res)
 	}
-	if res.result != nil {
-		t.Errorf("a result was written for a command that must not run: %+v", res.result)
+	if res.result == nil || res.result.ExitCode != 125 || len(res.result.Layers) != 0 {
+		t.Errorf("--result-json of a refused run: %+v, want exit 125 and no layers", res.result)
 	}
 }

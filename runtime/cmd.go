@@ -506,7 +506,13 @@ func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
 	c.copiers.Add(1)
 	go func() {
 		defer c.copiers.Done()
-		_, _ = io.Copy(c.output.writer(dst), r)
+		if _, err := io.Copy(c.output.writer(dst), r); err != nil {
+			// dst failed (a pipe whose reader is gone: hutch run ... |
+			// head): close the command's pipe too, so that it gets EPIPE
+			// or SIGPIPE as in a shell pipeline, instead of running on
+			// with nobody reading.
+			r.Close()
+		}
 	}()
 	return w, nil
 }
@@ -553,12 +559,16 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	}
 	// Writes to dst happen under the lock: the two streams may share one
 	// writer (CombinedOutput), which need not be safe for concurrent use.
+	var err error
 	if n > 0 {
-		_, _ = w.dst.Write(p[:n])
+		_, err = w.dst.Write(p[:n])
 	}
 	l.mu.Unlock()
 	if exceeded {
 		l.onExceed()
+	}
+	if err != nil {
+		return 0, err
 	}
 	return len(p), nil
 }

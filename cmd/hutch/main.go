@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,7 @@ func execute(args []string) int {
 		Short:         "Run commands in a kernel-enforced sandbox",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.SetArgs(args)
@@ -180,7 +182,22 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	return p, nil
 }
 
-func run(ctx context.Context, f runFlags, args []string, code *int) error {
+func run(ctx context.Context, f runFlags, args []string, code *int) (runErr error) {
+	var cmd *runtime.Cmd
+	if f.resultJSON != "" {
+		// Opened before anything runs: an unwritable path is refused
+		// first, and the result is written whatever happens next.
+		out, err := os.OpenFile(f.resultJSON, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
+		}
+		defer func() {
+			if err := writeResult(out, cmd, args, *code, runErr); err != nil && runErr == nil {
+				runErr = fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
+				*code = exitHutchFailed
+			}
+		}()
+	}
 	p, err := policyFrom(f)
 	if err != nil {
 		return err
@@ -198,7 +215,12 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 	defer sb.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := sb.Command(ctx, args[0], args[1:]...)
+	// A closed stdout (hutch run ... | head) is an EPIPE to the copier,
+	// which passes it on to the command as a shell pipeline would, and
+	// hutch lives on to report it, instead of dying of SIGPIPE with the
+	// sandbox and no --result-json.
+	signal.Ignore(syscall.SIGPIPE)
+	cmd = sb.Command(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *runtime.ExitError
@@ -233,13 +255,78 @@ func run(ctx context.Context, f runFlags, args []string, code *int) error {
 		*code = exitHutchFailed
 		return flagError(err)
 	}
-	if f.resultJSON != "" {
-		b, _ := json.MarshalIndent(cmd.Result, "", "  ")
-		if err := os.WriteFile(f.resultJSON, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("--result-json: %w", err)
+	return nil
+}
+
+// resultSchema is the version of --result-json's document: the fields of
+// runtime.Result, and these. It changes when a field changes meaning or
+// goes away, not when one is added.
+const resultSchema = 1
+
+// resultFile is the --result-json document: the command's Result (or, when
+// none exists because nothing ran, only the exit code hutch exits with)
+// and what produced it.
+type resultFile struct {
+	Schema  int      `json:"schema"`
+	Version string   `json:"hutch_version"`
+	Argv    []string `json:"argv"`
+	Command []string `json:"command"`
+	// Error is why hutch exited 125, 126 or 127 instead of with the
+	// command's own status.
+	Error string `json:"error,omitempty"`
+	*runtime.Result
+}
+
+// writeResult writes the document for a run that exits with code.
+func writeResult(out *os.File, cmd *runtime.Cmd, command []string, code int, runErr error) error {
+	doc := resultFile{Schema: resultSchema, Version: version(), Argv: os.Args, Command: command}
+	if cmd != nil {
+		doc.Result = cmd.Result
+	}
+	if runErr != nil {
+		doc.Error = strings.TrimPrefix(flagError(runErr).Error(), "hutch: ")
+		if code == 0 {
+			code = exitHutchFailed // as execute will exit
 		}
 	}
-	return nil
+	switch {
+	case doc.Result == nil:
+		doc.Result = &runtime.Result{ExitCode: code}
+	case runErr != nil:
+		r := *doc.Result // what there is of it, with the status hutch exits with
+		r.ExitCode = code
+		doc.Result = &r
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(append(b, '\n')); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// version is hutch's module version and, in a build from a checkout, the
+// commit it was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += "+dirty"
+			}
+		}
+	}
+	return v
 }
 
 // flags are the flags that set Policy fields, for errors naming a field.
