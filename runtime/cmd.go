@@ -22,23 +22,7 @@ import (
 
 // setupError is the init's report of a failed step, as the caller sees it.
 func setupError(e *nsinit.SetupError) *SetupError {
-	return &SetupError{Layer: e.Layer, Op: e.Op, Path: e.Path, Err: &initError{msg: e.Msg, errno: syscall.Errno(e.Errno)}}
-}
-
-// initError is an error reported by the init: its message, and its errno
-// for errors.Is.
-type initError struct {
-	msg   string
-	errno syscall.Errno
-}
-
-func (e *initError) Error() string { return e.msg }
-
-func (e *initError) Unwrap() error {
-	if e.errno == 0 {
-		return nil
-	}
-	return e.errno
+	return newSetupError(e.Layer, e.Op, e.Path, e.Msg, syscall.Errno(e.Errno))
 }
 
 // Cmd is a command to run in a Sandbox, used like exec.Cmd.

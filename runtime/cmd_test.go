@@ -371,37 +371,66 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-func TestCommandNotFound(t *testing.T) {
-	sb, _ := newSandbox(t)
-	for _, name := range []string{"hutch-no-such-command", "/nonexistent/hutch-no-such-command", "./missing"} {
-		t.Run(name, func(t *testing.T) {
-			c := sb.Command(context.Background(), name)
+// TestExecErrors: a command that cannot be found or run fails Start with
+// a *SetupError that errors.Is matches to hutch's sentinel and its errno,
+// as the CLI's 127 and 126 rely on.
+func TestExecErrors(t *testing.T) {
+	sb, ws := newSandbox(t)
+	files := []struct {
+		name string
+		data string
+		mode os.FileMode
+	}{
+		{"script", "#!/bin/sh\n", 0o644},         // not executable
+		{"garbage", "no shebang\x00\x01", 0o755}, // executable, no format the kernel runs
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(ws, f.name), []byte(f.data), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(ws, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		want  error // ErrNotFound or ErrCannotExec
+		errno syscall.Errno
+		is    error // a further error the failure matches
+	}{
+		{"hutch-no-such-command", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"/nonexistent/hutch-no-such-command", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"./missing", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"./script", runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{filepath.Join(ws, "script"), runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{"./dir", runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{"./garbage", runtime.ErrCannotExec, syscall.ENOEXEC, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := sb.Command(context.Background(), tt.name)
 			err := c.Start()
 			var se *runtime.SetupError
 			if !errors.As(err, &se) {
 				t.Fatalf("Start: %v (%T), want *runtime.SetupError", err, err)
 			}
-			if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
-				t.Errorf("Start: %v, want errors.Is fs.ErrNotExist", err)
+			if se.Layer != runtime.LayerExec {
+				t.Errorf("Layer = %q, want %q", se.Layer, runtime.LayerExec)
 			}
-			if se.Layer != "exec" {
-				t.Errorf("Layer = %q, want exec", se.Layer)
+			if !errors.Is(err, tt.want) || !errors.Is(err, tt.errno) || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Errorf("Start: %v, want errors.Is %v, %v and %v", err, tt.want, tt.errno, tt.is)
+			}
+			other := runtime.ErrCannotExec
+			if tt.want == runtime.ErrCannotExec {
+				other = runtime.ErrNotFound
+			}
+			if errors.Is(err, other) {
+				t.Errorf("Start: %v matches %v too", err, other)
 			}
 			if err := c.Wait(); err == nil {
 				t.Error("Wait after a failed Start: nil")
 			}
 		})
-	}
-
-	// A file that exists but cannot be executed.
-	sb, ws := newSandbox(t)
-	if err := os.WriteFile(filepath.Join(ws, "script"), []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := sb.Command(context.Background(), "./script").Run()
-	var se *runtime.SetupError
-	if !errors.As(err, &se) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("non-executable: %v, want *SetupError matching fs.ErrPermission", err)
 	}
 }
 

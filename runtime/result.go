@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	goruntime "runtime"
 	"syscall"
 	"time"
@@ -113,6 +114,20 @@ type Usage = cgroups.Usage
 // errors.ErrUnsupported.
 var ErrUnsupportedPlatform = fmt.Errorf("hutch: no sandbox backend on %s (Linux and macOS only): %w", goruntime.GOOS, errors.ErrUnsupported)
 
+// ErrNotFound is matched (errors.Is) by the error Start returns when the
+// command is not in the sandbox's PATH, or not at the path it was given
+// as. It is hutch's, not os/exec's: the lookup happens inside the sandbox,
+// whose PATH and filesystem view are not the host's. An error that matches
+// it also matches its errno: syscall.ENOENT, hence fs.ErrNotExist.
+var ErrNotFound = errors.New("executable file not found in the sandbox")
+
+// ErrCannotExec is matched (errors.Is) by the error Start returns when the
+// command was found but could not be executed: not executable
+// (syscall.EACCES, fs.ErrPermission), a directory, not in a format the
+// kernel runs (syscall.ENOEXEC). An error that matches it also matches
+// its errno.
+var ErrCannotExec = errors.New("file cannot be executed in the sandbox")
+
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
 
@@ -141,7 +156,9 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Result.String() }
 
 // SetupError is a sandbox layer that failed to come up for a command.
-// errors.Is matches its errno (e.g. syscall.EPERM).
+// errors.Is matches its errno (e.g. syscall.EPERM) and, for a command
+// that could not be found or executed (Layer LayerExec), ErrNotFound or
+// ErrCannotExec.
 type SetupError struct {
 	Layer Layer
 	Op    string
@@ -158,6 +175,43 @@ func (e *SetupError) Error() string {
 }
 
 func (e *SetupError) Unwrap() error { return e.Err }
+
+// newSetupError is a failed step reported as its message and errno (by
+// the init, over its status pipe), as the caller sees it.
+func newSetupError(layer Layer, op, path, msg string, errno syscall.Errno) *SetupError {
+	se := &stepError{msg: msg, errno: errno}
+	if layer == LayerExec && (op == nsinit.OpLookPath || op == nsinit.OpExec) {
+		// As a shell tells 127 from 126: only a missing file is "not
+		// found"; whatever else stops the exec is "cannot execute".
+		se.kind = ErrCannotExec
+		if errors.Is(errno, fs.ErrNotExist) {
+			se.kind = ErrNotFound
+		}
+	}
+	return &SetupError{Layer: layer, Op: op, Path: path, Err: se}
+}
+
+// stepError is the error of a failed step: its message, and for errors.Is
+// its errno and, for the command's own lookup and exec, whether it was
+// not found or could not be executed.
+type stepError struct {
+	msg   string
+	errno syscall.Errno
+	kind  error // ErrNotFound, ErrCannotExec or nil
+}
+
+func (e *stepError) Error() string { return e.msg }
+
+func (e *stepError) Unwrap() []error {
+	var errs []error
+	if e.errno != 0 {
+		errs = append(errs, e.errno)
+	}
+	if e.kind != nil {
+		errs = append(errs, e.kind)
+	}
+	return errs
+}
 
 // LayerError says that a layer cannot be set up on this host at all.
 type LayerError struct {
