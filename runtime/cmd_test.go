@@ -434,6 +434,81 @@ func TestExecErrors(t *testing.T) {
 	}
 }
 
+// TestKillErrors: the *ExitError of a command hutch killed for its context
+// or Policy.Timeout says why to errors.Is, and is still the ExitError
+// holding Cmd.Result.
+func TestKillErrors(t *testing.T) {
+	plain, _ := newSandbox(t)
+	timed, _ := newSandbox(t, func(p *runtime.Policy) { p.Timeout = time.Second })
+	cause := errors.New("the agent gave up")
+	all := []error{context.Canceled, context.DeadlineExceeded, runtime.ErrTimeout, cause}
+	tests := []struct {
+		name   string
+		sb     *runtime.Sandbox
+		ctx    func() (context.Context, func())
+		reason runtime.KillReason
+		is     []error // of all, the errors the ExitError matches
+	}{
+		{"cancel", plain, func() (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel)
+			return ctx, cancel
+		}, runtime.KilledCanceled, []error{context.Canceled}},
+		{"cancel with cause", plain, func() (context.Context, func()) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(time.Second, func() { cancel(cause) })
+			return ctx, func() { cancel(nil) }
+		}, runtime.KilledCanceled, []error{context.Canceled, cause}},
+		{"deadline", plain, func() (context.Context, func()) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}, runtime.KilledTimeout, []error{context.DeadlineExceeded}},
+		{"policy timeout", timed, func() (context.Context, func()) {
+			return context.Background(), func() {}
+		}, runtime.KilledTimeout, []error{runtime.ErrTimeout, context.DeadlineExceeded}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			c := tt.sb.Command(ctx, "sleep", "10")
+			err := c.Run()
+			ee := wantExit(t, c, err)
+			if !ee.Killed || ee.KillReason != tt.reason {
+				t.Errorf("Result = %+v, want killed for %q", ee.Result, tt.reason)
+			}
+			for _, target := range all {
+				if got, want := errors.Is(err, target), slices.Contains(tt.is, target); got != want {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, got, want)
+				}
+			}
+		})
+	}
+
+	// A command that ends by itself wraps nothing, even with a timeout.
+	c := timed.Command(context.Background(), "false")
+	if err := c.Run(); errors.Unwrap(err) != nil || errors.Is(err, runtime.ErrTimeout) {
+		t.Errorf("exit 1: %v wraps %v", err, errors.Unwrap(err))
+	}
+
+	// Start with a context already done returns the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c = plain.Command(ctx, "true")
+	if err := c.Start(); err != context.Canceled || c.Result != nil {
+		t.Errorf("Start with a canceled context: %v, Result %+v", err, c.Result)
+	}
+}
+
+func TestErrTimeout(t *testing.T) {
+	var te interface{ Timeout() bool }
+	if !errors.Is(runtime.ErrTimeout, context.DeadlineExceeded) || !errors.As(runtime.ErrTimeout, &te) || !te.Timeout() {
+		t.Errorf("ErrTimeout %v: not a deadline or no Timeout() true", runtime.ErrTimeout)
+	}
+	if errors.Is(context.DeadlineExceeded, runtime.ErrTimeout) {
+		t.Error("context.DeadlineExceeded matches ErrTimeout")
+	}
+}
+
 func TestStartWaitMisuse(t *testing.T) {
 	sb, _ := newSandbox(t)
 	c := sb.Command(context.Background(), "true")

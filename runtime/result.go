@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -128,6 +129,20 @@ var ErrNotFound = errors.New("executable file not found in the sandbox")
 // its errno.
 var ErrCannotExec = errors.New("file cannot be executed in the sandbox")
 
+// ErrTimeout is matched (errors.Is) by the *ExitError of a command that
+// Policy.Timeout killed. Like context.DeadlineExceeded it has a Timeout
+// method that returns true, and it matches context.DeadlineExceeded too:
+// code that handles deadlines in general handles it. A deadline of the
+// command's context matches context.DeadlineExceeded, not ErrTimeout.
+var ErrTimeout error = timeoutError{}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "policy timeout exceeded" }
+func (timeoutError) Timeout() bool { return true }
+
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
 
@@ -146,14 +161,33 @@ func (r *Result) String() string {
 }
 
 // ExitError is returned by Run and Wait for a command that did not exit 0.
+// When hutch killed the command for its context or Policy.Timeout, it
+// wraps why: errors.Is matches context.Canceled, context.DeadlineExceeded
+// (also the context's cause, if it has one) or ErrTimeout, as Result's
+// KillReason says in words.
 type ExitError struct {
 	*Result
 	// Stderr holds captured standard error when Output was used and
 	// Stderr was not otherwise collected.
 	Stderr []byte
+
+	// killErr is why hutch killed the command, or nil.
+	killErr error
 }
 
 func (e *ExitError) Error() string { return e.Result.String() }
+
+// Unwrap returns why hutch killed the command, or nil.
+func (e *ExitError) Unwrap() error { return e.killErr }
+
+// contextError is ctx's error, joined with its cause when that says more.
+func contextError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != err {
+		return errors.Join(err, cause)
+	}
+	return err
+}
 
 // SetupError is a sandbox layer that failed to come up for a command.
 // errors.Is matches its errno (e.g. syscall.EPERM) and, for a command

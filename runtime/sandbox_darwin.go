@@ -262,11 +262,14 @@ func (c *Cmd) Wait() error {
 			r.Signal, r.ExitCode = st.Signal(), -1
 		}
 	}
+	var killErr error
 	switch {
 	case c.ctx.Err() == context.Canceled:
-		r.Killed, r.KillReason = true, KilledCanceled
+		r.Killed, r.KillReason, killErr = true, KilledCanceled, contextError(c.ctx)
+	case c.ctx.Err() != nil:
+		r.Killed, r.KillReason, killErr = true, KilledTimeout, contextError(c.ctx)
 	case c.runCtx.Err() != nil:
-		r.Killed, r.KillReason = true, KilledTimeout
+		r.Killed, r.KillReason, killErr = true, KilledTimeout, ErrTimeout
 	}
 	c.netMu.Lock()
 	r.NetworkEvents = c.netEvents
@@ -277,7 +280,7 @@ func (c *Cmd) Wait() error {
 		return fmt.Errorf("hutch: %w", err)
 	}
 	if !r.Success() {
-		return &ExitError{Result: r}
+		return &ExitError{Result: r, killErr: killErr}
 	}
 	return nil
 }
