@@ -140,6 +140,36 @@ func TestTimeoutKillsGrandchildren(t *testing.T) {
 	}
 }
 
+// TestExitCodesNotFoundCannotExec: the hutch binary exits 127 for a
+// command not found in the sandbox and 126 for one it cannot execute, as
+// shells and env do, naming the command; otherwise with the command's
+// status, 128+N for signal N.
+func TestExitCodesNotFoundCannotExec(t *testing.T) {
+	ws := dir(t, "ws-")
+	must(os.WriteFile(filepath.Join(ws, "script"), []byte("#!/bin/sh\n"), 0o644))
+	must(os.Mkdir(filepath.Join(ws, "dir"), 0o755))
+	tests := []struct {
+		cmd    []string
+		code   int
+		stderr string // what stderr contains
+	}{
+		{[]string{"hutch-no-such-command"}, 127, `"hutch-no-such-command" not found in PATH`},
+		{[]string{"/nonexistent/cmd"}, 127, "look up command /nonexistent/cmd: no such file or directory"},
+		{[]string{"./script"}, 126, "look up command ./script: permission denied"},
+		{[]string{"./dir"}, 126, "exec ./dir: fork/exec ./dir: permission denied"},
+		{[]string{"sh", "-c", "exit 3"}, 3, ""},
+		{[]string{"sh", "-c", "kill -9 $$"}, 128 + int(syscall.SIGKILL), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd[0], func(t *testing.T) {
+			res := runCLI(t, ws, nil, tt.cmd...)
+			if res.code != tt.code || !strings.Contains(res.stderr, tt.stderr) {
+				t.Errorf("hutch run %q: want exit %d and stderr with %q, got %s", tt.cmd, tt.code, tt.stderr, res)
+			}
+		})
+	}
+}
+
 // TestHostDeathKillsSandbox: kill -9 of the hutch process takes the whole
 // sandbox with it (spawn server and init die by parent-death signal).
 func TestHostDeathKillsSandbox(t *testing.T) {

@@ -218,7 +218,7 @@ func (st *initState) setup() error {
 		// the init must keep what its command forks below itself, since
 		// no pid namespace will end them (see KillDescendants).
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-			st.fail("exec", "become a child subreaper", "", err)
+			st.fail(LayerExec, "become a child subreaper", "", err)
 			return err
 		}
 		if !st.try(LayerKeyring, "join a new session keyring", joinSessionKeyring) {
@@ -507,7 +507,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 	for i, fd := range stdioFds {
 		// Dup3 without O_CLOEXEC: these are the command's 0, 1, 2.
 		if err := unix.Dup3(fd, i, 0); err != nil {
-			st.fail("exec", "set up stdio", "", err)
+			st.fail(LayerExec, "set up stdio", "", err)
 			return 1
 		}
 	}
@@ -522,7 +522,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 	}
 	path, err := lookPath(cmd.Path, cmd.Env)
 	if err != nil {
-		st.fail("exec", "look up command", cmd.Path, err)
+		st.fail(LayerExec, OpLookPath, cmd.Path, err)
 		return 1
 	}
 	<-st.sigsReady
@@ -540,7 +540,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		},
 	})
 	if err != nil {
-		st.fail("exec", "exec", path, err)
+		st.fail(LayerExec, OpExec, path, err)
 		return 1
 	}
 	pid := proc.Pid
@@ -580,7 +580,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			st.fail("exec", "wait", "", err)
+			st.fail(LayerExec, "wait", "", err)
 			return 1
 		}
 		if wpid != pid {

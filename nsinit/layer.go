@@ -25,6 +25,19 @@ const (
 	// trees unreachable for the command's whole life (Event.UnixWall says
 	// by which mechanism).
 	LayerUnixSockets Layer = "unix-sockets"
+
+	// LayerExec is no isolation layer and never among a Result's layers:
+	// it names the init's own steps around the command (its stdio, its
+	// lookup and exec, the wait for it) in a SetupError.
+	LayerExec Layer = "exec"
+)
+
+// The steps of LayerExec that concern the command itself: the host tells
+// "the command could not be found or run" from a sandbox that failed by
+// these, not by their messages.
+const (
+	OpLookPath = "look up command"
+	OpExec     = "exec"
 )
 
 // How the unix-sockets layer is enforced.

@@ -22,23 +22,7 @@ import (
 
 // setupError is the init's report of a failed step, as the caller sees it.
 func setupError(e *nsinit.SetupError) *SetupError {
-	return &SetupError{Layer: e.Layer, Op: e.Op, Path: e.Path, Err: &initError{msg: e.Msg, errno: syscall.Errno(e.Errno)}}
-}
-
-// initError is an error reported by the init: its message, and its errno
-// for errors.Is.
-type initError struct {
-	msg   string
-	errno syscall.Errno
-}
-
-func (e *initError) Error() string { return e.msg }
-
-func (e *initError) Unwrap() error {
-	if e.errno == 0 {
-		return nil
-	}
-	return e.errno
+	return newSetupError(e.Layer, e.Op, e.Path, e.Msg, syscall.Errno(e.Errno))
 }
 
 // Cmd is a command to run in a Sandbox, used like exec.Cmd.
@@ -75,6 +59,7 @@ type Cmd struct {
 	started  nsinit.Event
 	killOnce sync.Once
 	reason   KillReason
+	killErr  error // why, for errors.Is: the context's error or ErrTimeout
 	output   *limiter
 	stopCtx  func() bool
 	timer    *time.Timer
@@ -162,7 +147,9 @@ func (c *Cmd) check() error {
 
 // Start starts the command and returns once it runs in its sandbox, or
 // with the reason it could not: a *PolicyError for bad input (nothing was
-// started), a *SetupError for a layer that failed.
+// started), a *SetupError for a layer that failed or a command that
+// errors.Is reports as ErrNotFound or ErrCannotExec; the context's error
+// (errors.Is) when it ended first.
 func (c *Cmd) Start() error {
 	if c.in != nil {
 		return errors.New("hutch: already started")
@@ -265,7 +252,7 @@ func (c *Cmd) Start() error {
 			pending := c.limitHit
 			c.mu.Unlock()
 			if pending {
-				c.kill(KilledOutputLimit)
+				c.kill(KilledOutputLimit, nil)
 			}
 			if c.sb.pool != nil {
 				c.sb.pool.refill()
@@ -276,6 +263,9 @@ func (c *Cmd) Start() error {
 			return setupError(ev.Error)
 		default:
 			c.abort()
+			if c.killErr != nil {
+				return fmt.Errorf("hutch: killed before start: %w", c.killErr)
+			}
 			if c.reason != "" {
 				return fmt.Errorf("hutch: killed before start: %s", c.reason)
 			}
@@ -309,14 +299,14 @@ func (c *Cmd) outputExceeded() {
 	c.limitHit = true
 	c.mu.Unlock()
 	if running {
-		c.kill(KilledOutputLimit)
+		c.kill(KilledOutputLimit, nil)
 	}
 }
 
 // abort kills a sandbox that failed to start and releases everything.
 func (c *Cmd) abort() {
 	c.startFailed = true
-	c.kill("")
+	c.kill("", nil)
 	_, _ = c.in.proc.Wait()
 	for range c.in.events {
 	}
@@ -333,13 +323,13 @@ func (c *Cmd) abort() {
 func (c *Cmd) watch() {
 	c.stopCtx = context.AfterFunc(c.ctx, func() {
 		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
-			c.kill(KilledTimeout)
+			c.kill(KilledTimeout, contextError(c.ctx))
 		} else {
-			c.kill(KilledCanceled)
+			c.kill(KilledCanceled, contextError(c.ctx))
 		}
 	})
 	if t := c.sb.policy.Timeout; t > 0 {
-		c.timer = time.AfterFunc(t, func() { c.kill(KilledTimeout) })
+		c.timer = time.AfterFunc(t, func() { c.kill(KilledTimeout, ErrTimeout) })
 	}
 }
 
@@ -353,16 +343,19 @@ func (c *Cmd) stopWatch() {
 }
 
 // kill ends the whole sandbox: SIGKILL to its init empties the pid
-// namespace. The first reason given is the one reported.
-func (c *Cmd) kill(reason KillReason) {
+// namespace. The first reason given is the one reported; err is what the
+// command's ExitError then wraps.
+func (c *Cmd) kill(reason KillReason, err error) {
 	c.killOnce.Do(func() {
-		c.reason = reason
+		c.reason, c.killErr = reason, err
 		c.in.kill()
 	})
 }
 
 // Wait waits for the command and everything it started to end, and for its
-// output to be copied. It returns an *ExitError unless the command exited 0.
+// output to be copied. It returns an *ExitError unless the command exited 0;
+// when hutch killed the command for its context or Policy.Timeout, that
+// error wraps the context's error or ErrTimeout.
 func (c *Cmd) Wait() error {
 	if c.in == nil || c.startFailed {
 		return errors.New("hutch: not started")
@@ -459,7 +452,11 @@ func (c *Cmd) Wait() error {
 		return fmt.Errorf("hutch: %w", werr)
 	}
 	if !r.Success() {
-		return &ExitError{Result: r}
+		ee := &ExitError{Result: r}
+		if r.Killed {
+			ee.killErr = c.killErr
+		}
+		return ee
 	}
 	return nil
 }

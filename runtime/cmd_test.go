@@ -371,37 +371,141 @@ func TestLayers(t *testing.T) {
 	}
 }
 
-func TestCommandNotFound(t *testing.T) {
-	sb, _ := newSandbox(t)
-	for _, name := range []string{"hutch-no-such-command", "/nonexistent/hutch-no-such-command", "./missing"} {
-		t.Run(name, func(t *testing.T) {
-			c := sb.Command(context.Background(), name)
+// TestExecErrors: a command that cannot be found or run fails Start with
+// a *SetupError that errors.Is matches to hutch's sentinel and its errno,
+// as the CLI's 127 and 126 rely on.
+func TestExecErrors(t *testing.T) {
+	sb, ws := newSandbox(t)
+	files := []struct {
+		name string
+		data string
+		mode os.FileMode
+	}{
+		{"script", "#!/bin/sh\n", 0o644},         // not executable
+		{"garbage", "no shebang\x00\x01", 0o755}, // executable, no format the kernel runs
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(ws, f.name), []byte(f.data), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(ws, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		want  error // ErrNotFound or ErrCannotExec
+		errno syscall.Errno
+		is    error // a further error the failure matches
+	}{
+		{"hutch-no-such-command", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"/nonexistent/hutch-no-such-command", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"./missing", runtime.ErrNotFound, syscall.ENOENT, fs.ErrNotExist},
+		{"./script", runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{filepath.Join(ws, "script"), runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{"./dir", runtime.ErrCannotExec, syscall.EACCES, fs.ErrPermission},
+		{"./garbage", runtime.ErrCannotExec, syscall.ENOEXEC, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := sb.Command(context.Background(), tt.name)
 			err := c.Start()
 			var se *runtime.SetupError
 			if !errors.As(err, &se) {
 				t.Fatalf("Start: %v (%T), want *runtime.SetupError", err, err)
 			}
-			if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, syscall.ENOENT) {
-				t.Errorf("Start: %v, want errors.Is fs.ErrNotExist", err)
+			if se.Layer != runtime.LayerExec {
+				t.Errorf("Layer = %q, want %q", se.Layer, runtime.LayerExec)
 			}
-			if se.Layer != "exec" {
-				t.Errorf("Layer = %q, want exec", se.Layer)
+			if !errors.Is(err, tt.want) || !errors.Is(err, tt.errno) || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Errorf("Start: %v, want errors.Is %v, %v and %v", err, tt.want, tt.errno, tt.is)
+			}
+			other := runtime.ErrCannotExec
+			if tt.want == runtime.ErrCannotExec {
+				other = runtime.ErrNotFound
+			}
+			if errors.Is(err, other) {
+				t.Errorf("Start: %v matches %v too", err, other)
 			}
 			if err := c.Wait(); err == nil {
 				t.Error("Wait after a failed Start: nil")
 			}
 		})
 	}
+}
 
-	// A file that exists but cannot be executed.
-	sb, ws := newSandbox(t)
-	if err := os.WriteFile(filepath.Join(ws, "script"), []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
+// TestKillErrors: the *ExitError of a command hutch killed for its context
+// or Policy.Timeout says why to errors.Is, and is still the ExitError
+// holding Cmd.Result.
+func TestKillErrors(t *testing.T) {
+	plain, _ := newSandbox(t)
+	timed, _ := newSandbox(t, func(p *runtime.Policy) { p.Timeout = time.Second })
+	cause := errors.New("the agent gave up")
+	all := []error{context.Canceled, context.DeadlineExceeded, runtime.ErrTimeout, cause}
+	tests := []struct {
+		name   string
+		sb     *runtime.Sandbox
+		ctx    func() (context.Context, func())
+		reason runtime.KillReason
+		is     []error // of all, the errors the ExitError matches
+	}{
+		{"cancel", plain, func() (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel)
+			return ctx, cancel
+		}, runtime.KilledCanceled, []error{context.Canceled}},
+		{"cancel with cause", plain, func() (context.Context, func()) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			time.AfterFunc(time.Second, func() { cancel(cause) })
+			return ctx, func() { cancel(nil) }
+		}, runtime.KilledCanceled, []error{context.Canceled, cause}},
+		{"deadline", plain, func() (context.Context, func()) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}, runtime.KilledTimeout, []error{context.DeadlineExceeded}},
+		{"policy timeout", timed, func() (context.Context, func()) {
+			return context.Background(), func() {}
+		}, runtime.KilledTimeout, []error{runtime.ErrTimeout, context.DeadlineExceeded}},
 	}
-	err := sb.Command(context.Background(), "./script").Run()
-	var se *runtime.SetupError
-	if !errors.As(err, &se) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("non-executable: %v, want *SetupError matching fs.ErrPermission", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			c := tt.sb.Command(ctx, "sleep", "10")
+			err := c.Run()
+			ee := wantExit(t, c, err)
+			if !ee.Killed || ee.KillReason != tt.reason {
+				t.Errorf("Result = %+v, want killed for %q", ee.Result, tt.reason)
+			}
+			for _, target := range all {
+				if got, want := errors.Is(err, target), slices.Contains(tt.is, target); got != want {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, got, want)
+				}
+			}
+		})
+	}
+
+	// A command that ends by itself wraps nothing, even with a timeout.
+	c := timed.Command(context.Background(), "false")
+	if err := c.Run(); errors.Unwrap(err) != nil || errors.Is(err, runtime.ErrTimeout) {
+		t.Errorf("exit 1: %v wraps %v", err, errors.Unwrap(err))
+	}
+
+	// Start with a context already done returns the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c = plain.Command(ctx, "true")
+	if err := c.Start(); err != context.Canceled || c.Result != nil {
+		t.Errorf("Start with a canceled context: %v, Result %+v", err, c.Result)
+	}
+}
+
+func TestErrTimeout(t *testing.T) {
+	var te interface{ Timeout() bool }
+	if !errors.Is(runtime.ErrTimeout, context.DeadlineExceeded) || !errors.As(runtime.ErrTimeout, &te) || !te.Timeout() {
+		t.Errorf("ErrTimeout %v: not a deadline or no Timeout() true", runtime.ErrTimeout)
+	}
+	if errors.Is(context.DeadlineExceeded, runtime.ErrTimeout) {
+		t.Error("context.DeadlineExceeded matches ErrTimeout")
 	}
 }
 

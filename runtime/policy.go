@@ -56,6 +56,12 @@ const (
 	LayerUnixSockets  = nsinit.LayerUnixSockets
 )
 
+// LayerExec is the Layer of a SetupError from the sandbox's own steps
+// around the command (its stdio, its lookup and exec); no Result lists it.
+// That the command was not found or could not be executed is better
+// asked with errors.Is(err, ErrNotFound) and ErrCannotExec.
+const LayerExec = nsinit.LayerExec
+
 // Skipped is a layer that was allowed to degrade and was not set up.
 type Skipped = nsinit.Skipped
 

@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	goruntime "runtime"
 	"syscall"
 	"time"
@@ -113,6 +115,34 @@ type Usage = cgroups.Usage
 // errors.ErrUnsupported.
 var ErrUnsupportedPlatform = fmt.Errorf("hutch: no sandbox backend on %s (Linux and macOS only): %w", goruntime.GOOS, errors.ErrUnsupported)
 
+// ErrNotFound is matched (errors.Is) by the error Start returns when the
+// command is not in the sandbox's PATH, or not at the path it was given
+// as. It is hutch's, not os/exec's: the lookup happens inside the sandbox,
+// whose PATH and filesystem view are not the host's. An error that matches
+// it also matches its errno: syscall.ENOENT, hence fs.ErrNotExist.
+var ErrNotFound = errors.New("executable file not found in the sandbox")
+
+// ErrCannotExec is matched (errors.Is) by the error Start returns when the
+// command was found but could not be executed: not executable
+// (syscall.EACCES, fs.ErrPermission), a directory, not in a format the
+// kernel runs (syscall.ENOEXEC). An error that matches it also matches
+// its errno.
+var ErrCannotExec = errors.New("file cannot be executed in the sandbox")
+
+// ErrTimeout is matched (errors.Is) by the *ExitError of a command that
+// Policy.Timeout killed. Like context.DeadlineExceeded it has a Timeout
+// method that returns true, and it matches context.DeadlineExceeded too:
+// code that handles deadlines in general handles it. A deadline of the
+// command's context matches context.DeadlineExceeded, not ErrTimeout.
+var ErrTimeout error = timeoutError{}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "policy timeout exceeded" }
+func (timeoutError) Timeout() bool { return true }
+
+func (timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
 
@@ -131,17 +161,38 @@ func (r *Result) String() string {
 }
 
 // ExitError is returned by Run and Wait for a command that did not exit 0.
+// When hutch killed the command for its context or Policy.Timeout, it
+// wraps why: errors.Is matches context.Canceled, context.DeadlineExceeded
+// (also the context's cause, if it has one) or ErrTimeout, as Result's
+// KillReason says in words.
 type ExitError struct {
 	*Result
 	// Stderr holds captured standard error when Output was used and
 	// Stderr was not otherwise collected.
 	Stderr []byte
+
+	// killErr is why hutch killed the command, or nil.
+	killErr error
 }
 
 func (e *ExitError) Error() string { return e.Result.String() }
 
+// Unwrap returns why hutch killed the command, or nil.
+func (e *ExitError) Unwrap() error { return e.killErr }
+
+// contextError is ctx's error, joined with its cause when that says more.
+func contextError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != err {
+		return errors.Join(err, cause)
+	}
+	return err
+}
+
 // SetupError is a sandbox layer that failed to come up for a command.
-// errors.Is matches its errno (e.g. syscall.EPERM).
+// errors.Is matches its errno (e.g. syscall.EPERM) and, for a command
+// that could not be found or executed (Layer LayerExec), ErrNotFound or
+// ErrCannotExec.
 type SetupError struct {
 	Layer Layer
 	Op    string
@@ -158,6 +209,43 @@ func (e *SetupError) Error() string {
 }
 
 func (e *SetupError) Unwrap() error { return e.Err }
+
+// newSetupError is a failed step reported as its message and errno (by
+// the init, over its status pipe), as the caller sees it.
+func newSetupError(layer Layer, op, path, msg string, errno syscall.Errno) *SetupError {
+	se := &stepError{msg: msg, errno: errno}
+	if layer == LayerExec && (op == nsinit.OpLookPath || op == nsinit.OpExec) {
+		// As a shell tells 127 from 126: only a missing file is "not
+		// found"; whatever else stops the exec is "cannot execute".
+		se.kind = ErrCannotExec
+		if errors.Is(errno, fs.ErrNotExist) {
+			se.kind = ErrNotFound
+		}
+	}
+	return &SetupError{Layer: layer, Op: op, Path: path, Err: se}
+}
+
+// stepError is the error of a failed step: its message, and for errors.Is
+// its errno and, for the command's own lookup and exec, whether it was
+// not found or could not be executed.
+type stepError struct {
+	msg   string
+	errno syscall.Errno
+	kind  error // ErrNotFound, ErrCannotExec or nil
+}
+
+func (e *stepError) Error() string { return e.msg }
+
+func (e *stepError) Unwrap() []error {
+	var errs []error
+	if e.errno != 0 {
+		errs = append(errs, e.errno)
+	}
+	if e.kind != nil {
+		errs = append(errs, e.kind)
+	}
+	return errs
+}
 
 // LayerError says that a layer cannot be set up on this host at all.
 type LayerError struct {

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hutchbox/hutch/darwin"
 	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/nsinit"
 )
 
 // Sandbox on macOS runs commands under a Seatbelt profile compiled once
@@ -132,6 +134,9 @@ func (c *Cmd) Start() error {
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err
 	}
+	if err := lookCommand(c.Path, c.Dir, mergeEnv(c.sb.env, c.Env)); err != nil {
+		return err
+	}
 	ctx := c.ctx
 	if t := c.sb.policy.Timeout; t > 0 {
 		ctx, c.cancel = context.WithTimeout(ctx, t)
@@ -162,6 +167,56 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	return nil
+}
+
+// lookCommand finds the command as sandbox-exec's execvp will, on the
+// same filesystem: a command that is missing or cannot be executed fails
+// Start with the *SetupError it does on Linux (ErrNotFound,
+// ErrCannotExec), not as sandbox-exec's exit status.
+func lookCommand(name, dir string, env []string) error {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if errno := executable(p); errno != 0 {
+			return newSetupError(LayerExec, nsinit.OpLookPath, name, errno.Error(), errno)
+		}
+		return nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		if executable(filepath.Join(d, name)) == 0 {
+			return nil
+		}
+	}
+	return newSetupError(LayerExec, nsinit.OpLookPath, name, fmt.Sprintf("%q not found in PATH: %v", name, syscall.ENOENT), syscall.ENOENT)
+}
+
+// executable is 0 for a file this process may execute, or why not.
+func executable(path string) syscall.Errno {
+	fi, err := os.Stat(path)
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno):
+		return errno
+	case err != nil:
+		return syscall.ENOENT
+	case fi.IsDir():
+		return syscall.EACCES // what execve says of a directory
+	}
+	if err := syscall.Access(path, 1 /* X_OK */); errors.As(err, &errno) {
+		return errno
+	}
+	return 0
 }
 
 // startProxy serves this command's egress proxy on a localhost port.
@@ -207,11 +262,14 @@ func (c *Cmd) Wait() error {
 			r.Signal, r.ExitCode = st.Signal(), -1
 		}
 	}
+	var killErr error
 	switch {
 	case c.ctx.Err() == context.Canceled:
-		r.Killed, r.KillReason = true, KilledCanceled
+		r.Killed, r.KillReason, killErr = true, KilledCanceled, contextError(c.ctx)
+	case c.ctx.Err() != nil:
+		r.Killed, r.KillReason, killErr = true, KilledTimeout, contextError(c.ctx)
 	case c.runCtx.Err() != nil:
-		r.Killed, r.KillReason = true, KilledTimeout
+		r.Killed, r.KillReason, killErr = true, KilledTimeout, ErrTimeout
 	}
 	c.netMu.Lock()
 	r.NetworkEvents = c.netEvents
@@ -222,7 +280,7 @@ func (c *Cmd) Wait() error {
 		return fmt.Errorf("hutch: %w", err)
 	}
 	if !r.Success() {
-		return &ExitError{Result: r}
+		return &ExitError{Result: r, killErr: killErr}
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"os/signal"
@@ -224,7 +223,6 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *runtime.ExitError
-	var se *runtime.SetupError
 	switch {
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
@@ -245,11 +243,11 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		} else if r.Truncated {
 			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
 		}
-	case errors.As(err, &se) && se.Layer == "exec":
+	case errors.Is(err, runtime.ErrNotFound):
+		*code = exitNotFound
+		return err
+	case errors.Is(err, runtime.ErrCannotExec):
 		*code = exitCannotExec
-		if errors.Is(err, fs.ErrNotExist) {
-			*code = exitNotFound
-		}
 		return err
 	default:
 		*code = exitHutchFailed

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,4 +108,61 @@ func TestRefusedEnvNamesFlag(t *testing.T) {
 			t.Errorf("--env %q: %v", kv, flagError(err))
 		}
 	}
+}
+
+// TestRunExitCodes: hutch run exits 127 for a command not found in the
+// sandbox and 126 for one it cannot execute, as shells and env do, and
+// says why on stderr; otherwise it mirrors the command's status.
+func TestRunExitCodes(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "script"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"hutch-no-such-command"}, exitNotFound, `hutch: exec: look up command hutch-no-such-command: "hutch-no-such-command" not found in PATH: no such file or directory`},
+		{[]string{"./missing"}, exitNotFound, "hutch: exec: look up command ./missing: no such file or directory"},
+		{[]string{"./script"}, exitCannotExec, "hutch: exec: look up command ./script: permission denied"},
+		{[]string{"./dir"}, exitCannotExec, "hutch: exec: exec ./dir: fork/exec ./dir: permission denied"},
+		{[]string{"sh", "-c", "exit 3"}, 3, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args[0], func(t *testing.T) {
+			var code int
+			stderr := captureStderr(t, func() {
+				code = execute(append([]string{"run", "--workspace", ws, "--"}, tt.args...))
+			})
+			if code != tt.code {
+				t.Errorf("hutch run %q: exit %d, want %d; stderr %q", tt.args, code, tt.code, stderr)
+			}
+			if got := strings.TrimSpace(stderr); got != tt.stderr {
+				t.Errorf("hutch run %q: stderr %q, want %q", tt.args, got, tt.stderr)
+			}
+		})
+	}
+}
+
+// captureStderr returns what f wrote to os.Stderr.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	tmp, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	old := os.Stderr
+	os.Stderr = tmp
+	defer func() { os.Stderr = old }()
+	f()
+	b, err := os.ReadFile(tmp.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
