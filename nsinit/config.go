@@ -70,7 +70,7 @@ type Config struct {
 	// thread that forks the command; empty means none.
 	Seccomp []byte `json:"seccomp,omitempty"`
 	// ModeWall is seccomp.ModeWall compiled, loaded just before Seccomp
-	// when the profile is not the default (which holds its rules itself);
+	// when the profile is the caller's (the default holds its rules itself);
 	// empty means none.
 	ModeWall []byte `json:"mode_wall,omitempty"`
 

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -221,8 +220,9 @@ func walkTrees(roots []string, visit func(root, p string, d fs.DirEntry) bool) {
 
 // gitGuard is what keeps the repositories' configuration and code as they
 // were for a command: paths bound read-only, and directories pinned (they
-// cannot be renamed or removed; what is in them stays writable). With
-// allowWrite it makes the missing gitCodeDirs, so that they can be bound.
+// cannot be renamed or removed; what is in them stays writable). It only
+// computes; with allowWrite, makeGitCodeDirs must have made the missing
+// gitCodeDirs first (a missing path's mount is skipped).
 func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
 	for _, r := range repos {
 		if r.info.Mode().IsRegular() {
@@ -237,19 +237,27 @@ func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
 				continue
 			}
 			pins = append(pins, d)
-			for _, n := range gitCodeDirs {
-				p := filepath.Join(d, n)
-				if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-					continue // the mount is optional: a read-only .git
-				}
-				readOnly = append(readOnly, p)
-			}
-			for _, n := range append(slices.Clone(gitCodeFiles), gitRedirects...) {
+			for _, n := range slices.Concat(gitCodeDirs, gitCodeFiles, gitRedirects) {
 				readOnly = append(readOnly, filepath.Join(d, n))
 			}
 		}
 	}
 	return readOnly, pins
+}
+
+// makeGitCodeDirs makes the gitCodeDirs missing in the repositories' git
+// directories, so that with AllowGitWrite they can be bound read-only
+// rather than created and filled by a command. A directory that cannot
+// be made is left out of the view's mounts (the repository is then
+// likely read-only to the command anyway).
+func makeGitCodeDirs(repos []gitRepo) {
+	for _, r := range repos {
+		for _, d := range r.Dirs {
+			for _, n := range gitCodeDirs {
+				_ = os.Mkdir(filepath.Join(d, n), 0o755)
+			}
+		}
+	}
 }
 
 // RepositoryChange is a git repository in a writable tree whose
@@ -270,24 +278,31 @@ type RepositoryChange struct {
 // differ from known, the repositories there when it started. A .git is
 // new when it was born at or after since (its modification time where
 // the filesystem keeps no birth time, which may also report an older
-// repository the command committed to).
+// repository the command committed to). Only a known repository is read
+// beyond its .git entry.
 func repoChanges(roots []string, known []gitRepo, since time.Time) []RepositoryChange {
 	var out []RepositoryChange
 	check := func(p string) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return
+		}
+		born, hasBirth := birthTime(p)
 		i := slices.IndexFunc(known, func(r gitRepo) bool { return r.Entry == p })
-		now, ok := loadRepo(p, roots)
 		switch {
-		case !ok:
 		case i < 0:
-			if bornSince(p, now.info, since) {
+			if !hasBirth {
+				born = fi.ModTime()
+			}
+			if !born.Before(since) {
 				out = append(out, RepositoryChange{Path: p, Change: "created"})
 			}
-		case !os.SameFile(known[i].info, now.info) || now.info.IsDir() != known[i].info.IsDir() ||
-			(hasBirthTime(p) && bornSince(p, now.info, since)):
+		case !os.SameFile(known[i].info, fi) || (hasBirth && !born.Before(since)):
 			// An inode number can be reused at once (tmpfs does): one
 			// born since the start is not the one that was there.
 			out = append(out, RepositoryChange{Path: p, Change: "replaced"})
 		default:
+			now, _ := loadRepo(p, roots)
 			for _, f := range now.redirects {
 				if !slices.Contains(known[i].redirects, f) {
 					out = append(out, RepositoryChange{Path: f, Change: "redirected"})

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"io/fs"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,22 +17,13 @@ func fsNow() time.Time {
 	return time.Unix(ts.Unix())
 }
 
-// hasBirthTime reports whether the filesystem holding p records when
-// files were born.
-func hasBirthTime(p string) bool {
+// birthTime is when the file at p was created, where its filesystem
+// records it (statx STATX_BTIME).
+func birthTime(p string) (time.Time, bool) {
 	var stx unix.Statx_t
 	err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx)
-	return err == nil && stx.Mask&unix.STATX_BTIME != 0
-}
-
-// bornSince reports whether the file at p (fi, from Lstat) was created at
-// or after t: its birth time (statx), or its modification time where the
-// filesystem keeps none.
-func bornSince(p string, fi fs.FileInfo, t time.Time) bool {
-	var stx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx)
-	if err == nil && stx.Mask&unix.STATX_BTIME != 0 {
-		return !time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)).Before(t)
+	if err != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return time.Time{}, false
 	}
-	return !fi.ModTime().Before(t)
+	return time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)), true
 }

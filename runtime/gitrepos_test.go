@@ -84,9 +84,10 @@ func TestGitGuard(t *testing.T) {
 		t.Errorf("default: read-only %q, pins %q; want %q and none", ro, pins, want)
 	}
 	if _, err := os.Stat(filepath.Join(git, "modules")); err == nil {
-		t.Errorf("default: modules was made, nothing needs it")
+		t.Errorf("gitGuard made modules: it only computes")
 	}
 
+	makeGitCodeDirs(repos[:1])
 	ro, pins = gitGuard(repos[:1], true)
 	var want []string
 	for _, n := range []string{"hooks", "info", "modules", "worktrees", "config", "commondir", "config.worktree"} {

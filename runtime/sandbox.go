@@ -42,8 +42,8 @@ type Sandbox struct {
 	// filterName says which profile it is, for results.
 	filter     []byte
 	filterName string
-	// modeWall is seccomp.ModeWall compiled, for profiles other than the
-	// default.
+	// modeWall is seccomp.ModeWall compiled, for a profile of the caller's
+	// own or the default with SeccompAllow.
 	modeWall []byte
 	// pool holds prewarmed inits when Policy.Prewarm > 0.
 	pool *pool
@@ -475,10 +475,10 @@ func (sb *Sandbox) compileFilter() error {
 		return &PolicyError{Field: "Seccomp", Reason: err.Error()}
 	}
 	sb.filter, sb.filterName = prog, name
-	if name != seccomp.DefaultName {
-		// The caller's profile (or an adjusted default) may allow what
-		// would leave a setuid file for the host: the mode rules hold
-		// apart from it.
+	if p.Seccomp != nil || len(p.SeccompAllow) > 0 {
+		// The caller's profile, or the default with calls allowed, may
+		// allow what would leave a setuid file for the host: the mode
+		// rules hold apart from it. (Denying calls lifts none of them.)
 		if sb.modeWall, err = seccomp.Compile(seccomp.ModeWall()); err != nil {
 			return &LayerError{Layer: LayerSeccomp, Reason: "mode wall: " + err.Error()}
 		}
@@ -625,6 +625,9 @@ func (sb *Sandbox) readFresh() (fresh, error) {
 		all.counts[i] += c
 	}
 	f := fresh{named: top, repos: topRepos(sb.roots())}
+	if sb.policy.AllowGitWrite {
+		makeGitCodeDirs(sb.repos(f))
+	}
 	if err := sb.checkNamed(all, sb.repos(f)); err != nil {
 		return fresh{}, err
 	}

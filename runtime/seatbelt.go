@@ -128,7 +128,11 @@ func seatbeltPolicy(p *Policy, home string) (darwin.Policy, error) {
 	}
 
 	roots := append([]string{ws}, writable...)
-	readOnly, pins := gitGuard(append(topRepos(roots), deepRepos(roots)...), p.AllowGitWrite)
+	repos := append(topRepos(roots), deepRepos(roots)...)
+	if p.AllowGitWrite {
+		makeGitCodeDirs(repos)
+	}
+	readOnly, pins := gitGuard(repos, p.AllowGitWrite)
 
 	return darwin.Policy{
 		Workspace: ws,

@@ -297,8 +297,9 @@ func modeRules() []specs.LinuxSyscall {
 }
 
 // ModeWall is the filter that keeps modeRules whatever the profile: a
-// sandbox whose profile is the caller's (or the default adjusted) loads it
-// before the profile, and the stricter of two filters' verdicts wins. It
+// sandbox whose profile is the caller's (or the default with calls
+// allowed) loads it before the profile, and the stricter of two filters'
+// verdicts wins. It
 // refuses what modeRules refuse, and the calls that would go around them:
 // openat2 (its mode is behind a pointer) and fchmodat2 (not among the
 // checked calls): ENOSYS, so the C library falls back to openat and
