@@ -1,6 +1,9 @@
 package runtime
 
-import "strings"
+import (
+	"os"
+	"strings"
+)
 
 // An envRule refuses the variables it matches: Name exactly, or, when
 // Prefix is set, every name that begins with it (the class is open-ended).
@@ -180,4 +183,43 @@ func checkEnv(field string, env []string) error {
 		}
 	}
 	return nil
+}
+
+// baseEnv is the clean environment every command starts from: a few
+// host variables that describe the terminal and locale, the sandbox's own
+// HOME and caches, and the policy's additions.
+func baseEnv(p *Policy) []string { return baseEnvAt(p, Home) }
+
+// baseEnvAt is baseEnv with HOME at home.
+func baseEnvAt(p *Policy, Home string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	if p.Tools != "" {
+		path = p.Tools + ":" + path
+	}
+	env := []string{"PATH=" + path}
+	for _, k := range []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(env,
+		"HOME="+Home,
+		"TMPDIR=/tmp",
+		"XDG_CONFIG_HOME="+Home+"/.config",
+		"XDG_CACHE_HOME="+Home+"/.cache",
+		"XDG_DATA_HOME="+Home+"/.local/share",
+		"XDG_STATE_HOME="+Home+"/.local/state",
+		"XDG_RUNTIME_DIR="+Home+"/.run",
+		"GOCACHE="+Home+"/.cache/go-build",
+		"GOPATH="+Home+"/go",
+		"npm_config_cache="+Home+"/.npm",
+		"PIP_CACHE_DIR="+Home+"/.cache/pip",
+		"PYTHONUSERBASE="+Home+"/.local",
+		"CARGO_HOME="+Home+"/.cargo",
+		"HUTCH_SANDBOX=1",
+	)
+	return mergeEnv(env, p.Env)
 }

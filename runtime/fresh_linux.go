@@ -1,0 +1,107 @@
+//go:build linux
+
+package runtime
+
+import (
+	"slices"
+
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// roots are the writable trees: the workspace and Writable.
+func (sb *Sandbox) roots() []string {
+	return append([]string{sb.spec.Workspace}, sb.spec.Writable...)
+}
+
+// nameMounts is the number of mounts masking paths and guarding repos
+// takes: what mounts.Build plans for them (a mask or read-only bind each,
+// a pin for each directory between a writable root and a path in it, and
+// the pinned .git of repositories commands may commit to), counted from
+// the plan itself
+// so the bound follows the one rule that makes the mounts. roots[0] is the
+// workspace.
+func nameMounts(paths, roots []string, repos []gitRepo, allowGitWrite bool) int {
+	spec := mounts.Spec{Workspace: roots[0], Writable: roots[1:], Deny: paths}
+	spec.ReadOnly, spec.Pins = gitGuard(repos, allowGitWrite)
+	plan := mounts.Build(spec)
+	n := 0
+	for _, m := range plan.Mounts {
+		if m.Kind == mounts.Mask || m.Kind == mounts.Pin || m.Kind == mounts.ReadOnly {
+			n++
+		}
+	}
+	return n
+}
+
+// checkNamed refuses a set of matches that would take more than
+// MaxNameMounts mounts to mask.
+func (sb *Sandbox) checkNamed(all named, repos []gitRepo) error {
+	count := all.total()
+	mountsNeeded := 0
+	if count <= MaxNameMounts {
+		if mountsNeeded = nameMounts(all.paths, sb.roots(), repos, sb.policy.AllowGitWrite); mountsNeeded <= MaxNameMounts {
+			return nil
+		}
+	}
+	e := &MaskLimitError{Names: sb.names, Count: count, Mounts: mountsNeeded, Limit: MaxNameMounts}
+	for i, root := range sb.roots() {
+		if c := all.counts[i]; c > 0 {
+			tree := "writable " + root
+			if i == 0 {
+				tree = "workspace " + root
+			}
+			e.Trees = append(e.Trees, TreeCount{Tree: tree, Count: c})
+		}
+	}
+	return e
+}
+
+// fresh is what the view takes from the host at the moment an init is
+// built rather than once per Sandbox: the entries at the top level of the
+// writable trees that match deny names, and the repositories there. A
+// pooled init built with other
+// values than the current ones is stale. (The host's unix sockets are not
+// among them: the unix-sockets layer decides at connect time, so no list
+// of them is ever read.)
+type fresh struct {
+	named named
+	repos []gitRepo
+}
+
+// readFresh reads the top levels, and refuses them if, with what New
+// found below them, they are more than MaxNameMounts can mask.
+func (sb *Sandbox) readFresh() (fresh, error) {
+	top := topNamed(sb.roots(), sb.names)
+	all := named{paths: append(slices.Clone(sb.deep.paths), top.paths...), counts: slices.Clone(top.counts)}
+	for i, c := range sb.deep.counts {
+		all.counts[i] += c
+	}
+	f := fresh{named: top, repos: topRepos(sb.roots())}
+	if sb.policy.AllowGitWrite {
+		makeGitCodeDirs(sb.repos(f))
+	}
+	if err := sb.checkNamed(all, sb.repos(f)); err != nil {
+		return fresh{}, err
+	}
+	return f, nil
+}
+
+func (f fresh) equal(g fresh) bool {
+	return slices.Equal(f.named.paths, g.named.paths) && sameRepos(f.repos, g.repos)
+}
+
+// repos are the repositories in the writable trees for an init built
+// with f.
+func (sb *Sandbox) repos(f fresh) []gitRepo {
+	return append(slices.Clone(sb.deepRepos), f.repos...)
+}
+
+// plan is the mount plan for an init: the Sandbox's spec plus what is
+// read fresh.
+func (sb *Sandbox) plan(f fresh) mounts.Plan {
+	spec := sb.spec
+	spec.Deny = append(slices.Clone(spec.Deny), sb.deep.paths...)
+	spec.Deny = append(spec.Deny, f.named.paths...)
+	spec.ReadOnly, spec.Pins = gitGuard(sb.repos(f), sb.policy.AllowGitWrite)
+	return mounts.Build(spec)
+}

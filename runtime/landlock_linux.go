@@ -1,0 +1,111 @@
+//go:build linux
+
+package runtime
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/hutchbox/hutch/landlock"
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// minLandlockABI is the oldest Landlock ABI hutch enforces inside the
+// namespaces: ABI 1 has no REFER right, so every rename or link across
+// directories would fail (EXDEV) whatever the rules.
+const minLandlockABI = 2
+
+// setupLandlock builds, once per Sandbox, the Landlock ruleset of the view
+// the mounts make: the new root readable except the deny-list outside the
+// writable trees, the writable trees and the private /tmp and /dev/shm
+// writable, /dev usable, abstract sockets and signals scoped. Carving the
+// deny-list out of the root means a rule per entry of every directory above
+// a denied path (/etc above all), paid per spawn (BenchmarkLandlockCost):
+// it is what keeps a denied path denied when the host replaces it during a
+// run.
+func (sb *Sandbox) setupLandlock() error {
+	if sb.level == LevelLandlock {
+		return sb.setupLandlockOnly(landlock.ABI())
+	}
+	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
+		sb.landlockSkip = "skipped by policy"
+		return nil
+	}
+	abi := landlock.ABI()
+	if abi < minLandlockABI {
+		reason := fmt.Sprintf("the kernel's Landlock ABI is %d, hutch needs %d (Linux 5.19+ with landlock in the lsm= list)", abi, minLandlockABI)
+		if !slices.Contains(sb.policy.AllowDegraded, LayerLandlock) {
+			return &LayerError{Layer: LayerLandlock, Reason: reason, Remedy: "boot a kernel with Landlock enabled (lsm=landlock,...), or allow degrading the landlock layer"}
+		}
+		sb.landlockSkip = reason
+		return nil
+	}
+	writable := append([]string{sb.spec.Workspace}, sb.spec.Writable...)
+	rs, err := landlock.Build(landlock.Spec{
+		ReadOnly: []string{"/"},
+		Writable: append(writable, "/tmp", "/dev/shm"),
+		Devices:  []string{"/dev"},
+		// A mask covers the inode that was there when the command
+		// started; a denied path the host replaces by rename (an editor
+		// saving ~/.netrc) or creates during the run (a first ~/.aws)
+		// is not under it. Landlock carves the denied paths out of the
+		// readable root by path: in each directory on the way every
+		// other entry is granted on its own, so a name that appears
+		// there later has no rule. Inside the writable trees masks and
+		// pins keep the deny-list (carving there would leave new files
+		// unreadable).
+		Deny:  sb.carvable(sb.spec.Deny),
+		Scope: true,
+	}, abi)
+	if err != nil {
+		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
+	}
+	sb.landlock = &rs
+	return nil
+}
+
+// carvable are the denied paths Landlock keeps by path: not inside a
+// writable tree (new files there must stay readable, so masks and pins keep
+// those) nor under a mount of the view's own (/tmp, /dev, /proc, the hidden
+// directories), where the host's directory is not what the command sees.
+func (sb *Sandbox) carvable(deny []string) []string {
+	own := append(append([]string{sb.spec.Workspace, "/tmp", "/dev", "/proc"}, sb.spec.Writable...), sb.spec.HideDirs...)
+	var out []string
+	for _, d := range deny {
+		if !slices.ContainsFunc(own, func(o string) bool { return mounts.Within(d, o) }) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// setupLandlockOnly builds the ruleset of LevelLandlock, where Landlock is
+// the filesystem boundary itself: it can be neither skipped nor degraded.
+func (sb *Sandbox) setupLandlockOnly(abi int) error {
+	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
+		return &PolicyError{Field: "SkipLayers", Value: string(LayerLandlock), Reason: "at level landlock, Landlock is the only filesystem boundary"}
+	}
+	tmp, err := sb.landlockTmp()
+	if err != nil {
+		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
+	}
+	f, err := sb.readFresh()
+	if err != nil {
+		return err
+	}
+	deny := append(slices.Clone(sb.spec.Deny), sb.deep.paths...)
+	deny = append(deny, f.named.paths...)
+	rs, err := landlock.Build(landlock.Spec{
+		ReadOnly:    []string{"/"},
+		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), tmp),
+		Devices:     []string{"/dev"},
+		Deny:        deny,
+		RestrictTCP: true,
+		Scope:       true,
+	}, abi)
+	if err != nil {
+		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
+	}
+	sb.landlock = &rs
+	return nil
+}
