@@ -4,15 +4,20 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all deps build test test-unprivileged test-vm bench demo vet clean
+.PHONY: all deps sysdeps build test test-unprivileged test-vm bench demo vet clean
 SHELL := /bin/bash
 
 all: build
 
 # deps installs the system packages the build needs (libseccomp-golang is
-# cgo) when they are missing; as root it installs them, otherwise it says
-# what to install.
-deps:
+# cgo) when they are missing (as root it installs them, otherwise it says
+# what to install), and fetches the Go modules once: after it, build and
+# test run offline (GOPROXY=off).
+deps: sysdeps
+	$(GO) mod download
+	cd bench/plot && $(GO) mod download
+
+sysdeps:
 	@if ! pkg-config --exists libseccomp 2>/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev pkg-config; \
@@ -35,7 +40,7 @@ vet: deps
 # drives the real CLI and the library) as the current user, and, when that is
 # root, the integration suite again as an unprivileged uid.
 test: deps vet
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 20m ./...
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
@@ -48,7 +53,7 @@ test-unprivileged:
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.timeout 30m -test.v 2>&1 | \
+		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
@@ -75,7 +80,7 @@ test-vm: deps
 # installed), in the same run.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
-	$(GO) run ./bench/plot -in bench/results.txt -readme bench/README.md -svg bench/latency.svg
+	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg
 
 demo: build
 	$(BIN)/hutch demo

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,8 @@ const sshSecret = "HUTCH-IT-SSH-PRIVATE-KEY-7f3a"
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
-		base, err := os.MkdirTemp("/var/tmp", "hutch-it-")
+		sweepScratch()
+		base, err := os.MkdirTemp("/var/tmp", fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "integration:", err)
 			return 1
@@ -49,14 +51,9 @@ func TestMain(m *testing.M) {
 		_ = os.Chmod(base, 0o755)
 		scratchBase = base
 
-		fakeHome = filepath.Join(base, "home")
-		must(os.MkdirAll(filepath.Join(fakeHome, ".ssh"), 0o700))
-		must(os.WriteFile(filepath.Join(fakeHome, ".ssh", "id_ed25519"), []byte(sshSecret+"\n"), 0o600))
-		must(os.WriteFile(filepath.Join(fakeHome, ".netrc"), []byte("machine x login y password "+sshSecret+"\n"), 0o600))
-		must(os.MkdirAll(filepath.Join(fakeHome, ".aws"), 0o700))
-		must(os.WriteFile(filepath.Join(fakeHome, ".aws", "credentials"), []byte(sshSecret+"\n"), 0o600))
-		os.Setenv("HOME", fakeHome)
-
+		// The CLI is built before $HOME changes: go keeps its module and
+		// build caches under $HOME, and a fresh home would fetch and
+		// compile everything again (and fail offline).
 		hutchBin = os.Getenv("HUTCH_BIN")
 		if hutchBin == "" {
 			hutchBin = filepath.Join(base, "hutch")
@@ -66,8 +63,35 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
+
+		fakeHome = filepath.Join(base, "home")
+		must(os.MkdirAll(filepath.Join(fakeHome, ".ssh"), 0o700))
+		must(os.WriteFile(filepath.Join(fakeHome, ".ssh", "id_ed25519"), []byte(sshSecret+"\n"), 0o600))
+		must(os.WriteFile(filepath.Join(fakeHome, ".netrc"), []byte("machine x login y password "+sshSecret+"\n"), 0o600))
+		must(os.MkdirAll(filepath.Join(fakeHome, ".aws"), 0o700))
+		must(os.WriteFile(filepath.Join(fakeHome, ".aws", "credentials"), []byte(sshSecret+"\n"), 0o600))
+		os.Setenv("HOME", fakeHome)
+
 		return m.Run()
 	}())
+}
+
+// scratchPrefix names the suite's scratch directories in /var/tmp, with
+// the pid of the run that made them.
+const scratchPrefix = "hutch-it-"
+
+// sweepScratch removes the scratch directories of earlier runs that died
+// without cleaning up (a test timeout panics past every deferred call):
+// those whose pid is gone, or that carry none.
+func sweepScratch() {
+	old, _ := filepath.Glob(filepath.Join("/var/tmp", scratchPrefix+"*"))
+	for _, d := range old {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), scratchPrefix), "-")
+		if n, err := strconv.Atoi(pid); err == nil && n > 0 && syscall.Kill(n, 0) != syscall.ESRCH {
+			continue // still running, or not ours to tell
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 func must(err error) {
