@@ -42,8 +42,8 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	p = r.policy
-	if p.MinLevel != "" && p.MinLevel != LevelSeatbelt && p.MinLevel != LevelLandlock {
-		return nil, &LevelError{Need: p.MinLevel, Have: LevelSeatbelt, Reasons: []string{"macOS has no namespaces; the Seatbelt profile is its sandbox"}}
+	if err := seatbeltLevel(p.MinLevel); err != nil {
+		return nil, err
 	}
 	dp, repos := seatbeltPolicy(r)
 	// Everything is checked but the profile, which needs the private

@@ -22,6 +22,17 @@ func darwinRules(home string) hostRules {
 	}
 }
 
+// seatbeltLevel refuses a MinLevel macOS cannot reach: it has no
+// namespaces. Its Seatbelt profile holds what LevelLandlock does, so
+// "" (the strongest there is), LevelSeatbelt and LevelLandlock pass.
+func seatbeltLevel(min Level) error {
+	switch min {
+	case "", LevelSeatbelt, LevelLandlock:
+		return nil
+	}
+	return &LevelError{Need: min, Have: LevelSeatbelt, Reasons: []string{"macOS has no namespaces; the Seatbelt profile is its sandbox"}}
+}
+
 // seatbeltPolicy maps a resolved policy onto the macOS backend's. It
 // reads the writable trees for git repositories, which it returns too
 // (with AllowGitWrite New makes their missing code directories), and

@@ -139,3 +139,21 @@ func TestSeatbeltPolicyRefuses(t *testing.T) {
 		t.Error("no home directory accepted: its keychains would not be denied")
 	}
 }
+
+// TestSeatbeltLevel: macOS accepts the levels its profile holds, and the
+// policy's default, and refuses those that need namespaces.
+func TestSeatbeltLevel(t *testing.T) {
+	for _, tc := range []struct {
+		min Level
+		ok  bool
+	}{
+		{"", true}, {LevelSeatbelt, true}, {LevelLandlock, true},
+		{LevelNamespaces, false}, {LevelNamespacesNoProc, false},
+	} {
+		err := seatbeltLevel(tc.min)
+		var le *LevelError
+		if tc.ok != (err == nil) || err != nil && !errors.As(err, &le) {
+			t.Errorf("MinLevel %q: %v", tc.min, err)
+		}
+	}
+}
