@@ -3,9 +3,11 @@
 package runtime_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hutchbox/hutch/landlock"
@@ -132,5 +134,37 @@ func TestRefusedPolicyMakesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDefaultDenyNotShared: what DefaultDeny and DefaultDenyNames return
+// is the caller's copy; emptying it masks nothing less in any Sandbox.
+func TestDefaultDenyNotShared(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	const secret = "HUTCH-DEFAULT-DENY-SECRET"
+	ws := mkdirs(t, t.TempDir())
+	mkdirs(t, home, ".ssh")
+	for _, f := range []string{filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(ws, ".env")} {
+		if err := os.WriteFile(f, []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][]string{runtime.DefaultDeny(), runtime.DefaultDenyNames()} {
+		for i := range l {
+			l[i] = "/nonexistent-hutch"
+		}
+	}
+	if !slices.Contains(runtime.DefaultDeny(), "~/.ssh") || !slices.Contains(runtime.DefaultDenyNames(), ".env") {
+		t.Fatalf("the defaults changed: %q, %q", runtime.DefaultDeny(), runtime.DefaultDenyNames())
+	}
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	out, _ := sb.Command(context.Background(), "sh", "-c", "cat "+home+"/.ssh/id_ed25519 .env").CombinedOutput()
+	if strings.Contains(string(out), secret) {
+		t.Errorf("a default-denied file was read: %q", out)
 	}
 }
