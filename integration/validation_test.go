@@ -197,3 +197,45 @@ func TestDirOutsideWritableRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachablePathSaysPermissionDenied: a workspace or --write path the
+// user may not reach is refused as such, not as one that does not exist
+// (the remedies differ). As root the CLI runs as an unprivileged uid, for
+// which a root-only directory is out of reach; otherwise the directory is
+// made unsearchable.
+func TestUnreachablePathSaysPermissionDenied(t *testing.T) {
+	locked := dir(t, "locked-")
+	ws := dir(t, "ws-")
+	for _, d := range []string{"ws", "w"} {
+		must(os.Mkdir(filepath.Join(locked, d), 0o755))
+	}
+	var cred *syscall.Credential
+	if os.Getuid() == 0 {
+		must(os.Chmod(locked, 0o700))
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	} else {
+		must(os.Chmod(locked, 0))
+		t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--workspace", filepath.Join(locked, "ws")}, "--workspace"},
+		{[]string{"--workspace", ws, "--write", filepath.Join(locked, "w")}, "--write"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c := exec.CommandContext(ctx, hutchBin, append(append([]string{"run"}, tc.args...), "--", "true")...)
+		c.Dir = "/"
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := c.CombinedOutput()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+			t.Errorf("hutch %q: %v, want exit 125:\n%s", tc.args, err, out)
+		}
+		if !strings.Contains(string(out), "permission denied") || !strings.Contains(string(out), tc.flag) || strings.Contains(string(out), "does not exist") {
+			t.Errorf("hutch %q: want a refusal of %s for permission denied:\n%s", tc.args, tc.flag, out)
+		}
+	}
+}

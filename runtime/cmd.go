@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchbox/hutch/nsinit"
 )
 
@@ -273,22 +271,6 @@ func (c *Cmd) Start() error {
 		}
 	}
 }
-
-// cloneflags are the namespaces a Sandbox's commands get: all of them, or
-// none at LevelLandlock.
-func (sb *Sandbox) cloneflags() uintptr {
-	switch {
-	case sb.level == LevelLandlock:
-		return 0
-	case sb.policy.Network == NetworkHost:
-		return cloneflags &^ unix.CLONE_NEWNET
-	}
-	return cloneflags
-}
-
-// cloneflags are the namespaces every command gets.
-const cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 
 // outputExceeded kills the command for its output. Output can outrun the
 // init's "started" report; the kill then waits for it, so that a command

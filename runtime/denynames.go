@@ -12,9 +12,10 @@ import (
 	"github.com/hutchbox/hutch/mounts"
 )
 
-// DefaultDenyNames are masked wherever they occur in the workspace and the
-// writable trees, unless NoDefaultDeny: the project's environment files,
-// and SSH keys a user keeps or an agent copies next to the code.
+// DefaultDenyNames returns the names masked wherever they occur in the
+// workspace and the writable trees, unless NoDefaultDeny: the project's
+// environment files, and SSH keys a user keeps or an agent copies next to
+// the code. Each call returns a new slice, which the caller may change.
 //
 // *.pem is not among them: PEM is the container of public certificates
 // far more often than of private keys, and a certificate bundle is read by
@@ -25,7 +26,10 @@ import (
 // urllib3 2, none a key; a fresh venv 1, the CA bundle. Telling a key from
 // a certificate means reading the file, which a name cannot do; mask keys
 // by name (DenyNames) or path (Deny) where a project keeps them.
-var DefaultDenyNames = []string{
+func DefaultDenyNames() []string { return slices.Clone(defaultDenyNames) }
+
+// defaultDenyNames is what DefaultDenyNames returns.
+var defaultDenyNames = []string{
 	".env", ".env.*",
 	".ssh", "id_rsa", "id_ecdsa", "id_ed25519", "id_dsa",
 }
@@ -81,7 +85,7 @@ func checkDenyNames(names []string) error {
 func denyNames(p *Policy) []string {
 	var names []string
 	if !p.NoDefaultDeny {
-		names = slices.Clone(DefaultDenyNames)
+		names = DefaultDenyNames()
 	}
 	for _, n := range p.DenyNames {
 		if !slices.Contains(names, n) {

@@ -65,7 +65,7 @@ func TestMatchName(t *testing.T) {
 		{"cacert.pem", false},
 		{"ID_RSA", false},
 	} {
-		if got := matchName(DefaultDenyNames, tc.name); got != tc.want {
+		if got := matchName(DefaultDenyNames(), tc.name); got != tc.want {
 			t.Errorf("matchName(DefaultDenyNames, %q) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -76,7 +76,7 @@ func TestMatchName(t *testing.T) {
 
 func TestDenyNamesMerged(t *testing.T) {
 	p := Policy{DenyNames: []string{"id_rsa", "*.key", "*.key"}}
-	if got, want := denyNames(&p), append(slices.Clone(DefaultDenyNames), "*.key"); !slices.Equal(got, want) {
+	if got, want := denyNames(&p), append(DefaultDenyNames(), "*.key"); !slices.Equal(got, want) {
 		t.Errorf("denyNames = %q, want %q", got, want)
 	}
 	p.NoDefaultDeny = true
@@ -119,7 +119,7 @@ func TestFindNamed(t *testing.T) {
 	}
 	roots := []string{ws, extra}
 
-	deep, _ := scanDeep(roots, DefaultDenyNames)
+	deep, _ := scanDeep(roots, DefaultDenyNames())
 	want := []string{
 		ws + "/sub/.env.production", ws + "/sub/.ssh", ws + "/sub/deep/er/id_ed25519",
 		extra + "/a/id_ecdsa",
@@ -137,7 +137,7 @@ func TestFindNamed(t *testing.T) {
 		t.Errorf("scanDeep counts = %v, want [4 1]", deep.counts)
 	}
 
-	top := topNamed(roots, DefaultDenyNames)
+	top := topNamed(roots, DefaultDenyNames())
 	want = []string{ws + "/.env", ws + "/.ssh", ws + "/id_rsa", extra + "/.env"}
 	if !slices.Equal(top.paths, want) {
 		t.Errorf("topNamed paths = %q, want %q", top.paths, want)
@@ -153,7 +153,7 @@ func TestFindNamed(t *testing.T) {
 func TestScanDeepNestedRoot(t *testing.T) {
 	ws := t.TempDir()
 	tree(t, ws, "cache/.env", "cache/x/.env")
-	n, _ := scanDeep([]string{ws, ws + "/cache"}, DefaultDenyNames)
+	n, _ := scanDeep([]string{ws, ws + "/cache"}, DefaultDenyNames())
 	if !slices.Equal(n.paths, []string{ws + "/cache/x/.env"}) || !slices.Equal(n.counts, []int{0, 1}) {
 		t.Errorf("scanDeep = %q %v", n.paths, n.counts)
 	}
@@ -184,7 +184,7 @@ func TestNameMounts(t *testing.T) {
 // matches, the check refuses with a MaskLimitError that names the tree,
 // the count and the limit; at the bound it accepts.
 func TestNamesBounded(t *testing.T) {
-	sb := &Sandbox{names: DefaultDenyNames}
+	sb := &Sandbox{names: DefaultDenyNames()}
 	sb.spec.Workspace, sb.spec.Writable = "/ws", []string{"/extra"}
 	flat := func(n int) named {
 		all := named{counts: []int{0, 0}}

@@ -24,7 +24,7 @@ func TestEnvSameOnBothBackends(t *testing.T) {
 	}
 	envs = append(envs, []string{"NOEQUALS"}, []string{"=x"}, []string{"A=b\x00"}, nil)
 	for _, env := range envs {
-		_, darwinErr := seatbeltPolicy(&Policy{Workspace: ws, Env: env}, home)
+		_, _, darwinErr := resolveSeatbelt(Policy{Workspace: ws, Env: env}, home)
 		sb, linuxErr := New(Policy{Workspace: ws, Env: env})
 		if sb != nil {
 			sb.Close()

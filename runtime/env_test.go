@@ -117,14 +117,14 @@ func TestSeatbeltRefusesEnv(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(ws) })
 	for _, name := range refusedEnvNames {
 		p := Policy{Workspace: ws, Env: []string{"OK=1", name + "=x"}}
-		_, err := seatbeltPolicy(&p, home)
+		_, _, err := resolveSeatbelt(p, home)
 		var pe *PolicyError
 		if !errors.As(err, &pe) || pe.Field != "Env["+name+"]" {
 			t.Errorf("seatbeltPolicy with %s: %v, want a PolicyError for Env[%s]", name, err, name)
 		}
 	}
 	p := Policy{Workspace: ws, Env: []string{"PAGER=cat", "GIT_AUTHOR_NAME=x"}}
-	if _, err := seatbeltPolicy(&p, home); err != nil {
+	if _, _, err := resolveSeatbelt(p, home); err != nil {
 		t.Errorf("seatbeltPolicy with an allowed environment: %v", err)
 	}
 }

@@ -68,18 +68,27 @@ type fresh struct {
 	repos []gitRepo
 }
 
-// readFresh reads the top levels, and refuses them if, with what New
-// found below them, they are more than MaxNameMounts can mask.
+// readFresh reads the top levels for an init about to be built, refuses
+// them as scanFresh does, and with AllowGitWrite makes the repositories'
+// missing code directories, so that the view can keep them read-only.
 func (sb *Sandbox) readFresh() (fresh, error) {
+	f, err := sb.scanFresh()
+	if err == nil && sb.policy.AllowGitWrite {
+		makeGitCodeDirs(sb.repos(f))
+	}
+	return f, err
+}
+
+// scanFresh reads the top levels, and refuses them if, with what New
+// found below them, they are more than MaxNameMounts can mask. It changes
+// nothing on the host.
+func (sb *Sandbox) scanFresh() (fresh, error) {
 	top := topNamed(sb.roots(), sb.names)
 	all := named{paths: append(slices.Clone(sb.deep.paths), top.paths...), counts: slices.Clone(top.counts)}
 	for i, c := range sb.deep.counts {
 		all.counts[i] += c
 	}
 	f := fresh{named: top, repos: topRepos(sb.roots())}
-	if sb.policy.AllowGitWrite {
-		makeGitCodeDirs(sb.repos(f))
-	}
 	if err := sb.checkNamed(all, sb.repos(f)); err != nil {
 		return fresh{}, err
 	}

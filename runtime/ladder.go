@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/hutchbox/hutch/landlock"
 )
@@ -106,26 +104,12 @@ func procMasked(mountinfo []byte) error {
 	return nil
 }
 
-// landlockTmp is the private temporary directory of a LevelLandlock
-// Sandbox (the host's /tmp is not private there): HOME and TMPDIR point
-// into it, and it is one of the trees Landlock lets commands write.
-func (sb *Sandbox) landlockTmp() (string, error) {
-	sb.tmpOnce.Do(func() {
-		sb.tmpDir, sb.tmpErr = os.MkdirTemp("", "hutch-tmp-")
-		if sb.tmpErr == nil {
-			sb.tmpErr = os.MkdirAll(filepath.Join(sb.tmpDir, "home"), 0o700)
-		}
-	})
-	return sb.tmpDir, sb.tmpErr
-}
-
 // levelState is the part of a Sandbox the ladder owns.
 type levelState struct {
 	level        Level
 	levelReasons []string
-	tmpOnce      sync.Once
-	tmpDir       string
-	tmpErr       error
+	// tmpDir is LevelLandlock's private temporary directory.
+	tmpDir string
 }
 
 // unenforced lists what the Sandbox's level gives up against

@@ -4,6 +4,8 @@ package runtime
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/hutchbox/hutch/landlock"
@@ -80,16 +82,13 @@ func (sb *Sandbox) carvable(deny []string) []string {
 }
 
 // setupLandlockOnly builds the ruleset of LevelLandlock, where Landlock is
-// the filesystem boundary itself: it can be neither skipped nor degraded.
+// the filesystem boundary itself: it can be neither skipped nor degraded
+// (validate refuses a policy skipping it). The private temporary
+// directory, sb.tmpDir, is made already.
 func (sb *Sandbox) setupLandlockOnly(abi int) error {
-	if slices.Contains(sb.policy.SkipLayers, LayerLandlock) {
-		return &PolicyError{Field: "SkipLayers", Value: string(LayerLandlock), Reason: "at level landlock, Landlock is the only filesystem boundary"}
-	}
-	tmp, err := sb.landlockTmp()
-	if err != nil {
-		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
-	}
-	f, err := sb.readFresh()
+	// The repositories stay writable at this level: nothing to make in
+	// them.
+	f, err := sb.scanFresh()
 	if err != nil {
 		return err
 	}
@@ -97,7 +96,7 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 	deny = append(deny, f.named.paths...)
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly:    []string{"/"},
-		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), tmp),
+		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), sb.tmpDir),
 		Devices:     []string{"/dev"},
 		Deny:        deny,
 		RestrictTCP: true,
@@ -107,5 +106,21 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 		return &LayerError{Layer: LayerLandlock, Reason: err.Error()}
 	}
 	sb.landlock = &rs
+	return nil
+}
+
+// makeLandlockTmp makes the private temporary directory of a LevelLandlock
+// Sandbox (the host's /tmp is not private there): HOME and TMPDIR point
+// into it, and it is one of the trees Landlock lets commands write. Close,
+// or New when a later step fails, removes it.
+func (sb *Sandbox) makeLandlockTmp() error {
+	tmp, err := os.MkdirTemp("", "hutch-tmp-")
+	if err == nil {
+		sb.tmpDir = tmp
+		err = os.Mkdir(filepath.Join(tmp, "home"), 0o700)
+	}
+	if err != nil {
+		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
+	}
 	return nil
 }

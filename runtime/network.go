@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -113,46 +114,24 @@ func (l *connListener) Close() error {
 
 func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "hutch-egress", Net: "unixpacket"} }
 
-// setupNetwork checks the network policy once per Sandbox.
-func (sb *Sandbox) setupNetwork() error {
+// setupEnv makes the base environment of every command: the clean one,
+// HOME and TMPDIR in the private temporary directory at LevelLandlock,
+// the proxy variables with NetworkAllow, and the policy's Env over all.
+func (sb *Sandbox) setupEnv() {
 	p := &sb.policy
-	switch p.Network {
-	case "":
-		p.Network = NetworkNone
-	case NetworkNone, NetworkAllow, NetworkHost:
-	default:
-		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
+	if sb.level == LevelLandlock {
+		sb.env = mergeEnv(baseEnvAt(p, filepath.Join(sb.tmpDir, "home")), []string{"TMPDIR=" + sb.tmpDir})
+		sb.env = mergeEnv(sb.env, p.Env)
+	} else {
+		sb.env = baseEnv(p)
 	}
 	if p.Network == NetworkHost {
 		slog.Warn("hutch: Network is host: commands share the host's network, with no isolation")
 	}
-	if p.Network != NetworkAllow {
-		for _, f := range []struct {
-			name string
-			list []string
-		}{{"AllowDomains", p.AllowDomains}, {"PackageManagers", p.PackageManagers}, {"AllowLocal", p.AllowLocal}} {
-			if len(f.list) > 0 {
-				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful with Network \"allow\" (it is \"" + string(p.Network) + "\")"}
-			}
-		}
-		return nil
+	if p.Network == NetworkAllow {
+		// The policy's own Env still has the last word.
+		sb.env = mergeEnv(mergeEnv(sb.env, proxyEnv(egressPort)), p.Env)
 	}
-	if sb.level == LevelLandlock {
-		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "the allow-list needs a network namespace of the sandbox's own, which level landlock does not have"}
-	}
-	if err := sb.compileNetworkRules(); err != nil {
-		return err
-	}
-	// The policy's own Env still has the last word.
-	sb.env = mergeEnv(mergeEnv(sb.env, proxyEnv(egressPort)), p.Env)
-	return nil
-}
-
-// compileNetworkRules parses the allow-list once per Sandbox.
-func (sb *Sandbox) compileNetworkRules() error {
-	rules, err := parseNetworkRules(&sb.policy)
-	sb.netRules = rules
-	return err
 }
 
 // startEgress starts the host side of an init's egress: a proxy of its

@@ -231,10 +231,15 @@ const DefaultOutputLimit = 10 << 20
 // /tmp, fresh for every command.
 const Home = "/tmp/home"
 
-// DefaultDeny are the host paths masked by default; "~" is the host user's
-// home. Inside the workspace and the writable trees, DefaultDenyNames are
-// masked as well.
-var DefaultDeny = []string{
+// DefaultDeny returns the host paths masked by default; "~" is the host
+// user's home. Inside the workspace and the writable trees,
+// DefaultDenyNames are masked as well. Each call returns a new slice: the
+// defaults are not the caller's to change for every other Sandbox of the
+// process.
+func DefaultDeny() []string { return slices.Clone(defaultDeny) }
+
+// defaultDeny is what DefaultDeny returns.
+var defaultDeny = []string{
 	"~/.ssh", "~/.gnupg", "~/.aws", "~/.kube", "~/.docker", "~/.netrc",
 	"~/.git-credentials", "~/.config/gh",
 	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/security/opasswd",

@@ -568,7 +568,7 @@ func TestDefaultPolicy(t *testing.T) {
 		t.Errorf("DefaultPolicy limits = memory %d, pids %d, degradable %v", p.Memory, p.Pids, p.AllowDegraded)
 	}
 	for _, d := range []string{"~/.ssh", "~/.aws", "/etc/shadow", "/etc/sudoers"} {
-		if !slices.Contains(runtime.DefaultDeny, d) {
+		if !slices.Contains(runtime.DefaultDeny(), d) {
 			t.Errorf("DefaultDeny lacks %s", d)
 		}
 	}

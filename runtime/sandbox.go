@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
@@ -68,35 +70,53 @@ type Sandbox struct {
 // New validates p and probes the host once. Every later Command reuses
 // the result.
 func New(p Policy) (*Sandbox, error) {
-	// The Sandbox owns its copy: a caller changing its slices afterwards
-	// must not change what later commands get.
-	sb := &Sandbox{policy: p.clone(), uid: os.Getuid(), gid: os.Getgid()}
-	// Numbers before anything is probed: a layer that then fails to apply
-	// a limit fails for the host's reasons, not the caller's value.
-	if err := checkLimits(&sb.policy); err != nil {
+	// The caller's input first, by the rules every platform shares.
+	r, err := resolvePolicy(p, linuxRules())
+	if err != nil {
 		return nil, err
 	}
-	// The level first: the filesystem view, the filter and the Landlock
+	// The Sandbox owns its copy (resolvePolicy made it): a caller changing
+	// its slices afterwards must not change what later commands get.
+	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, uid: os.Getuid(), gid: os.Getgid()}
+	// The level next: the filesystem view, the filter and the Landlock
 	// ruleset depend on it.
 	if err := sb.chooseLevel(); err != nil {
 		return nil, err
 	}
-	if err := sb.validate(); err != nil {
+	if err := sb.validate(r); err != nil {
 		return nil, err
 	}
-	if err := sb.setupNetwork(); err != nil {
+	// Everything is checked. What follows changes the host, and what it
+	// made is removed again when a later step fails.
+	if err := sb.setup(); err != nil {
+		if sb.tmpDir != "" {
+			os.RemoveAll(sb.tmpDir)
+		}
 		return nil, err
 	}
+	return sb, nil
+}
+
+// setup prepares what the checked policy needs on the host: the limits'
+// enforcement, LevelLandlock's private temporary directory, the
+// environment, the Landlock ruleset, the pool.
+func (sb *Sandbox) setup() error {
 	if err := sb.setupLimits(); err != nil {
-		return nil, err
+		return err
 	}
+	if sb.level == LevelLandlock {
+		if err := sb.makeLandlockTmp(); err != nil {
+			return err
+		}
+	}
+	sb.setupEnv()
 	if err := sb.setupLandlock(); err != nil {
-		return nil, err
+		return err
 	}
 	if sb.policy.Prewarm > 0 {
 		sb.pool = newPool(sb, sb.policy.Prewarm)
 	}
-	return sb, nil
+	return nil
 }
 
 // Policy returns the validated policy, with paths as resolved.
@@ -127,8 +147,47 @@ func probeUserNS(uid int) error {
 	return nil
 }
 
-// namespaces the init is cloned into, in the order they are reported.
-var namespaces = []Layer{LayerUserNS, LayerMountNS, LayerPidNS, LayerNetNS, LayerIPCNS, LayerUTSNS, LayerCgroupNS}
+// namespaces the init is cloned into, in the order they are reported,
+// each with the clone(2) flag that makes it: the one list both the
+// clone and the Result's layers come from.
+var namespaces = []struct {
+	layer Layer
+	flag  uintptr
+}{
+	{LayerUserNS, unix.CLONE_NEWUSER},
+	{LayerMountNS, unix.CLONE_NEWNS},
+	{LayerPidNS, unix.CLONE_NEWPID},
+	{LayerNetNS, unix.CLONE_NEWNET},
+	{LayerIPCNS, unix.CLONE_NEWIPC},
+	{LayerUTSNS, unix.CLONE_NEWUTS},
+	{LayerCgroupNS, unix.CLONE_NEWCGROUP},
+}
+
+// namespaceLayers are the namespaces a Sandbox's commands get: all of
+// them, all but the network's with NetworkHost, none at LevelLandlock.
+func (sb *Sandbox) namespaceLayers() []Layer {
+	if sb.level == LevelLandlock {
+		return nil
+	}
+	var out []Layer
+	for _, ns := range namespaces {
+		if ns.layer != LayerNetNS || sb.policy.Network != NetworkHost {
+			out = append(out, ns.layer)
+		}
+	}
+	return out
+}
+
+// cloneflags are the CLONE_NEW* flags of namespaceLayers.
+func (sb *Sandbox) cloneflags() uintptr {
+	var flags uintptr
+	for _, ns := range namespaces {
+		if slices.Contains(sb.namespaceLayers(), ns.layer) {
+			flags |= ns.flag
+		}
+	}
+	return flags
+}
 
 // config is an init's sandbox configuration.
 func (sb *Sandbox) config(f fresh) nsinit.Config {
@@ -143,10 +202,6 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 			Rlimits:    sb.rlimits,
 			Landlock:   sb.landlock,
 		}
-	}
-	ns := namespaces
-	if sb.policy.Network == NetworkHost {
-		ns = slices.DeleteFunc(slices.Clone(ns), func(l Layer) bool { return l == LayerNetNS })
 	}
 	var egress *nsinit.Egress
 	if sb.policy.Network == NetworkAllow {
@@ -164,7 +219,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 	return nsinit.Config{
 		Mounts:     sb.plan(f),
 		Hostname:   "hutch",
-		Namespaces: ns,
+		Namespaces: sb.namespaceLayers(),
 		Egress:     egress,
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,

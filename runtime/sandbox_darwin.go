@@ -36,29 +36,18 @@ type Sandbox struct {
 
 // New validates p and compiles its profile.
 func New(p Policy) (*Sandbox, error) {
-	p = p.clone()
-	if err := checkLimits(&p); err != nil {
-		return nil, err
-	}
-	dp, err := seatbeltPolicy(&p, hostHome())
+	// The caller's input by the rules every platform shares.
+	r, err := resolvePolicy(p, darwinRules(hostHome()))
 	if err != nil {
 		return nil, err
 	}
-	if p.MinLevel != "" && p.MinLevel != LevelSeatbelt && p.MinLevel != LevelLandlock {
-		return nil, &LevelError{Need: p.MinLevel, Have: LevelSeatbelt, Reasons: []string{"macOS has no namespaces; the Seatbelt profile is its sandbox"}}
+	p = r.policy
+	if err := seatbeltLevel(p.MinLevel); err != nil {
+		return nil, err
 	}
-	var rules *netns.Rules
-	switch p.Network {
-	case "", NetworkNone:
-		p.Network = NetworkNone
-	case NetworkHost:
-	case NetworkAllow:
-		if rules, err = parseNetworkRules(&p); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
-	}
+	dp, repos := seatbeltPolicy(r)
+	// Everything is checked but the profile, which needs the private
+	// temporary directory's path: what New makes is removed if that fails.
 	tmp, err := os.MkdirTemp("", "hutch-tmp-")
 	if err != nil {
 		return nil, err
@@ -66,16 +55,22 @@ func New(p Policy) (*Sandbox, error) {
 	home := filepath.Join(tmp, "home")
 	_ = os.Mkdir(home, 0o700)
 	dp.Writable = append(dp.Writable, tmp)
-	sb := &Sandbox{policy: p, tmp: tmp, rules: rules, dp: dp}
+	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp}
 	// Compiled once here; only a command with its own proxy port needs
 	// a profile of its own.
 	if sb.profile, err = darwin.Compile(dp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, seatbeltError(err)
 	}
+	if p.AllowGitWrite {
+		makeGitCodeDirs(repos)
+	}
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/bin:/bin:/usr/sbin:/sbin"
+	}
+	if p.Tools != "" {
+		path = p.Tools + ":" + path
 	}
 	sb.env = mergeEnv([]string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "HUTCH_SANDBOX=1"}, p.Env)
 	return sb, nil

@@ -7,7 +7,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hutchbox/hutch/darwin"
 )
+
+// resolveSeatbelt resolves p as macOS's New does, with home as "~", and
+// maps it onto the Seatbelt backend's policy; the Policy returned is
+// what Sandbox.Policy would report.
+func resolveSeatbelt(p Policy, home string) (darwin.Policy, Policy, error) {
+	r, err := resolvePolicy(p, darwinRules(home))
+	if err != nil {
+		return darwin.Policy{}, Policy{}, err
+	}
+	dp, _ := seatbeltPolicy(r)
+	return dp, r.policy, nil
+}
 
 // TestSeatbeltPolicy maps policies onto the macOS backend's, on any host:
 // "~" is the home given, relative paths are the workspace's, and what the
@@ -30,7 +44,7 @@ func TestSeatbeltPolicy(t *testing.T) {
 	ws, extra = filepath.Clean(ws), filepath.Clean(extra)
 
 	p := Policy{Workspace: ws, Writable: []string{extra}, Deny: []string{"~/creds", "secret"}, Network: NetworkHost}
-	dp, err := seatbeltPolicy(&p, home)
+	dp, got, err := resolveSeatbelt(p, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +63,15 @@ func TestSeatbeltPolicy(t *testing.T) {
 		t.Errorf("ReadOnly = %q, Pins = %q, want %q and none", dp.ReadOnly, dp.Pins, want)
 	}
 	if dp.Workspace != ws || !slices.Equal(dp.Writable, []string{extra}) || dp.HomeDir != home ||
-		!slices.Equal(dp.DenyNames, DefaultDenyNames) || !dp.AllowPTY || !dp.HostNetwork {
+		!slices.Equal(dp.DenyNames, DefaultDenyNames()) || !dp.AllowPTY || !dp.HostNetwork {
 		t.Errorf("mapped to %+v", dp)
 	}
-	if !slices.Equal(p.Deny, []string{home + "/creds", ws + "/secret"}) {
-		t.Errorf("Policy.Deny not resolved in place: %q", p.Deny)
+	if !slices.Equal(got.Deny, []string{home + "/creds", ws + "/secret"}) || !slices.Equal(p.Deny, []string{"~/creds", "secret"}) {
+		t.Errorf("Policy.Deny resolved to %q, the caller's left %q", got.Deny, p.Deny)
 	}
 
 	p = Policy{Workspace: ws, NoDefaultDeny: true, AllowGitWrite: true}
-	dp, err = seatbeltPolicy(&p, home)
+	dp, _, err = resolveSeatbelt(p, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,21 +80,22 @@ func TestSeatbeltPolicy(t *testing.T) {
 	}
 	// Committing: .git pinned, what git reads as configuration or code
 	// read-only (Seatbelt goes by path: a missing commondir cannot be
-	// made either), its missing directories made.
+	// made either). Resolving makes nothing: New makes the missing
+	// directories once every check passed.
 	git := ws + "/.git/"
 	if want := []string{git + "hooks", git + "info", git + "modules", git + "worktrees", git + "config", git + "commondir", git + "config.worktree"}; !slices.Equal(dp.ReadOnly, want) || !slices.Equal(dp.Pins, []string{ws + "/.git"}) {
 		t.Errorf("AllowGitWrite: ReadOnly = %q, Pins = %q, want %q and .git", dp.ReadOnly, dp.Pins, want)
 	}
-	if fi, err := os.Stat(git + "worktrees"); err != nil || !fi.IsDir() {
-		t.Errorf(".git/worktrees was not created to be kept read-only: %v", err)
+	if _, err := os.Stat(git + "worktrees"); err == nil {
+		t.Errorf(".git/worktrees was created by resolving the policy")
 	}
 
 	p = Policy{Workspace: ws, NoDefaultDeny: true, DenyNames: []string{"*.key", ".env"}}
-	if dp, err = seatbeltPolicy(&p, home); err != nil || !slices.Equal(dp.DenyNames, p.DenyNames) {
+	if dp, _, err = resolveSeatbelt(p, home); err != nil || !slices.Equal(dp.DenyNames, p.DenyNames) {
 		t.Errorf("DenyNames %q mapped to %q, %v", p.DenyNames, dp.DenyNames, err)
 	}
 	p = Policy{Workspace: ws, DenyNames: []string{"credentials.json", ".env"}}
-	if dp, err = seatbeltPolicy(&p, home); err != nil || !slices.Equal(dp.DenyNames, append(slices.Clone(DefaultDenyNames), "credentials.json")) {
+	if dp, _, err = resolveSeatbelt(p, home); err != nil || !slices.Equal(dp.DenyNames, append(DefaultDenyNames(), "credentials.json")) {
 		t.Errorf("NoDefaultDeny and AllowGitWrite mapped to %+v", dp)
 	}
 }
@@ -113,14 +128,32 @@ func TestSeatbeltPolicyRefuses(t *testing.T) {
 		{"deny name with a quote", Policy{Workspace: ws, DenyNames: []string{"x", `a"b`}}, "DenyNames[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := seatbeltPolicy(&tc.p, home)
+			_, _, err := resolveSeatbelt(tc.p, home)
 			var pe *PolicyError
 			if !errors.As(err, &pe) || pe.Field != tc.field {
 				t.Errorf("seatbeltPolicy = %v, want an error naming %s", err, tc.field)
 			}
 		})
 	}
-	if _, err := seatbeltPolicy(&Policy{Workspace: ws}, ""); err == nil {
+	if _, _, err := resolveSeatbelt(Policy{Workspace: ws}, ""); err == nil {
 		t.Error("no home directory accepted: its keychains would not be denied")
+	}
+}
+
+// TestSeatbeltLevel: macOS accepts the levels its profile holds, and the
+// policy's default, and refuses those that need namespaces.
+func TestSeatbeltLevel(t *testing.T) {
+	for _, tc := range []struct {
+		min Level
+		ok  bool
+	}{
+		{"", true}, {LevelSeatbelt, true}, {LevelLandlock, true},
+		{LevelNamespaces, false}, {LevelNamespacesNoProc, false},
+	} {
+		err := seatbeltLevel(tc.min)
+		var le *LevelError
+		if tc.ok != (err == nil) || err != nil && !errors.As(err, &le) {
+			t.Errorf("MinLevel %q: %v", tc.min, err)
+		}
 	}
 }

@@ -125,7 +125,9 @@ func runCommand(code *int) *cobra.Command {
 	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port; Unicode names match their punycode (repeatable)")
 	fl.StringSliceVar(&f.packageMgrs, "package-managers", nil, "with --net allow: registries to allow: node,python,rust,go,java,ruby,php,dotnet,dart")
 	fl.StringArrayVar(&f.allowLocal, "allow-local", nil, "with --net allow: an exact IP:PORT on loopback or a private network the proxy may still connect to (repeatable)")
-	fl.StringVar(&f.minLevel, "min-level", string(runtime.LevelNamespaces), "weakest isolation level accepted: namespaces, namespaces-no-proc or landlock (hosts without user namespaces); see hutch doctor")
+	// No default value: the policy's own ("") is namespaces on Linux and
+	// the Seatbelt profile on macOS, where naming namespaces would refuse.
+	fl.StringVar(&f.minLevel, "min-level", "", "weakest isolation level accepted: namespaces (the default on Linux), namespaces-no-proc or landlock (hosts without user namespaces); macOS always runs its Seatbelt profile; see hutch doctor")
 	return c
 }
 

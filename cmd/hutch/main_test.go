@@ -166,3 +166,23 @@ func captureStderr(t *testing.T, f func()) string {
 	}
 	return string(b)
 }
+
+// TestDefaultMinLevelPortable: hutch run without --min-level leaves the
+// policy's MinLevel empty, the strongest level the host gives (namespaces
+// on Linux): naming namespaces made every run refuse on macOS, which has
+// only its Seatbelt profile.
+func TestDefaultMinLevelPortable(t *testing.T) {
+	var code int
+	c := runCommand(&code)
+	if err := c.Flags().Parse([]string{"--workspace", t.TempDir(), "true"}); err != nil {
+		t.Fatal(err)
+	}
+	f := c.Flags().Lookup("min-level")
+	p, err := policyFrom(runFlags{workspace: t.TempDir(), outputLimit: "1MiB", minLevel: f.Value.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MinLevel != "" {
+		t.Errorf("default --min-level makes MinLevel %q, want \"\" (the host's strongest)", p.MinLevel)
+	}
+}

@@ -1,0 +1,343 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/netns"
+)
+
+// resolved is a Policy that passed every check that does not depend on the
+// host's isolation level, with its paths resolved as the host has them
+// now. Every backend builds its sandbox from one; making it changes
+// nothing on disk.
+type resolved struct {
+	// policy is the caller's, copied, with Workspace, Writable and Deny
+	// resolved in place and Network "" made NetworkNone: what
+	// Sandbox.Policy reports.
+	policy Policy
+	// deny are the denied paths: DefaultDeny's (unless NoDefaultDeny),
+	// "~" expanded, then policy.Deny.
+	deny []string
+	// names are the deny names in effect.
+	names []string
+	// home is what "~" stood for, "" when the host has none.
+	home string
+	// rules is the parsed allow-list of NetworkAllow.
+	rules *netns.Rules
+}
+
+// roots are the writable trees: the workspace, then Writable.
+func (r *resolved) roots() []string {
+	return append([]string{r.policy.Workspace}, r.policy.Writable...)
+}
+
+// hostRules are what a platform adds to the rules of resolvePolicy, as
+// data, so that the rules themselves exist once.
+type hostRules struct {
+	// home is what "~" stands for in Deny and DefaultDeny; "" when the
+	// host has none.
+	home string
+	// needHome refuses every policy when home is "" (macOS: the
+	// keychains under it could not be denied).
+	needHome bool
+	// noWrite are trees neither the workspace nor a writable path may lie
+	// in, by the path as given or as resolved, with why.
+	noWrite []hostTree
+	// sandboxHome is the HOME of the sandbox's commands when it is a fixed
+	// host path (Linux: Home, in the private /tmp): no writable tree may
+	// be or hold it.
+	sandboxHome string
+	// checkName refuses a deny name the platform cannot enforce; nil when
+	// every valid name can be.
+	checkName func(field, name string) error
+}
+
+// hostTree is a directory no writable tree may lie in, and why.
+type hostTree struct{ dir, why string }
+
+// kernelTrees are never writable: the sandbox gets its own /proc and /dev,
+// and /sys is the host kernel's. Bound read-write over the sandbox's own,
+// the host's would be what the command sees and, as root, changes; on
+// macOS a writable /dev is every disk's device node.
+var kernelTrees = []hostTree{
+	{"/proc", "kernel interfaces cannot be writable"},
+	{"/sys", "kernel interfaces cannot be writable"},
+	{"/dev", "kernel interfaces cannot be writable"},
+}
+
+// resolvePolicy checks p as every backend does and resolves its paths:
+// limits, the workspace, Deny ("~" is host.home), Writable, Env, Tools,
+// the layers to skip or degrade, deny names, MinLevel's name and the
+// network fields. It only reads the file system. The returned error is a
+// *PolicyError naming the field, but for a host without the home
+// host.needHome asks for.
+func resolvePolicy(p Policy, host hostRules) (resolved, error) {
+	r := resolved{policy: p.clone(), home: host.home}
+	p = r.policy // for reading; r.policy takes what is resolved
+	// Numbers first: a layer that then fails to apply a limit fails for
+	// the host's reasons, not the caller's value.
+	if err := checkLimits(&p); err != nil {
+		return resolved{}, err
+	}
+	ws, err := resolveWorkspace(p.Workspace, host)
+	if err != nil {
+		return resolved{}, err
+	}
+	r.policy.Workspace = ws
+	if r.deny, err = resolveDeny(&r, host); err != nil {
+		return resolved{}, err
+	}
+	if err := resolveWritable(&r, host); err != nil {
+		return resolved{}, err
+	}
+	if err := checkEnv("Env", p.Env); err != nil {
+		return resolved{}, err
+	}
+	if p.Tools != "" {
+		if err := checkPath("Tools", p.Tools); err != nil {
+			return resolved{}, err
+		}
+		if !filepath.IsAbs(p.Tools) {
+			return resolved{}, &PolicyError{Field: "Tools", Value: p.Tools, Reason: "must be an absolute path"}
+		}
+		fi, err := os.Stat(p.Tools)
+		switch {
+		case err != nil:
+			return resolved{}, &PolicyError{Field: "Tools", Value: p.Tools, Reason: pathReason(err)}
+		case !fi.IsDir():
+			return resolved{}, &PolicyError{Field: "Tools", Value: p.Tools, Reason: "not a directory"}
+		}
+	}
+	for i, l := range p.SkipLayers {
+		if !slices.Contains(skippable, l) {
+			return resolved{}, &PolicyError{Field: fmt.Sprintf("SkipLayers[%d]", i), Value: string(l), Reason: "not a layer that can be skipped (one of " + fmt.Sprint(skippable) + ")"}
+		}
+	}
+	for i, l := range p.AllowDegraded {
+		if !slices.Contains(degradable, l) {
+			return resolved{}, &PolicyError{Field: fmt.Sprintf("AllowDegraded[%d]", i), Value: string(l), Reason: "not a layer that can degrade (one of " + fmt.Sprint(degradable) + ")"}
+		}
+	}
+	if err := checkDenyNames(p.DenyNames); err != nil {
+		return resolved{}, err
+	}
+	if host.checkName != nil {
+		for i, n := range p.DenyNames {
+			if err := host.checkName(fmt.Sprintf("DenyNames[%d]", i), n); err != nil {
+				return resolved{}, err
+			}
+		}
+	}
+	r.names = denyNames(&p)
+	// Which levels a host reaches is the backend's to say; a name that is
+	// no level at all is the caller's mistake everywhere.
+	if p.MinLevel != "" && p.MinLevel.rank() < 0 && p.MinLevel != LevelSeatbelt {
+		return resolved{}, &PolicyError{Field: "MinLevel", Value: string(p.MinLevel), Reason: fmt.Sprintf("not a level (one of %v)", levels)}
+	}
+	if err := resolveNetwork(&r); err != nil {
+		return resolved{}, err
+	}
+	return r, nil
+}
+
+// resolveWorkspace checks the workspace and returns it with symlinks
+// resolved.
+func resolveWorkspace(given string, host hostRules) (string, error) {
+	if given == "" {
+		return "", &PolicyError{Field: "Workspace", Reason: "required"}
+	}
+	if err := checkPath("Workspace", given); err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(given) {
+		return "", &PolicyError{Field: "Workspace", Value: given, Reason: "must be an absolute path"}
+	}
+	ws, err := filepath.EvalSymlinks(given)
+	if err != nil {
+		return "", &PolicyError{Field: "Workspace", Value: given, Reason: pathReason(err)}
+	}
+	fi, err := os.Stat(ws)
+	switch {
+	case err != nil:
+		return "", &PolicyError{Field: "Workspace", Value: given, Reason: pathReason(err)}
+	case !fi.IsDir():
+		return "", &PolicyError{Field: "Workspace", Value: given, Reason: "not a directory"}
+	}
+	if err := checkWritableTree(host, "Workspace", given, filepath.Clean(given), ws); err != nil {
+		return "", err
+	}
+	if host.home == "" && host.needHome {
+		return "", errors.New("hutch: no home directory ($HOME is not set)")
+	}
+	// A writable home is a writable ~/.bashrc, ~/.profile, ~/.ssh (if it
+	// does not exist yet: a mask needs something to cover) and autostart
+	// directories: code that runs on the host at the user's next login.
+	if host.home != "" && mounts.Within(resolve(host.home, "/"), ws) {
+		return "", &PolicyError{Field: "Workspace", Value: given, Reason: "contains the home directory " + host.home + "; use a project directory"}
+	}
+	return ws, nil
+}
+
+// resolveDeny returns the denied paths, default ones first, and resolves
+// r.policy.Deny in place.
+func resolveDeny(r *resolved, host hostRules) ([]string, error) {
+	ws := r.policy.Workspace
+	var deny []string
+	if !r.policy.NoDefaultDeny {
+		for _, d := range defaultDeny {
+			if rest, ok := strings.CutPrefix(d, "~/"); ok {
+				if host.home == "" {
+					continue
+				}
+				d = filepath.Join(host.home, rest)
+			}
+			deny = append(deny, resolve(d, ws))
+		}
+	}
+	for i, d := range r.policy.Deny {
+		field := fmt.Sprintf("Deny[%d]", i)
+		if err := checkPath(field, d); err != nil {
+			return nil, err
+		}
+		if rest, ok := strings.CutPrefix(d, "~/"); ok && host.home != "" {
+			d = filepath.Join(host.home, rest)
+		}
+		res := resolve(d, ws)
+		if lex := lexical(d, ws); lex != res && mounts.Within(lex, ws) && !mounts.Within(res, ws) {
+			return nil, &PolicyError{Field: field, Value: d, Reason: "resolves through a symlink in the workspace to " + res}
+		}
+		if res == "/" || mounts.Within(ws, res) {
+			return nil, &PolicyError{Field: field, Value: d, Reason: "would mask the workspace itself"}
+		}
+		deny = append(deny, res)
+		r.policy.Deny[i] = res
+	}
+	for _, d := range deny {
+		if mounts.Within(ws, d) {
+			return nil, &PolicyError{Field: "Workspace", Value: ws, Reason: "lies under the denied path " + d}
+		}
+	}
+	return deny, nil
+}
+
+// resolveWritable checks r.policy.Writable and resolves it in place.
+func resolveWritable(r *resolved, host hostRules) error {
+	ws := r.policy.Workspace
+	var writable []string
+	for i, w := range r.policy.Writable {
+		field := fmt.Sprintf("Writable[%d]", i)
+		if err := checkPath(field, w); err != nil {
+			return err
+		}
+		res := resolve(w, ws)
+		// The workspace (and every writable tree) is the command's to
+		// change: a symlink planted there must not turn a writable path
+		// into one outside it.
+		lex := lexical(w, ws)
+		for _, root := range append([]string{ws}, writable...) {
+			if mounts.Within(lex, root) && !mounts.Within(res, root) {
+				return &PolicyError{Field: field, Value: w, Reason: "resolves through a symlink in writable " + root + " to " + res}
+			}
+		}
+		if err := checkWritableTree(host, field, w, lex, res); err != nil {
+			return err
+		}
+		if _, err := os.Stat(res); err != nil {
+			return &PolicyError{Field: field, Value: w, Reason: pathReason(err)}
+		}
+		if host.home != "" && mounts.Within(resolve(host.home, "/"), res) {
+			return &PolicyError{Field: field, Value: w, Reason: "contains the home directory " + host.home}
+		}
+		for _, d := range r.deny {
+			if mounts.Within(res, d) {
+				return &PolicyError{Field: field, Value: w, Reason: "lies under the denied path " + d}
+			}
+		}
+		writable = append(writable, res)
+		r.policy.Writable[i] = res
+	}
+	return nil
+}
+
+// checkWritableTree is the one rule for what may be a writable tree (the
+// workspace or a Writable path): given is the path as the caller wrote it
+// (field names it), lex the same made absolute and clean, r with symlinks
+// resolved. Refused are the whole host tree; the host's noWrite trees and
+// anything in them, by either path (/proc/self/cwd names a kernel tree
+// even though it resolves elsewhere); and a tree holding the sandbox's
+// HOME, which would make the private /tmp and HOME the host's, shared with
+// the host and every other sandbox. A tree below the host's /tmp is fine:
+// on Linux it is bound at its own path inside the private /tmp.
+func checkWritableTree(host hostRules, field, given, lex, r string) error {
+	refuse := func(reason string) error {
+		return &PolicyError{Field: field, Value: given, Reason: reason}
+	}
+	if r == "/" {
+		return refuse("the whole host tree cannot be writable")
+	}
+	for _, t := range host.noWrite {
+		if mounts.Within(lex, t.dir) || mounts.Within(r, t.dir) {
+			return refuse("lies in " + t.dir + ": " + t.why)
+		}
+	}
+	if h := host.sandboxHome; h != "" && (mounts.Within(h, lex) || mounts.Within(h, r) || mounts.Within(resolve(h, "/"), r)) {
+		return refuse("would be, or hold, the sandbox's private " + filepath.Dir(h) + " and HOME " + h + ", making them the host's and shared with every other sandbox; use a directory of its own")
+	}
+	return nil
+}
+
+// resolveNetwork checks the network fields and parses the allow-list.
+func resolveNetwork(r *resolved) error {
+	p := &r.policy
+	switch p.Network {
+	case "":
+		p.Network = NetworkNone
+	case NetworkNone, NetworkAllow, NetworkHost:
+	default:
+		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
+	}
+	if p.Network != NetworkAllow {
+		for _, f := range []struct {
+			name string
+			list []string
+		}{{"AllowDomains", p.AllowDomains}, {"PackageManagers", p.PackageManagers}, {"AllowLocal", p.AllowLocal}} {
+			if len(f.list) > 0 {
+				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful with Network \"allow\" (it is \"" + string(p.Network) + "\")"}
+			}
+		}
+		return nil
+	}
+	rules, err := parseNetworkRules(p)
+	r.rules = rules
+	return err
+}
+
+// pathReason says why a path the caller named cannot be used: it is not
+// there, or this process may not reach it (a directory on the way it
+// cannot search), which the caller mends differently.
+func pathReason(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "does not exist"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return "cannot be reached: permission denied"
+	}
+	return "cannot be reached: " + err.Error()
+}
+
+// degradable are the layers a policy may allow to be skipped.
+var degradable = []Layer{LayerLoopback, LayerKeyring, LayerCgroup, LayerLandlock, LayerUnixSockets}
+
+// skippable are the layers a policy may leave out altogether.
+var skippable = []Layer{LayerSeccomp, LayerLoopback, LayerKeyring, LayerLandlock, LayerUnixSockets}
