@@ -188,7 +188,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	go readEvents(statusR, in.events)
 	if egress != nil {
 		if err := in.startEgress(sb, egress); err != nil {
-			in.discard()
+			in.release()
 			return nil, err
 		}
 	}
@@ -244,6 +244,16 @@ func (in *sandboxInit) discard() {
 		}
 		in.close()
 	}()
+}
+
+// release kills an init that will not be used and returns once it has
+// been reaped and released, its cgroup removed.
+func (in *sandboxInit) release() {
+	in.kill()
+	_, _ = in.proc.Wait()
+	for range in.events {
+	}
+	in.close()
 }
 
 func readEvents(r io.Reader, out chan<- nsinit.Event) {
