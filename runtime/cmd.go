@@ -409,7 +409,7 @@ func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
 func (c *Cmd) abort() error {
 	c.startFailed = true
 	c.kill("", nil)
-	ws, werr := c.in.proc.Wait()
+	ws, werr := c.in.wait()
 	for range c.in.events {
 	}
 	c.copiers.Wait()
@@ -503,7 +503,7 @@ func (c *Cmd) Wait() error {
 		werr error
 	)
 	if exited == nil {
-		ws, werr = c.in.proc.Wait()
+		ws, werr = c.in.wait()
 	}
 	c.copiers.Wait()
 	c.stopWatch()
