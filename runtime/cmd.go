@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/nsinit"
 )
 
@@ -42,7 +44,8 @@ type Cmd struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	// Result is set once Wait returns, also on failure.
+	// Result is set once Wait returns, also on failure, and once Start
+	// returns an error: a command that never ran has one too.
 	Result *Result
 
 	sb  *Sandbox
@@ -63,7 +66,10 @@ type Cmd struct {
 	timer    *time.Timer
 	finished bool
 
+	startCalled bool
+
 	mu          sync.Mutex
+	killed      bool // kill ran; guards c.in against a kill landing before it exists
 	running     bool // the init reported the command started
 	limitHit    bool // output went past the limit
 	startFailed bool
@@ -143,26 +149,49 @@ func (c *Cmd) check() error {
 	return nil
 }
 
+// testHookStart, when a test sets it, runs at named points of Start:
+// "init" before the command's init is taken or made, "send" before the
+// command is handed to it. Tests use it to land a kill at a known point.
+var testHookStart func(stage string, c *Cmd)
+
 // Start starts the command and returns once it runs in its sandbox, or
 // with the reason it could not: a *PolicyError for bad input (nothing was
 // started), a *SetupError for a layer that failed or a command that
-// errors.Is reports as ErrNotFound or ErrCannotExec; the context's error
-// (errors.Is) when it ended first.
+// errors.Is reports as ErrNotFound or ErrCannotExec, ErrClosed for a
+// closed Sandbox. When the context or Policy.Timeout ended the command
+// before it started (or its sandbox died), Start returns the kill as Wait
+// would: an *ExitError that errors.Is matches the context's error,
+// ErrTimeout or ErrSandboxDied. Either way Result is set once Start
+// returns an error; do not call Wait then.
 func (c *Cmd) Start() error {
-	if c.in != nil {
+	if c.startCalled {
 		return errors.New("hutch: already started")
 	}
+	c.startCalled = true
+	c.start = time.Now()
 	if c.ctx == nil {
-		return errors.New("hutch: nil Context")
+		return c.notStarted(errors.New("hutch: nil Context"))
 	}
 	if err := c.check(); err != nil {
-		return err
+		return c.notStarted(err)
+	}
+	// Held until Start returns, so that Close waits for a command being
+	// set up rather than tearing the Sandbox down under it.
+	c.sb.life.RLock()
+	defer c.sb.life.RUnlock()
+	if c.sb.closed {
+		return c.notStarted(fmt.Errorf("hutch: %w", ErrClosed))
 	}
 	if err := c.ctx.Err(); err != nil {
-		return err
+		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
+		return c.notStarted(err)
 	}
-	c.start, c.fsStart = time.Now(), fsNow()
+	c.fsStart = fsNow()
 	path := c.Path
+	// The timeout counts from here: setting the sandbox up is part of the
+	// command's time, and a kill that lands before there is an init is
+	// carried out as soon as there is one.
+	c.watch()
 
 	// Every pipe end here is O_CLOEXEC; the child ends travel to the init
 	// by SCM_RIGHTS and are closed here once sent.
@@ -177,7 +206,7 @@ func (c *Cmd) Start() error {
 			cl.Close()
 		}
 		c.closers = nil
-		return err
+		return c.notStarted(err)
 	}
 	limit := c.sb.policy.OutputLimit
 	if limit == 0 {
@@ -203,6 +232,9 @@ func (c *Cmd) Start() error {
 		childEnds = append(childEnds, stderr)
 	}
 
+	if testHookStart != nil {
+		testHookStart("init", c)
+	}
 	in, err := c.sb.takeInit()
 	if err != nil {
 		// The copiers wait for EOF on pipes whose write ends are only
@@ -214,23 +246,30 @@ func (c *Cmd) Start() error {
 		c.copiers.Wait()
 		return fail(err)
 	}
+	c.mu.Lock()
 	c.in = in
+	killed := c.killed
+	c.mu.Unlock()
+	if killed {
+		in.kill() // the kill landed while the init was being made
+	}
+	if testHookStart != nil {
+		testHookStart("send", c)
+	}
 	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir, Roots: c.sb.roots()}, [3]*os.File{stdin, stdout, stderr})
 	for _, f := range childEnds {
 		f.Close()
 	}
 	childEnds = nil
-	c.watch()
 	if err != nil {
 		// The init is gone; it may have said why.
 		for ev := range in.events {
 			if ev.Kind == nsinit.EventError && ev.Error != nil {
 				c.abort()
-				return setupError(ev.Error)
+				return c.notStarted(setupError(ev.Error))
 			}
 		}
-		c.abort()
-		return fmt.Errorf("hutch: hand the command to its sandbox: %w", err)
+		return c.notStarted(c.abort())
 	}
 
 	for {
@@ -258,18 +297,59 @@ func (c *Cmd) Start() error {
 			return nil
 		case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
 			c.abort()
-			return setupError(ev.Error)
+			return c.notStarted(setupError(ev.Error))
 		default:
-			c.abort()
-			if c.killErr != nil {
-				return fmt.Errorf("hutch: killed before start: %w", c.killErr)
-			}
-			if c.reason != "" {
-				return fmt.Errorf("hutch: killed before start: %s", c.reason)
-			}
-			return errors.New("hutch: sandbox init exited before starting the command")
+			// The init died before the command started: hutch's kill,
+			// or something else's.
+			return c.notStarted(c.abort())
 		}
 	}
+}
+
+// ctxKillReason is the kill reason for ctx's end.
+func ctxKillReason(ctx context.Context) KillReason {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return KilledTimeout
+	}
+	return KilledCanceled
+}
+
+// notStarted records the Result of a Start that did not start the
+// command and returns what Start returns: the kill, as an *ExitError, when
+// hutch killed the command before it started or its sandbox died under
+// it (err then matches ErrSandboxDied); err otherwise. A kill wins over
+// err: a timeout is a timeout wherever it lands.
+func (c *Cmd) notStarted(err error) error {
+	c.stopWatch()
+	c.killOnce.Do(func() {}) // no kill after this point: c.reason is final
+	r := &Result{ExitCode: -1}
+	if !c.start.IsZero() {
+		r.Wall = time.Since(c.start)
+	}
+	if c.sb != nil {
+		c.sb.describe(r, nil)
+		r.Prewarmed = c.in != nil && c.in.pooled
+	}
+	c.Result = r
+	var killErr error
+	switch {
+	case c.reason != "":
+		r.KillReason, killErr = c.reason, c.killErr
+	case errors.Is(err, ErrSandboxDied):
+		r.KillReason, killErr = KilledSandboxDied, err
+	default:
+		r.Error = strings.TrimPrefix(err.Error(), "hutch: ")
+		return err
+	}
+	// The sandbox's init, when there was one, died of SIGKILL and took
+	// everything in it along; when there was none yet, hutch reports the
+	// kill all the same.
+	r.Signal, r.Killed = syscall.SIGKILL, true
+	r.Reason = string(r.KillReason)
+	if r.KillReason == KilledSandboxDied {
+		r.Reason = killErr.Error()
+	}
+	return &ExitError{Result: r, killErr: killErr}
 }
 
 // outputExceeded kills the command for its output. Output can outrun the
@@ -285,11 +365,33 @@ func (c *Cmd) outputExceeded() {
 	}
 }
 
-// abort kills a sandbox that failed to start and releases everything.
-func (c *Cmd) abort() {
+// describe fills in what the Sandbox knows of every command's run: its
+// level and what that leaves unenforced, its network mode, and the layers
+// the host made it skip. g is the command's cgroup, nil without one.
+func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
+	r.Level, r.Network = sb.level, sb.policy.Network
+	var groupLines []string
+	if g != nil {
+		groupLines = g.Unenforced()
+	} else {
+		groupLines = sb.cgroupUnenforced
+	}
+	r.Unenforced = append(sb.unenforced(), sb.limitsUnenforced(groupLines)...)
+	if !slices.Contains(r.Layers, LayerLandlock) && sb.landlockSkip != "" {
+		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerLandlock, Reason: sb.landlockSkip})
+	}
+	if g == nil && sb.cgroupSkip != "" {
+		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerCgroup, Reason: sb.cgroupSkip})
+	}
+}
+
+// abort kills a sandbox that failed to start and releases everything. It
+// returns how the init died when hutch did not kill it (an error matching
+// ErrSandboxDied), or nil.
+func (c *Cmd) abort() error {
 	c.startFailed = true
 	c.kill("", nil)
-	_, _ = c.in.proc.Wait()
+	ws, werr := c.in.wait()
 	for range c.in.events {
 	}
 	c.copiers.Wait()
@@ -299,16 +401,28 @@ func (c *Cmd) abort() {
 	}
 	c.closers = nil
 	c.in.close()
+	if c.reason != "" {
+		return nil // hutch's kill: notStarted reports it
+	}
+	return sandboxDied(ws, werr)
+}
+
+// sandboxDied says how a sandbox init that hutch did not kill died: its
+// wait status, or the spawn server's end (werr).
+func sandboxDied(ws syscall.WaitStatus, werr error) error {
+	switch {
+	case werr != nil:
+		return fmt.Errorf("%w: %w", ErrSandboxDied, werr)
+	case ws.Signaled():
+		return fmt.Errorf("%w: killed by %s from outside hutch", ErrSandboxDied, signalName(ws.Signal()))
+	}
+	return fmt.Errorf("%w: it exited with status %d before the command ended", ErrSandboxDied, ws.ExitStatus())
 }
 
 // watch arranges for the timeout and the context to kill the command.
 func (c *Cmd) watch() {
 	c.stopCtx = context.AfterFunc(c.ctx, func() {
-		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
-			c.kill(KilledTimeout, contextError(c.ctx))
-		} else {
-			c.kill(KilledCanceled, contextError(c.ctx))
-		}
+		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
 	})
 	if t := c.sb.policy.Timeout; t > 0 {
 		c.timer = time.AfterFunc(t, func() { c.kill(KilledTimeout, ErrTimeout) })
@@ -326,11 +440,18 @@ func (c *Cmd) stopWatch() {
 
 // kill ends the whole sandbox: SIGKILL to its init empties the pid
 // namespace. The first reason given is the one reported; err is what the
-// command's ExitError then wraps.
+// command's ExitError then wraps. A kill before the init exists is
+// carried out by Start as soon as it does.
 func (c *Cmd) kill(reason KillReason, err error) {
 	c.killOnce.Do(func() {
 		c.reason, c.killErr = reason, err
-		c.in.kill()
+		c.mu.Lock()
+		c.killed = true
+		in := c.in
+		c.mu.Unlock()
+		if in != nil {
+			in.kill()
+		}
 	})
 }
 
@@ -359,9 +480,12 @@ func (c *Cmd) Wait() error {
 			break
 		}
 	}
-	var werr error
+	var (
+		ws   syscall.WaitStatus
+		werr error
+	)
 	if exited == nil {
-		_, werr = c.in.proc.Wait()
+		ws, werr = c.in.wait()
 	}
 	c.copiers.Wait()
 	c.stopWatch()
@@ -384,45 +508,54 @@ func (c *Cmd) Wait() error {
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
 	}
-	r.Level, r.Unenforced, r.Network = c.sb.level, c.sb.unenforced(), c.sb.policy.Network
 	r.NetworkEvents = c.in.networkEvents()
 	// Everything the command started is dead: what it left is final.
 	r.Repositories = repoChanges(c.sb.roots(), c.sb.repos(c.in.fresh), c.fsStart)
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
-	} else if c.sb.landlockSkip != "" {
-		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerLandlock, Reason: c.sb.landlockSkip})
 	}
-	if g := c.in.group; g != nil {
+	g := c.in.group
+	if g != nil {
 		r.Layers = append(r.Layers, LayerCgroup)
 		r.Cgroup = c.sb.cgroups.Layout().String()
 		if u, err := g.Usage(); err == nil {
 			r.Usage = &u
 		}
-	} else if c.sb.cgroupSkip != "" {
-		r.Skipped = append(slices.Clone(r.Skipped), Skipped{Layer: LayerCgroup, Reason: c.sb.cgroupSkip})
 	}
+	c.sb.describe(r, g)
 	c.killOnce.Do(func() {}) // no kill after this point
+	var killErr error
 	if exited != nil {
 		// The command ended on its own, even if a kill was on its way.
 		r.ExitCode, r.Signal = exited.ExitCode, syscall.Signal(exited.Signal)
 	} else {
-		// The init died before it could report the command's end: hutch's
-		// kill, or the spawn server going away.
-		r.ExitCode, r.Signal = -1, syscall.SIGKILL
-		if c.reason != "" {
-			r.Killed, r.KillReason = true, c.reason
+		// The init died before it could report the command's end, and
+		// the pid namespace's end killed the command: hutch's kill, or
+		// the init's death by other hands (or its spawn server's).
+		r.ExitCode, r.Signal, r.Killed = -1, syscall.SIGKILL, true
+		r.KillReason, killErr = c.reason, c.killErr
+		if c.reason == "" {
+			killErr = sandboxDied(ws, werr)
+			r.KillReason, r.Reason = KilledSandboxDied, killErr.Error()
 		}
 	}
 	switch {
 	case r.Usage != nil && r.Usage.OOMKills > 0:
 		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", sizeString(c.sb.policy.Memory))
-	case r.Killed:
+	case r.Killed && r.Reason == "":
 		r.Reason = string(r.KillReason)
 	}
 	c.Result = r
-	// The init exits on its own once it reported; its namespaces' teardown
-	// and the cgroup's removal happen off the caller's path.
+	// What the command was charged to goes before Wait returns: nothing
+	// of it stays on the host (a CLI run exits right after). Usually the
+	// init is exiting already; Destroy kills it if not, and waits.
+	if g != nil {
+		if err := g.Destroy(); err != nil {
+			slog.Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+		}
+	}
+	// The rest of the init's teardown (its namespaces, the host's ends of
+	// its sockets) happens off the caller's path.
 	in := c.in
 	go func() {
 		_, _ = in.proc.Wait()
@@ -430,13 +563,10 @@ func (c *Cmd) Wait() error {
 		}
 		in.close()
 	}()
-	if werr != nil && exited == nil {
-		return fmt.Errorf("hutch: %w", werr)
-	}
 	if !r.Success() {
 		ee := &ExitError{Result: r}
 		if r.Killed {
-			ee.killErr = c.killErr
+			ee.killErr = killErr
 		}
 		return ee
 	}

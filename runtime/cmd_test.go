@@ -490,13 +490,6 @@ func TestKillErrors(t *testing.T) {
 		t.Errorf("exit 1: %v wraps %v", err, errors.Unwrap(err))
 	}
 
-	// Start with a context already done returns the context's error.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c = plain.Command(ctx, "true")
-	if err := c.Start(); err != context.Canceled || c.Result != nil {
-		t.Errorf("Start with a canceled context: %v, Result %+v", err, c.Result)
-	}
 }
 
 func TestErrTimeout(t *testing.T) {

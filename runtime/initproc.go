@@ -5,11 +5,14 @@ package runtime
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -188,7 +191,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	go readEvents(statusR, in.events)
 	if egress != nil {
 		if err := in.startEgress(sb, egress); err != nil {
-			in.discard()
+			in.release()
 			return nil, err
 		}
 	}
@@ -244,6 +247,59 @@ func (in *sandboxInit) discard() {
 		}
 		in.close()
 	}()
+}
+
+// release kills an init that will not be used and returns once it has
+// been reaped and released, its cgroup removed.
+func (in *sandboxInit) release() {
+	in.kill()
+	_, _ = in.wait()
+	for range in.events {
+	}
+	in.close()
+}
+
+// wait waits for the init to be reaped, and returns its wait status. When
+// its spawn server died (spawn.ErrServerDied), nobody here can reap it or
+// learn its status, and the kernel's parent-death SIGKILL may still be on
+// its way: wait then waits (at most orphanWait) for the process itself to
+// end, through a pidfd, so that the caller's "the sandbox is gone" holds.
+// A pid 1 ends only once everything in its pid namespace has died.
+func (in *sandboxInit) wait() (syscall.WaitStatus, error) {
+	ws, err := in.proc.Wait()
+	if errors.Is(err, spawn.ErrServerDied) {
+		awaitExit(in.proc.Pid, orphanWait)
+	}
+	return ws, err
+}
+
+// orphanWait bounds the wait for an init whose spawn server died.
+const orphanWait = 5 * time.Second
+
+// awaitExit waits until process pid has exited (is a zombie or gone), for
+// at most d. It only waits: should the pid have been reaped and reused
+// meanwhile, it waits for an unrelated process, never touches it.
+func awaitExit(pid int, d time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			return
+		}
+	}
 }
 
 func readEvents(r io.Reader, out chan<- nsinit.Event) {

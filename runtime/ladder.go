@@ -116,12 +116,6 @@ type levelState struct {
 // LevelNamespaces; nil at LevelNamespaces.
 func (sb *Sandbox) unenforced() []string {
 	var out []string
-	if sb.cgroups == nil && sb.policy.Memory > 0 {
-		// RLIMIT_DATA is what the fallback has: it counts one process's
-		// private memory, not what it maps shared (a memfd or /dev/shm
-		// filled a GiB under a 256 MiB limit), nor the sum of a tree.
-		out = append(out, "memory: without cgroups the limit is RLIMIT_DATA per process; shared memory (memfd, MAP_SHARED, /dev/shm) and the sum over processes are not bounded")
-	}
 	if sb.level != LevelLandlock && sb.landlock == nil && len(sb.carvable(sb.spec.Deny)) > 0 {
 		out = append(out, "deny-list: masks cover the files there when a command starts; a denied path replaced or created during a run is readable (Landlock ABI 2+ keeps it by path)")
 	}

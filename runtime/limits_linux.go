@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -49,7 +50,13 @@ func (sb *Sandbox) setupLimits() error {
 		// One throwaway group proves the limits can be applied here.
 		var g *cgroups.Group
 		if g, err = m.Create(sb.limits); err == nil {
-			_ = g.Destroy()
+			// What it could not enforce, every group of this host will
+			// not either: the Result of a command that never got a group
+			// of its own says so from this.
+			sb.cgroupUnenforced = g.Unenforced()
+			if err = g.Destroy(); err != nil {
+				slog.Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+			}
 			sb.cgroups, sb.rlimits = m, base
 			return nil
 		}
@@ -60,4 +67,29 @@ func (sb *Sandbox) setupLimits() error {
 	sb.cgroupSkip = "cgroups unavailable, limits are per-process rlimits: " + err.Error()
 	sb.rlimits = cgroups.Rlimits(sb.limits)
 	return nil
+}
+
+// limitsUnenforced says, one line each, which of the policy's limits do
+// not hold as asked: without cgroups, what the rlimits fallback cannot
+// bound; with them, what the command's group could not enforce (group,
+// from Group.Unenforced: swap without swap accounting, ...).
+func (sb *Sandbox) limitsUnenforced(group []string) []string {
+	p := &sb.policy
+	if sb.cgroups != nil {
+		return group
+	}
+	var out []string
+	if p.Memory > 0 {
+		// RLIMIT_DATA is what the fallback has: it counts one process's
+		// private memory, not what it maps shared (a memfd or /dev/shm
+		// filled a GiB under a 256 MiB limit), nor the sum of a tree.
+		out = append(out, "memory: without cgroups the limit is RLIMIT_DATA per process; shared memory (memfd, MAP_SHARED, /dev/shm) and the sum over processes are not bounded")
+	}
+	if p.Pids > 0 {
+		out = append(out, fmt.Sprintf("pids: without cgroups the limit is RLIMIT_NPROC, which counts every process of the host's uid %d, not the command's own", sb.uid))
+	}
+	if p.CPUs > 0 {
+		out = append(out, "cpus: without cgroups there is no CPU rate limit (RLIMIT_CPU bounds total seconds, not a rate; Timeout bounds the time)")
+	}
+	return out
 }

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/hutchbox/hutch/nsinit"
@@ -21,6 +22,8 @@ type pool struct {
 	ready   []*sandboxInit
 	filling int
 	closed  bool
+	// adds are the add goroutines in flight, which close waits for.
+	adds sync.WaitGroup
 }
 
 func newPool(sb *Sandbox, size int) *pool {
@@ -35,11 +38,13 @@ func (p *pool) refill() {
 	defer p.mu.Unlock()
 	for !p.closed && len(p.ready)+p.filling < p.size {
 		p.filling++
+		p.adds.Add(1)
 		go p.add()
 	}
 }
 
 func (p *pool) add() {
+	defer p.adds.Done()
 	// A refused view (too many matches of the deny names) builds no init;
 	// the next command reports the refusal.
 	f, err := p.sb.readFresh()
@@ -52,7 +57,7 @@ func (p *pool) add() {
 		// command. A setup error (or death) instead: the init is useless,
 		// and the next cold start will report the error to its caller.
 		if ev, ok := <-in.events; !ok || ev.Kind != nsinit.EventReady {
-			in.discard()
+			in.release()
 			p.mu.Lock()
 			p.filling--
 			p.mu.Unlock()
@@ -64,12 +69,31 @@ func (p *pool) add() {
 	if err != nil || p.closed {
 		p.mu.Unlock()
 		if in != nil {
-			in.discard()
+			in.release()
 		}
 		return // the next take falls back to a cold start and refills
 	}
 	p.ready = append(p.ready, in)
 	p.mu.Unlock()
+	go p.watch(in)
+}
+
+// watch drops in from the pool if it dies while it waits for a command
+// (killed from outside hutch, or its spawn server gone), and builds a
+// replacement: Prewarmed counts only inits that can run a command.
+func (p *pool) watch(in *sandboxInit) {
+	<-in.proc.Done()
+	p.mu.Lock()
+	i := slices.Index(p.ready, in)
+	if i >= 0 {
+		p.ready = slices.Delete(p.ready, i, i+1)
+	}
+	p.mu.Unlock()
+	if i < 0 {
+		return // handed out to a command, or released by close
+	}
+	in.release()
+	p.refill()
 }
 
 // take returns a pooled init built with fresh inputs equal to f, or nil.
@@ -101,15 +125,20 @@ func (p *pool) take(f fresh) *sandboxInit {
 	}
 }
 
+// close ends every pooled init and returns once they and their cgroups
+// are gone, inits still being built included.
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
 	ready := p.ready
 	p.ready = nil
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, in := range ready {
-		in.discard()
+		wg.Go(in.release)
 	}
+	wg.Wait()
+	p.adds.Wait() // each releases what it built, seeing closed
 }
 
 // takeInit returns an init for one command: a pooled one when the policy
@@ -127,9 +156,18 @@ func (sb *Sandbox) takeInit() (*sandboxInit, error) {
 	return sb.startInit(f)
 }
 
-// Close releases the Sandbox's pooled inits. Commands already started are
-// not affected; a closed Sandbox still runs commands, cold.
+// Close ends the Sandbox's pooled inits and removes what it made on the
+// host (their cgroups; LevelLandlock's private temporary directory). It
+// waits for commands being started to be started; commands already
+// started are not affected. After Close, Start fails with ErrClosed. Close
+// is idempotent and safe to call concurrently with Start.
 func (sb *Sandbox) Close() error {
+	sb.life.Lock()
+	defer sb.life.Unlock()
+	if sb.closed {
+		return nil
+	}
+	sb.closed = true
 	if sb.pool != nil {
 		sb.pool.close()
 	}
@@ -147,5 +185,14 @@ func (sb *Sandbox) Prewarmed() int {
 	}
 	sb.pool.mu.Lock()
 	defer sb.pool.mu.Unlock()
-	return len(sb.pool.ready)
+	n := 0
+	for _, in := range sb.pool.ready {
+		select {
+		case <-in.proc.Done():
+			// Dead, and on its way out of the pool (watch).
+		default:
+			n++
+		}
+	}
+	return n
 }

@@ -32,6 +32,11 @@ const (
 	KilledTimeout     KillReason = "timeout"
 	KilledCanceled    KillReason = "context canceled"
 	KilledOutputLimit KillReason = "output limit"
+	// KilledSandboxDied: the sandbox's init died before the command ended
+	// (killed from outside hutch, or its spawn server died), which kills
+	// everything in the sandbox. hutch did not end the command, but it
+	// did not end on its own either; Reason says how the init died.
+	KilledSandboxDied KillReason = "sandbox died"
 )
 
 // Result describes one finished command.
@@ -44,7 +49,11 @@ type Result struct {
 	// it before the command was exec'd (the sandbox's setup).
 	Wall    time.Duration `json:"wall_ns"`
 	Startup time.Duration `json:"startup_ns"`
-	// Killed is set when hutch ended the command, for KillReason.
+	// Killed is set when the command did not end on its own: hutch ended
+	// it, or its sandbox died (KilledSandboxDied), for KillReason. A
+	// command hutch killed before it had started (Start returned the kill
+	// as an *ExitError) reports SIGKILL too: a timeout is a timeout
+	// wherever it lands.
 	Killed     bool       `json:"killed"`
 	KillReason KillReason `json:"kill_reason,omitempty"`
 	// Truncated is set when output went past the output limit.
@@ -100,6 +109,9 @@ type Result struct {
 	// the kernel ended it: "timeout", or "memory limit of 128 MiB exceeded
 	// (OOM kill)".
 	Reason string `json:"reason,omitempty"`
+	// Error is why Start failed, when it did: the command never ran
+	// (ExitCode -1). The error Start returned says the same, for errors.Is.
+	Error string `json:"error,omitempty"`
 }
 
 // Phase is one timed step of a command's startup.
@@ -128,6 +140,16 @@ var ErrNotFound = errors.New("executable file not found in the sandbox")
 // kernel runs (syscall.ENOEXEC). An error that matches it also matches
 // its errno.
 var ErrCannotExec = errors.New("file cannot be executed in the sandbox")
+
+// ErrClosed is returned by Start on a Sandbox that was closed: nothing
+// is started.
+var ErrClosed = errors.New("sandbox closed")
+
+// ErrSandboxDied is matched (errors.Is) by the error of a command whose
+// sandbox init died before the command ended: killed from outside hutch
+// (which kills everything in its sandbox), or gone with its spawn server.
+// Its Result has KillReason KilledSandboxDied and Reason says more.
+var ErrSandboxDied = errors.New("the sandbox's init died")
 
 // ErrTimeout is matched (errors.Is) by the *ExitError of a command that
 // Policy.Timeout killed. Like context.DeadlineExceeded it has a Timeout
@@ -160,11 +182,12 @@ func (r *Result) String() string {
 	return s
 }
 
-// ExitError is returned by Run and Wait for a command that did not exit 0.
-// When hutch killed the command for its context or Policy.Timeout, it
-// wraps why: errors.Is matches context.Canceled, context.DeadlineExceeded
-// (also the context's cause, if it has one) or ErrTimeout, as Result's
-// KillReason says in words.
+// ExitError is returned by Run and Wait for a command that did not exit 0,
+// and by Start when hutch killed the command before it had started. When
+// hutch killed the command for its context or Policy.Timeout, it wraps
+// why: errors.Is matches context.Canceled, context.DeadlineExceeded (also
+// the context's cause, if it has one) or ErrTimeout, as Result's
+// KillReason says in words; when the sandbox died under it, ErrSandboxDied.
 type ExitError struct {
 	*Result
 	// Stderr holds captured standard error when Output was used and
@@ -177,7 +200,7 @@ type ExitError struct {
 
 func (e *ExitError) Error() string { return e.Result.String() }
 
-// Unwrap returns why hutch killed the command, or nil.
+// Unwrap returns why the command was killed, or nil.
 func (e *ExitError) Unwrap() error { return e.killErr }
 
 // contextError is ctx's error, joined with its cause when that says more.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -50,6 +51,9 @@ type Sandbox struct {
 	cgroups    *cgroups.Manager
 	cgroupSkip string // why limits are not in a cgroup, when they are not
 	rlimits    []cgroups.Rlimit
+	// cgroupUnenforced is what the probe group could not enforce
+	// (Group.Unenforced), for Results of commands without a group.
+	cgroupUnenforced []string
 
 	// landlock is the ruleset every init restricts its forking thread to;
 	// landlockSkip says why there is none, when there is none.
@@ -65,6 +69,12 @@ type Sandbox struct {
 	unixWall []byte
 
 	levelState
+
+	// life is read-held by each Start while it sets a command up, and
+	// write-held by Close: a Sandbox is not torn down under a command
+	// being started, and after Close nothing starts.
+	life   sync.RWMutex
+	closed bool
 }
 
 // New validates p and probes the host once. Every later Command reuses

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,8 @@ type Sandbox struct {
 	// proxy of its own on a localhost port, the only one its profile
 	// lets it connect to.
 	rules *netns.Rules
+	// closed is set by Close: nothing starts after it.
+	closed atomic.Bool
 }
 
 // New validates p and compiles its profile.
@@ -79,8 +82,14 @@ func New(p Policy) (*Sandbox, error) {
 // Policy returns the validated policy.
 func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
 
-// Close removes the sandbox's private temporary directory.
-func (sb *Sandbox) Close() error { return os.RemoveAll(sb.tmp) }
+// Close removes the sandbox's private temporary directory. After Close,
+// Start fails with ErrClosed. It is idempotent.
+func (sb *Sandbox) Close() error {
+	if sb.closed.Swap(true) {
+		return nil
+	}
+	return os.RemoveAll(sb.tmp)
+}
 
 // Prewarmed is always 0 on macOS: there is nothing to build ahead.
 func (sb *Sandbox) Prewarmed() int { return 0 }
@@ -118,6 +127,9 @@ func (sb *Sandbox) Command(ctx context.Context, name string, args ...string) *Cm
 func (c *Cmd) Start() error {
 	if c.cmd != nil {
 		return errors.New("hutch: Start was already called")
+	}
+	if c.sb.closed.Load() {
+		return fmt.Errorf("hutch: %w", ErrClosed)
 	}
 	dir, err := workDir(c.Dir, c.sb.policy.Workspace, c.sb.policy.Writable)
 	if err != nil {

@@ -77,6 +77,8 @@ var defaultTests = []string{
 	"TestMemoryLimit",
 	"TestSharedMemoryBoundOrReported",
 	"TestCPULimit",
+	"TestCLILeavesNoCgroup",
+	"TestUnenforcedLimitsReported",
 	"TestTmpCap",
 	"TestNoCgroupsLeft",
 	"TestStaleCgroupSwept",

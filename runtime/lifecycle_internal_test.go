@@ -1,0 +1,344 @@
+//go:build linux
+
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// TestKillLandsDuringSetup: a timeout or a cancel that lands while the
+// sandbox is being set up (held there by a hook until the kill has taken
+// effect, so the landing point is certain) is reported as such: an
+// *ExitError matching the kill's error, with a Result saying killed.
+func TestKillLandsDuringSetup(t *testing.T) {
+	timed, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed.policy.Timeout = time.Millisecond
+	plain, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { testHookStart = nil }()
+	for _, stage := range []string{"init", "send"} {
+		for _, kind := range []string{"timeout", "cancel"} {
+			t.Run(stage+"/"+kind, func(t *testing.T) {
+				sb, want, reason := timed, error(ErrTimeout), KilledTimeout
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if kind == "cancel" {
+					sb, want, reason = plain, context.Canceled, KilledCanceled
+				}
+				testHookStart = func(s string, c *Cmd) {
+					if s != stage {
+						return
+					}
+					if kind == "cancel" {
+						cancel()
+					}
+					// Hold Start until the kill happened, and the init
+					// (if there is one yet) is dead.
+					for {
+						c.mu.Lock()
+						killed, in := c.killed, c.in
+						c.mu.Unlock()
+						if killed {
+							if in != nil {
+								<-in.proc.Done()
+							}
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				c := sb.Command(ctx, "sleep", "60")
+				err := c.Start()
+				testHookStart = nil
+				var ee *ExitError
+				if !errors.As(err, &ee) || !errors.Is(err, want) {
+					t.Fatalf("Start: %v (%T), want an *ExitError matching %v", err, err, want)
+				}
+				r := c.Result
+				if r == nil || ee.Result != r || !r.Killed || r.KillReason != reason || r.Signal != syscall.SIGKILL || r.Error != "" {
+					t.Errorf("Result = %+v, want killed for %q", r, reason)
+				}
+				if c.in != nil && alive(c.in.proc.Pid) {
+					t.Errorf("host: init %d alive after Start returned", c.in.proc.Pid)
+				}
+			})
+		}
+	}
+}
+
+// alive reports whether pid runs on the host: it exists and is not a
+// zombie (an init whose spawn server died is reaped by whatever adopts it,
+// at its own pace).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// hutchGroups returns the host's cgroup directories of hutch's groups
+// holding pid, read from /proc/<pid>/cgroup on the host: one per v1
+// hierarchy, or the v2 one.
+func hutchGroups(t *testing.T, pid int) []string {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var dirs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controller-list:cgroup-path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 || !strings.Contains(parts[2], "/hutch-") {
+			continue
+		}
+		mnt := "/sys/fs/cgroup"
+		switch {
+		case parts[1] == "":
+			if _, err := os.Stat("/sys/fs/cgroup/unified"); err == nil {
+				mnt = "/sys/fs/cgroup/unified"
+			}
+		default:
+			// v1: mounted at the first controller's name (cpu,cpuacct
+			// has links under both names).
+			mnt += "/" + strings.TrimPrefix(strings.Split(parts[1], ",")[0], "name=")
+		}
+		dirs = append(dirs, mnt+parts[2])
+	}
+	return dirs
+}
+
+// TestWaitRemovesCgroup: once Wait returns, the command's cgroup is gone
+// from every hierarchy on the host, and once Close returns, so are the
+// pooled inits' groups.
+func TestWaitRemovesCgroup(t *testing.T) {
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 2
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.cgroups == nil {
+		t.Skip("no cgroups for this user here")
+	}
+	for range 3 {
+		inR, inW := io.Pipe()
+		c := sb.Command(context.Background(), "cat")
+		c.Stdin = inR
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		dirs := hutchGroups(t, c.in.proc.Pid)
+		if len(dirs) == 0 {
+			t.Fatalf("host: init %d is in no hutch cgroup", c.in.proc.Pid)
+		}
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err != nil {
+				t.Fatalf("host: the command's group: %v", err)
+			}
+		}
+		inW.Close()
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("host: %s still there after Wait", d)
+			}
+		}
+	}
+	waitPool(t, sb, 2)
+	sb.pool.mu.Lock()
+	var dirs []string
+	for _, in := range sb.pool.ready {
+		dirs = append(dirs, hutchGroups(t, in.proc.Pid)...)
+	}
+	sb.pool.mu.Unlock()
+	if len(dirs) == 0 {
+		t.Fatal("host: pooled inits in no hutch cgroup")
+	}
+	sb.Close()
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("host: pooled init's %s still there after Close", d)
+		}
+	}
+}
+
+// TestSandboxDeathReported: when the command's init is killed from
+// outside hutch, or the spawn server that made it dies, the Result says
+// the sandbox died and how (not a plain SIGKILL nobody sent), and Wait's
+// error matches ErrSandboxDied. The kills are real, from the host.
+func TestSandboxDeathReported(t *testing.T) {
+	sb, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	tests := []struct {
+		name   string
+		victim func(c *Cmd) int
+		is     error
+		reason string
+	}{
+		{"init killed", func(c *Cmd) int { return c.in.proc.Pid }, nil, "killed by SIGKILL from outside hutch"},
+		{"spawn server killed", func(*Cmd) int { return spawn.Default().ServerPid() }, spawn.ErrServerDied, "server died"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := sb.Command(context.Background(), "sleep", "60")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(tt.victim(c), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Wait()
+			var ee *ExitError
+			if !errors.As(err, &ee) || !errors.Is(err, ErrSandboxDied) || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Fatalf("Wait: %v (%T), want an *ExitError matching ErrSandboxDied", err, err)
+			}
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Wait: %v matches a context error", err)
+			}
+			r := c.Result
+			if !r.Killed || r.KillReason != KilledSandboxDied || r.Signal != syscall.SIGKILL || !strings.Contains(r.Reason, tt.reason) {
+				t.Errorf("Result = %+v, want killed: %q saying %q", r, KilledSandboxDied, tt.reason)
+			}
+			if alive(c.in.proc.Pid) {
+				t.Errorf("host: init %d alive after Wait", c.in.proc.Pid)
+			}
+		})
+	}
+
+	// A command that kills itself is not a sandbox death.
+	c := sb.Command(context.Background(), "sh", "-c", "kill -KILL $$")
+	err = c.Run()
+	if errors.Is(err, ErrSandboxDied) || c.Result.Killed || c.Result.Signal != syscall.SIGKILL {
+		t.Errorf("self-killed command: %v, %+v", err, c.Result)
+	}
+}
+
+// TestPoolDropsDeadInit: a pooled init killed from the host while it waits
+// is no longer counted by Prewarmed nor handed out; the next command runs
+// in a live init.
+func TestPoolDropsDeadInit(t *testing.T) {
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 1
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	waitPool(t, sb, 1)
+	sb.pool.mu.Lock()
+	victim := sb.pool.ready[0]
+	sb.pool.mu.Unlock()
+	if err := syscall.Kill(victim.proc.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.proc.Done()
+	pooled := func() bool {
+		sb.pool.mu.Lock()
+		defer sb.pool.mu.Unlock()
+		for _, in := range sb.pool.ready {
+			if in == victim {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pooled() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pooled() {
+		t.Error("the dead init stays in the pool")
+	}
+	if n := sb.Prewarmed(); n > 1 {
+		t.Errorf("Prewarmed() = %d, pool of 1", n)
+	}
+	c := sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil {
+		t.Fatalf("after a pooled init's death: %v", err)
+	}
+	if c.in == victim || c.in.proc.Pid == victim.proc.Pid {
+		t.Error("the command was handed the dead init")
+	}
+}
+
+// TestLimitsUnenforced: every limit asked for that does not hold is listed:
+// what the rlimit fallback cannot bound, and with cgroups what the
+// command's group could not enforce.
+func TestLimitsUnenforced(t *testing.T) {
+	swap := "swap: the kernel does not account swap (no memory.swap.max)"
+	tests := []struct {
+		name    string
+		policy  Policy
+		cgroups bool
+		group   []string
+		want    []string // prefixes of the lines, in order
+	}{
+		{"fallback, all", Policy{Memory: 1 << 30, Pids: 64, CPUs: 1}, false, nil, []string{"memory:", "pids:", "cpus:"}},
+		{"fallback, cpus", Policy{CPUs: 0.5}, false, nil, []string{"cpus:"}},
+		{"fallback, none asked", Policy{}, false, nil, nil},
+		{"cgroups, all held", Policy{Memory: 1 << 30, Pids: 64, CPUs: 1}, true, nil, nil},
+		{"cgroups, swap not held", Policy{Memory: 1 << 30}, true, []string{swap}, []string{swap}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := &Sandbox{policy: tt.policy, uid: 1000}
+			if tt.cgroups {
+				m, err := cgroupManager()
+				if err != nil {
+					t.Skipf("no cgroups here: %v", err)
+				}
+				sb.cgroups = m
+			}
+			got := sb.limitsUnenforced(tt.group)
+			if len(got) != len(tt.want) {
+				t.Fatalf("limitsUnenforced = %q, want lines starting %q", got, tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("line %d = %q, want %q...", i, got[i], w)
+				}
+			}
+		})
+	}
+
+	// A Result of this host lists what its Sandbox's groups cannot hold.
+	sb, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.cgroupUnenforced = []string{swap}
+	c := sb.Command(context.Background(), "hutch-no-such-command")
+	if err := c.Run(); err == nil || c.Result == nil {
+		t.Fatalf("Run: %v, Result %+v", err, c.Result)
+	}
+	if sb.cgroups != nil && !slices.Contains(c.Result.Unenforced, swap) {
+		t.Errorf("Unenforced = %q, want %q", c.Result.Unenforced, swap)
+	}
+}

@@ -1,0 +1,145 @@
+//go:build linux
+
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// TestStartFailureResult: whatever stops Start, Cmd.Result exists
+// afterwards and says so; a kill that lands before the command started is
+// reported as the kill it is (an *ExitError matching the context's error),
+// not as a setup failure.
+func TestStartFailureResult(t *testing.T) {
+	sb, _ := newSandbox(t)
+	closed, _ := newSandbox(t)
+	closed.Close()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	tests := []struct {
+		name   string
+		cmd    func() *runtime.Cmd
+		is     error              // what errors.Is matches
+		reason runtime.KillReason // "" when the command was not killed
+	}{
+		{"canceled context", func() *runtime.Cmd { return sb.Command(canceled, "true") }, context.Canceled, runtime.KilledCanceled},
+		{"expired deadline", func() *runtime.Cmd { return sb.Command(expired, "true") }, context.DeadlineExceeded, runtime.KilledTimeout},
+		{"not found", func() *runtime.Cmd { return sb.Command(context.Background(), "hutch-no-such-command") }, runtime.ErrNotFound, ""},
+		{"refused env", func() *runtime.Cmd {
+			c := sb.Command(context.Background(), "true")
+			c.Env = []string{"LD_PRELOAD=/tmp/x.so"}
+			return c
+		}, nil, ""},
+		{"closed sandbox", func() *runtime.Cmd { return closed.Command(context.Background(), "true") }, runtime.ErrClosed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.cmd()
+			err := c.Start()
+			if err == nil {
+				t.Fatal("Start: nil")
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("Start: %v, want errors.Is %v", err, tt.is)
+			}
+			r := c.Result
+			if r == nil {
+				t.Fatalf("Start: %v and no Result", err)
+			}
+			if r.Success() || r.ExitCode != -1 || r.Level == "" {
+				t.Errorf("Result = %+v, want a failure at a level", r)
+			}
+			if tt.reason == "" {
+				if r.Killed || r.Error == "" || r.Signal != 0 {
+					t.Errorf("Result = %+v, want not killed and the error", r)
+				}
+				return
+			}
+			ee := wantExit(t, c, err)
+			if !ee.Killed || ee.KillReason != tt.reason || ee.Signal != syscall.SIGKILL || ee.Reason != string(tt.reason) {
+				t.Errorf("Result = %+v, want killed for %q", ee.Result, tt.reason)
+			}
+		})
+	}
+}
+
+// TestTimeoutDuringSetup: a Policy.Timeout shorter than the sandbox's
+// setup (1ms, the least the policy takes) kills the command wherever it
+// lands, and every run reports a timeout with a Result.
+func TestTimeoutDuringSetup(t *testing.T) {
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.Timeout = time.Millisecond })
+	for range 10 {
+		c := sb.Command(context.Background(), "sleep", "60")
+		err := c.Run()
+		if !errors.Is(err, runtime.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Run: %v (%T), want a timeout", err, err)
+		}
+		if c.Result == nil {
+			t.Fatalf("Run: %v and no Result", err)
+		}
+		ee := wantExit(t, c, err)
+		if !ee.Killed || ee.KillReason != runtime.KilledTimeout || ee.Signal != syscall.SIGKILL {
+			t.Errorf("Result = %+v, want killed by the timeout", ee.Result)
+		}
+	}
+}
+
+// TestClosedSandboxRunsNothing: after Close, Start fails with ErrClosed
+// and nothing runs (the host sees no file the command would have made);
+// Close is idempotent, and safe while commands are being started.
+func TestClosedSandboxRunsNothing(t *testing.T) {
+	sb, ws := newSandbox(t, func(p *runtime.Policy) { p.Prewarm = 2 })
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	c := sb.Command(context.Background(), "touch", "ran")
+	if err := c.Run(); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Run on a closed Sandbox: %v, want ErrClosed", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Error("host: a closed Sandbox ran the command")
+	}
+	if n := sb.Prewarmed(); n != 0 {
+		t.Errorf("Prewarmed() = %d after Close", n)
+	}
+
+	// Close racing Starts: each command either ran to the end (its file
+	// exists) or was refused with ErrClosed (its file does not).
+	sb, ws = newSandbox(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = sb.Command(context.Background(), "touch", "f"+strings.Repeat("x", i)).Run()
+		})
+	}
+	wg.Go(func() { _ = sb.Close() })
+	wg.Go(func() { _ = sb.Close() })
+	wg.Wait()
+	for i, err := range errs {
+		_, serr := os.Stat(filepath.Join(ws, "f"+strings.Repeat("x", i)))
+		switch {
+		case err == nil && serr != nil:
+			t.Errorf("command %d: ran without error, and the host has no file: %v", i, serr)
+		case err != nil && !errors.Is(err, runtime.ErrClosed):
+			t.Errorf("command %d: %v, want nil or ErrClosed", i, err)
+		case err != nil && serr == nil:
+			t.Errorf("command %d: refused (%v), yet the host has its file", i, err)
+		}
+	}
+}
