@@ -436,8 +436,10 @@ func TestStartRefusesBadCommand(t *testing.T) {
 			noSpawn(t, func() {
 				wantPolicyError(t, c.Start(), tt.field)
 			})
-			if c.Result != nil {
-				t.Errorf("Result set for a command that never started: %v", c.Result)
+			// Once Start is called a Result exists: here one that says
+			// the command never ran, and why.
+			if r := c.Result; r == nil || r.ExitCode != -1 || r.Killed || !strings.Contains(r.Error, tt.field) {
+				t.Errorf("Result of a refused command = %+v, want exit -1, not killed, Error naming %s", r, tt.field)
 			}
 			// Nothing runs, so there is nothing to wait for.
 			if err := c.Wait(); err == nil {
