@@ -6,7 +6,9 @@
 // workspace writable, the rest of the host read-only, secrets masked, no
 // network, no capabilities. Its exit status mirrors the command's (128+N
 // when signal N ended it); 125 means hutch itself failed, 126 that the
-// command could not be executed, 127 that it was not found.
+// command could not be executed, 127 that it was not found. SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT are passed on to the command, which is
+// SIGKILLed with its sandbox if it still runs --kill-after later.
 //
 //	hutch git [-C DIR] -- ARGS...
 //
