@@ -312,11 +312,14 @@ func (c *Cmd) Start() error {
 			return setupError(ev.Error)
 		default:
 			c.abort()
-			if c.killErr != nil {
-				return fmt.Errorf("hutch: killed before start: %w", c.killErr)
+			c.mu.Lock()
+			reason, killErr := c.reason, c.killErr
+			c.mu.Unlock()
+			if killErr != nil {
+				return fmt.Errorf("hutch: killed before start: %w", killErr)
 			}
-			if c.reason != "" {
-				return fmt.Errorf("hutch: killed before start: %s", c.reason)
+			if reason != "" {
+				return fmt.Errorf("hutch: killed before start: %s", reason)
 			}
 			return errors.New("hutch: sandbox init exited before starting the command")
 		}
