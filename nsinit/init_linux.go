@@ -79,7 +79,7 @@ func runInit() int {
 	st.sigs = make(chan os.Signal, 16)
 	st.sigsReady = make(chan struct{})
 	go func() {
-		signal.Notify(st.sigs, forwarded...)
+		signal.Notify(st.sigs, Forwarded...)
 		close(st.sigsReady)
 	}()
 	if err := st.readConfig(); err != nil {
@@ -408,8 +408,10 @@ func emptyNamespace() {
 	}
 }
 
-// forwarded are the signals the init passes on to the command.
-var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
+// Forwarded are the signals the init passes on to the command's process
+// group when it receives them (the host's way of signalling a command it
+// cannot name by pid). Others would reach the init itself.
+var Forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
 
 // confine drops every privilege and loads the seccomp filter on this
 // thread, the one that will fork the command, and starts forwarding
@@ -566,9 +568,15 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		devnull.Close()
 	}
 
+	// Signals go to the command's process group (it is a session leader,
+	// so the group is its pid), as a terminal's ^C or coreutils timeout
+	// would send them: a shell script and the children it waits for stop
+	// together, instead of the shell deferring its trap until a foreground
+	// child ends on its own. Whatever left the group (a daemon) is killed
+	// with the rest of the namespace when the command ends.
 	go func() {
 		for s := range sigs {
-			_ = unix.Kill(pid, s.(syscall.Signal))
+			_ = unix.Kill(-pid, s.(syscall.Signal))
 		}
 	}()
 

@@ -40,9 +40,43 @@ type Cmd struct {
 	// sets it to the resolved path.
 	Dir string
 
+	// Stdin, Stdout and Stderr are copied to and from the command
+	// through pipes: the command never holds a host file. Nil Stdin is
+	// /dev/null; nil Stdout or Stderr discards. Wait returns the first
+	// error of a copy (other than the command closing its stdin early)
+	// when the command itself succeeded, and wraps it in the *ExitError
+	// otherwise.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+
+	// Cancel, if non-nil, is called when the command's context is done or
+	// Policy.Timeout expires while the command runs, instead of the
+	// default: SIGTERM to the command's process group (see Signal). It
+	// may call Signal, or do anything else that makes the command end;
+	// if it returns an error other than os.ErrProcessDone, the sandbox
+	// is killed at once. Either way, if the command has not ended
+	// WaitDelay after Cancel was called, hutch kills everything in the
+	// sandbox with SIGKILL: unlike os/exec, the end of the sandbox never
+	// depends on the command's cooperation. Before the command runs
+	// (while its sandbox is built), cancellation kills at once.
+	//
+	// A command that ends after Cancel is reported as killed: Result's
+	// Killed and KillReason say why, its Signal what actually ended it
+	// (SIGTERM if it obeyed, SIGKILL if the grace ran out), and Wait
+	// returns an *ExitError wrapping the context's error or ErrTimeout,
+	// even if the command then exited 0.
+	Cancel func() error
+
+	// WaitDelay bounds the two waits that depend on something other than
+	// the command: from Cancel (or Stop) to the SIGKILL of the sandbox,
+	// and from the command's end to Wait's return while the copies to
+	// Stdout and Stderr still block (a host writer that is stuck). When
+	// the second runs out, Wait closes the pipes, leaves the stuck copy
+	// behind, and returns an error matching ErrWaitDelay (within the
+	// *ExitError if the command failed). Zero means DefaultWaitDelay;
+	// negative is refused by Start.
+	WaitDelay time.Duration
 
 	// Result is set once Wait returns, also on failure, and once Start
 	// returns an error: a command that never ran has one too.
@@ -58,9 +92,6 @@ type Cmd struct {
 	copiers  sync.WaitGroup
 	closers  []io.Closer
 	started  nsinit.Event
-	killOnce sync.Once
-	reason   KillReason
-	killErr  error // why, for errors.Is: the context's error or ErrTimeout
 	output   *limiter
 	stopCtx  func() bool
 	timer    *time.Timer
@@ -69,10 +100,24 @@ type Cmd struct {
 	startCalled bool
 
 	mu          sync.Mutex
-	killed      bool // kill ran; guards c.in against a kill landing before it exists
 	running     bool // the init reported the command started
 	limitHit    bool // output went past the limit
 	startFailed bool
+	// reason is why hutch ends the command (the first one given);
+	// killErr what its ExitError then wraps for errors.Is: the context's
+	// error or ErrTimeout.
+	reason  KillReason
+	killErr error
+	// killed: the SIGKILL of the sandbox went out. signalled: a graceful
+	// stop (Cancel or Stop) reached the command, whose own end is then
+	// hutch's doing. ended: Wait saw the command's end; no signal may
+	// follow. grace is the SIGKILL that ends a graceful stop.
+	killed    bool
+	signalled bool
+	ended     bool
+	grace     *time.Timer
+	// ioErr is the first error copying the command's stdio.
+	ioErr error
 }
 
 // Command returns a Cmd that runs name with args in the sandbox. ctx kills
@@ -181,6 +226,9 @@ func (c *Cmd) Start() error {
 	defer c.sb.life.RUnlock()
 	if c.sb.closed {
 		return c.notStarted(fmt.Errorf("hutch: %w", ErrClosed))
+	}
+	if c.WaitDelay < 0 {
+		return &PolicyError{Field: "Cmd.WaitDelay", Value: c.WaitDelay.String(), Reason: "negative (zero means DefaultWaitDelay)"}
 	}
 	if err := c.ctx.Err(); err != nil {
 		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
@@ -321,7 +369,10 @@ func ctxKillReason(ctx context.Context) KillReason {
 // err: a timeout is a timeout wherever it lands.
 func (c *Cmd) notStarted(err error) error {
 	c.stopWatch()
-	c.killOnce.Do(func() {}) // no kill after this point: c.reason is final
+	c.mu.Lock()
+	c.ended = true // no kill after this point: c.reason is final
+	reason, killErr := c.reason, c.killErr
+	c.mu.Unlock()
 	r := &Result{ExitCode: -1}
 	if !c.start.IsZero() {
 		r.Wall = time.Since(c.start)
@@ -331,10 +382,9 @@ func (c *Cmd) notStarted(err error) error {
 		r.Prewarmed = c.in != nil && c.in.pooled
 	}
 	c.Result = r
-	var killErr error
 	switch {
-	case c.reason != "":
-		r.KillReason, killErr = c.reason, c.killErr
+	case reason != "":
+		r.KillReason = reason
 	case errors.Is(err, ErrSandboxDied):
 		r.KillReason, killErr = KilledSandboxDied, err
 	default:
@@ -401,7 +451,10 @@ func (c *Cmd) abort() error {
 	}
 	c.closers = nil
 	c.in.close()
-	if c.reason != "" {
+	c.mu.Lock()
+	reason := c.reason
+	c.mu.Unlock()
+	if reason != "" {
 		return nil // hutch's kill: notStarted reports it
 	}
 	return sandboxDied(ws, werr)
@@ -419,13 +472,17 @@ func sandboxDied(ws syscall.WaitStatus, werr error) error {
 	return fmt.Errorf("%w: it exited with status %d before the command ended", ErrSandboxDied, ws.ExitStatus())
 }
 
-// watch arranges for the timeout and the context to kill the command.
+// watch arranges for the timeout and the context to stop the command.
 func (c *Cmd) watch() {
 	c.stopCtx = context.AfterFunc(c.ctx, func() {
-		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
+		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			c.cancel(KilledTimeout, contextError(c.ctx))
+		} else {
+			c.cancel(KilledCanceled, contextError(c.ctx))
+		}
 	})
 	if t := c.sb.policy.Timeout; t > 0 {
-		c.timer = time.AfterFunc(t, func() { c.kill(KilledTimeout, ErrTimeout) })
+		c.timer = time.AfterFunc(t, func() { c.cancel(KilledTimeout, ErrTimeout) })
 	}
 }
 
@@ -436,6 +493,11 @@ func (c *Cmd) stopWatch() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.mu.Lock()
+	if c.grace != nil {
+		c.grace.Stop()
+	}
+	c.mu.Unlock()
 }
 
 // kill ends the whole sandbox: SIGKILL to its init empties the pid
@@ -443,16 +505,20 @@ func (c *Cmd) stopWatch() {
 // command's ExitError then wraps. A kill before the init exists is
 // carried out by Start as soon as it does.
 func (c *Cmd) kill(reason KillReason, err error) {
-	c.killOnce.Do(func() {
-		c.reason, c.killErr = reason, err
-		c.mu.Lock()
-		c.killed = true
-		in := c.in
+	c.mu.Lock()
+	if c.killed || c.ended {
 		c.mu.Unlock()
-		if in != nil {
-			in.kill()
-		}
-	})
+		return
+	}
+	c.killed = true
+	if c.reason == "" {
+		c.reason, c.killErr = reason, err
+	}
+	in := c.in
+	c.mu.Unlock()
+	if in != nil {
+		in.kill()
+	}
 }
 
 // Wait waits for the command and everything it started to end, and for its
@@ -487,8 +553,12 @@ func (c *Cmd) Wait() error {
 	if exited == nil {
 		ws, werr = c.in.wait()
 	}
-	c.copiers.Wait()
+	// The command has ended: no signal or kill from here on.
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
 	c.stopWatch()
+	ioErr := c.waitCopies()
 	for _, cl := range c.closers {
 		cl.Close()
 	}
@@ -523,18 +593,24 @@ func (c *Cmd) Wait() error {
 		}
 	}
 	c.sb.describe(r, g)
-	c.killOnce.Do(func() {}) // no kill after this point
-	var killErr error
+	c.mu.Lock()
+	reason, killErr, signalled := c.reason, c.killErr, c.signalled
+	c.mu.Unlock()
 	if exited != nil {
-		// The command ended on its own, even if a kill was on its way.
 		r.ExitCode, r.Signal = exited.ExitCode, syscall.Signal(exited.Signal)
+		// After a graceful stop reached it, the command's end is hutch's
+		// doing, whatever status it chose; otherwise it ended on its own,
+		// even if a kill was on its way.
+		if signalled && reason != "" {
+			r.Killed, r.KillReason = true, reason
+		}
 	} else {
 		// The init died before it could report the command's end, and
 		// the pid namespace's end killed the command: hutch's kill, or
 		// the init's death by other hands (or its spawn server's).
 		r.ExitCode, r.Signal, r.Killed = -1, syscall.SIGKILL, true
-		r.KillReason, killErr = c.reason, c.killErr
-		if c.reason == "" {
+		r.KillReason = reason
+		if reason == "" {
 			killErr = sandboxDied(ws, werr)
 			r.KillReason, r.Reason = KilledSandboxDied, killErr.Error()
 		}
@@ -563,14 +639,14 @@ func (c *Cmd) Wait() error {
 		}
 		in.close()
 	}()
-	if !r.Success() {
-		ee := &ExitError{Result: r}
+	if !r.Success() || r.Killed {
+		ee := &ExitError{Result: r, ioErr: ioErr}
 		if r.Killed {
 			ee.killErr = killErr
 		}
 		return ee
 	}
-	return nil
+	return ioErr
 }
 
 func sameWriter(a, b io.Writer) bool {
@@ -594,11 +670,26 @@ func (c *Cmd) stdinFile() (*os.File, error) {
 	}
 	c.closers = append(c.closers, w)
 	go func() {
-		_, _ = io.Copy(w, c.Stdin)
+		// Only the host's reader can fail in a way the caller needs to
+		// hear of: writes fail once the command stops reading (EPIPE), or
+		// once Wait closed the pipe, and that is the command's business.
+		// The error is kept before the close, so that it is there when
+		// the command, seeing EOF, ends.
+		_, _ = io.Copy(w, readerFunc(func(p []byte) (int, error) {
+			n, err := c.Stdin.Read(p)
+			if err != nil && err != io.EOF {
+				c.copyFailed(fmt.Errorf("hutch: copying Stdin: %w", err))
+			}
+			return n, err
+		}))
 		w.Close()
 	}()
 	return r, nil
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // outputFile is the write end handed to the command for one of its output
 // streams; a goroutine copies from the read end to dst through the
@@ -621,6 +712,7 @@ func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
 			// or SIGPIPE as in a shell pipeline, instead of running on
 			// with nobody reading.
 			r.Close()
+			c.copyFailed(fmt.Errorf("hutch: copying the command's output: %w", err))
 		}
 	}()
 	return w, nil
@@ -631,6 +723,7 @@ func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
 // never blocks on a full pipe, and onExceed runs once.
 type limiter struct {
 	mu        sync.Mutex
+	wmu       sync.Mutex // held while writing to a destination
 	left      int64
 	unlimited bool
 	over      bool
@@ -666,13 +759,16 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 		}
 		l.left -= n
 	}
-	// Writes to dst happen under the lock: the two streams may share one
-	// writer (CombinedOutput), which need not be safe for concurrent use.
+	l.mu.Unlock()
+	// Writes to dst are serialized: the two streams may share one writer
+	// (CombinedOutput), which need not be safe for concurrent use. They
+	// happen outside mu, which Wait takes even when a writer is stuck.
 	var err error
 	if n > 0 {
+		l.wmu.Lock()
 		_, err = w.dst.Write(p[:n])
+		l.wmu.Unlock()
 	}
-	l.mu.Unlock()
 	if exceeded {
 		l.onExceed()
 	}

@@ -276,7 +276,8 @@ func TestTimeout(t *testing.T) {
 	c := sb.Command(context.Background(), "sleep", "10")
 	err := c.Run()
 	ee := wantExit(t, c, err)
-	if !ee.Killed || ee.KillReason != runtime.KilledTimeout || ee.Signal != syscall.SIGKILL || ee.ExitCode != -1 {
+	// sleep ends on the graceful stop's SIGTERM.
+	if !ee.Killed || ee.KillReason != runtime.KilledTimeout || ee.Signal != syscall.SIGTERM || ee.ExitCode != -1 {
 		t.Errorf("Result = %+v, want killed by the timeout", ee.Result)
 	}
 	if ee.Wall < time.Second || ee.Wall > 8*time.Second {
@@ -317,7 +318,7 @@ func TestContext(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	err := c.Wait()
 	ee := wantExit(t, c, err)
-	if !ee.Killed || ee.KillReason != runtime.KilledCanceled || ee.Signal != syscall.SIGKILL {
+	if !ee.Killed || ee.KillReason != runtime.KilledCanceled || ee.Signal != syscall.SIGTERM {
 		t.Errorf("Result = %+v, want killed for %q", ee.Result, runtime.KilledCanceled)
 	}
 	if ee.Wall > 5*time.Second {

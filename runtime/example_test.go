@@ -82,7 +82,8 @@ func ExampleCmd_Run() {
 }
 
 // Policy.Timeout ends a command, and everything it started, after a
-// while; Result says that hutch killed it and why.
+// while: SIGTERM first (which ends sleep), SIGKILL for the whole sandbox
+// after Cmd.WaitDelay. Result says that hutch killed it and why.
 func ExamplePolicy_timeout() {
 	ws, err := os.MkdirTemp("", "hutch-example-")
 	if err != nil {
@@ -103,7 +104,7 @@ func ExamplePolicy_timeout() {
 	fmt.Println(err)
 	fmt.Println("killed:", cmd.Result.Killed, "reason:", cmd.Result.KillReason)
 	// Output:
-	// signal: SIGKILL (killed: timeout)
+	// signal: SIGTERM (killed: timeout)
 	// killed: true reason: timeout
 }
 

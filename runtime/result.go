@@ -37,7 +37,23 @@ const (
 	// everything in the sandbox. hutch did not end the command, but it
 	// did not end on its own either; Reason says how the init died.
 	KilledSandboxDied KillReason = "sandbox died"
+	// KilledStopped is a stop the caller asked for (Cmd.Stop; hutch run
+	// passing on SIGINT or SIGTERM).
+	KilledStopped KillReason = "stopped"
 )
+
+// DefaultWaitDelay is the grace a command gets when Cmd.WaitDelay is
+// zero: between the graceful stop (SIGTERM) that the context, the
+// timeout or Stop starts and the SIGKILL of its sandbox, and for its
+// output to be copied once it has ended.
+const DefaultWaitDelay = 5 * time.Second
+
+// ErrWaitDelay is matched (errors.Is) by Wait's error when the command
+// had ended but its output could not be copied within Cmd.WaitDelay,
+// because a Stdout or Stderr writer of the host blocked: Wait stopped
+// waiting for it (the output after that point is lost), as os/exec's
+// ErrWaitDelay says. Result is set all the same.
+var ErrWaitDelay = errors.New("hutch: WaitDelay expired before the command's output was copied")
 
 // Result describes one finished command.
 type Result struct {
@@ -49,11 +65,13 @@ type Result struct {
 	// it before the command was exec'd (the sandbox's setup).
 	Wall    time.Duration `json:"wall_ns"`
 	Startup time.Duration `json:"startup_ns"`
-	// Killed is set when the command did not end on its own: hutch ended
-	// it, or its sandbox died (KilledSandboxDied), for KillReason. A
-	// command hutch killed before it had started (Start returned the kill
-	// as an *ExitError) reports SIGKILL too: a timeout is a timeout
-	// wherever it lands.
+	// Killed is set when the command did not end on its own, for
+	// KillReason: hutch killed the sandbox, the command ended after the
+	// graceful stop reached it (then Signal and ExitCode are what the
+	// command made of it: SIGTERM, or the status its handler chose), or
+	// its sandbox died (KilledSandboxDied). A command hutch killed before
+	// it had started (Start returned the kill as an *ExitError) reports
+	// SIGKILL: a timeout is a timeout wherever it lands.
 	Killed     bool       `json:"killed"`
 	KillReason KillReason `json:"kill_reason,omitempty"`
 	// Truncated is set when output went past the output limit.
@@ -183,25 +201,43 @@ func (r *Result) String() string {
 }
 
 // ExitError is returned by Run and Wait for a command that did not exit 0,
-// and by Start when hutch killed the command before it had started. When
-// hutch killed the command for its context or Policy.Timeout, it wraps
-// why: errors.Is matches context.Canceled, context.DeadlineExceeded (also
-// the context's cause, if it has one) or ErrTimeout, as Result's
-// KillReason says in words; when the sandbox died under it, ErrSandboxDied.
+// or that hutch stopped (Result.Killed), and by Start when hutch killed
+// the command before it had started. When hutch stopped the command for
+// its context or Policy.Timeout, it wraps why: errors.Is matches
+// context.Canceled, context.DeadlineExceeded (also the context's cause,
+// if it has one) or ErrTimeout, as Result's KillReason says in words;
+// when the sandbox died under it, ErrSandboxDied. It also wraps an error
+// copying the command's stdio, ErrWaitDelay included.
 type ExitError struct {
 	*Result
 	// Stderr holds captured standard error when Output was used and
 	// Stderr was not otherwise collected.
 	Stderr []byte
 
-	// killErr is why hutch killed the command, or nil.
+	// killErr is why hutch killed the command, or nil; ioErr what went
+	// wrong copying its stdio, or nil.
 	killErr error
+	ioErr   error
 }
 
-func (e *ExitError) Error() string { return e.Result.String() }
+func (e *ExitError) Error() string {
+	if e.ioErr != nil {
+		return e.Result.String() + "; " + e.ioErr.Error()
+	}
+	return e.Result.String()
+}
 
-// Unwrap returns why the command was killed, or nil.
-func (e *ExitError) Unwrap() error { return e.killErr }
+// Unwrap returns why hutch killed the command and what went wrong copying
+// its stdio, those of them that happened.
+func (e *ExitError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.killErr, e.ioErr} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
 
 // contextError is ctx's error, joined with its cause when that says more.
 func contextError(ctx context.Context) error {

@@ -103,6 +103,12 @@ type Cmd struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Cancel and WaitDelay are as on Linux (see there), with the limits
+	// of a host without pid namespaces: the SIGKILL after the grace goes
+	// to the command's process group, and a process that left it lives on.
+	// Signal sends any signal.
+	Cancel    func() error
+	WaitDelay time.Duration
 	// Result is set by Wait.
 	Result *Result
 
@@ -116,6 +122,11 @@ type Cmd struct {
 	proxy     *netns.Proxy
 	netMu     sync.Mutex
 	netEvents []netns.Event
+
+	mu      sync.Mutex
+	ended   bool
+	stopped bool // Stop was called
+	grace   *time.Timer
 }
 
 // Command returns the Cmd to run name with args in the sandbox.
@@ -130,6 +141,9 @@ func (c *Cmd) Start() error {
 	}
 	if c.sb.closed.Load() {
 		return fmt.Errorf("hutch: %w", ErrClosed)
+	}
+	if c.WaitDelay < 0 {
+		return &PolicyError{Field: "Cmd.WaitDelay", Value: c.WaitDelay.String(), Reason: "negative (zero means DefaultWaitDelay)"}
 	}
 	dir, err := workDir(c.Dir, c.sb.policy.Workspace, c.sb.policy.Writable)
 	if err != nil {
@@ -168,6 +182,17 @@ func (c *Cmd) Start() error {
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error {
+		c.armGrace()
+		if c.Cancel != nil {
+			return c.Cancel()
+		}
+		return c.Signal(syscall.SIGTERM)
+	}
+	cmd.WaitDelay = c.WaitDelay
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = DefaultWaitDelay
+	}
 	c.cmd, c.start = cmd, time.Now()
 	if err := cmd.Start(); err != nil {
 		c.stopProxy()
@@ -257,6 +282,13 @@ func (c *Cmd) Wait() error {
 		return errors.New("hutch: not started")
 	}
 	err := c.cmd.Wait()
+	c.mu.Lock()
+	c.ended = true
+	if c.grace != nil {
+		c.grace.Stop()
+	}
+	stopped := c.stopped
+	c.mu.Unlock()
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -277,19 +309,69 @@ func (c *Cmd) Wait() error {
 		r.Killed, r.KillReason, killErr = true, KilledTimeout, contextError(c.ctx)
 	case c.runCtx.Err() != nil:
 		r.Killed, r.KillReason, killErr = true, KilledTimeout, ErrTimeout
+	case stopped:
+		r.Killed, r.KillReason = true, KilledStopped
 	}
 	c.netMu.Lock()
 	r.NetworkEvents = c.netEvents
 	c.netMu.Unlock()
 	c.Result = r
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return fmt.Errorf("hutch: %w", err)
+	var ioErr error
+	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		ioErr = ErrWaitDelay
+	case err != nil && !errors.As(err, &ee):
+		ioErr = fmt.Errorf("hutch: %w", err)
 	}
-	if !r.Success() {
-		return &ExitError{Result: r, killErr: killErr}
+	if !r.Success() || r.Killed {
+		return &ExitError{Result: r, killErr: killErr, ioErr: ioErr}
 	}
+	return ioErr
+}
+
+// Signal sends sig to the command's process group. It returns
+// os.ErrProcessDone once Wait saw the command end.
+func (c *Cmd) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("hutch: signal %v cannot be sent", sig)
+	}
+	if c.cmd == nil || c.cmd.Process == nil {
+		return errors.New("hutch: command not started")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return os.ErrProcessDone
+	}
+	return syscall.Kill(-c.cmd.Process.Pid, s)
+}
+
+// Stop sends sig (SIGTERM if nil) to the command's process group and
+// SIGKILL WaitDelay later if it still runs.
+func (c *Cmd) Stop(sig os.Signal) error {
+	if sig == nil {
+		sig = syscall.SIGTERM
+	}
+	if err := c.Signal(sig); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.armGrace()
 	return nil
+}
+
+// armGrace kills the command's process group WaitDelay from now (os/exec's
+// own kill reaches only the process).
+func (c *Cmd) armGrace() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.grace == nil && !c.ended {
+		c.grace = time.AfterFunc(c.cmd.WaitDelay, func() { _ = c.Signal(syscall.SIGKILL) })
+	}
 }
 
 // Run starts the command and waits for it.

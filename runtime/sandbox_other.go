@@ -5,6 +5,8 @@ package runtime
 import (
 	"context"
 	"io"
+	"os"
+	"time"
 )
 
 // Sandbox is never made on this platform; New refuses.
@@ -31,6 +33,9 @@ type Cmd struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Cancel and WaitDelay are as on Linux; nothing runs here.
+	Cancel    func() error
+	WaitDelay time.Duration
 	// Result is set by Wait.
 	Result *Result
 }
@@ -54,3 +59,9 @@ func (c *Cmd) Output() ([]byte, error) { return nil, ErrUnsupportedPlatform }
 
 // CombinedOutput returns ErrUnsupportedPlatform.
 func (c *Cmd) CombinedOutput() ([]byte, error) { return nil, ErrUnsupportedPlatform }
+
+// Signal returns ErrUnsupportedPlatform.
+func (c *Cmd) Signal(sig os.Signal) error { return ErrUnsupportedPlatform }
+
+// Stop returns ErrUnsupportedPlatform.
+func (c *Cmd) Stop(sig os.Signal) error { return ErrUnsupportedPlatform }

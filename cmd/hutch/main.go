@@ -6,7 +6,9 @@
 // workspace writable, the rest of the host read-only, secrets masked, no
 // network, no capabilities. Its exit status mirrors the command's (128+N
 // when signal N ended it); 125 means hutch itself failed, 126 that the
-// command could not be executed, 127 that it was not found.
+// command could not be executed, 127 that it was not found. SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT are passed on to the command, which is
+// SIGKILLed with its sandbox if it still runs --kill-after later.
 //
 //	hutch git [-C DIR] -- ARGS...
 //
@@ -75,6 +77,7 @@ type runFlags struct {
 	gitWrite    bool
 	env         []string
 	timeout     time.Duration
+	killAfter   time.Duration
 	outputLimit string
 	resultJSON  string
 	seccomp     string
@@ -113,7 +116,8 @@ func runCommand(code *int) *cobra.Command {
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
-	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command and everything it started after this long (e.g. 30s)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command and everything it started after this long (e.g. 30s): SIGTERM, then SIGKILL after --kill-after")
+	fl.DurationVar(&f.killAfter, "kill-after", runtime.DefaultWaitDelay, "how long the command has to end after --timeout or a SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on to it, before everything in the sandbox is SIGKILLed; also how long to wait for its output once it ended")
 	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
 	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
@@ -203,6 +207,9 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	if err != nil {
 		return err
 	}
+	if f.killAfter <= 0 {
+		return fmt.Errorf("--kill-after %v: not a positive duration (the command's grace before SIGKILL)", f.killAfter)
+	}
 	sb, err := runtime.New(p)
 	if errors.Is(err, runtime.ErrUnsupportedPlatform) {
 		// As an agent's own backends say a missing sandbox: the command
@@ -214,18 +221,25 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return flagError(err)
 	}
 	defer sb.Close()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// A closed stdout (hutch run ... | head) is an EPIPE to the copier,
 	// which passes it on to the command as a shell pipeline would, and
 	// hutch lives on to report it, instead of dying of SIGPIPE with the
 	// sandbox and no --result-json.
 	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	cmd = sb.Command(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.WaitDelay = f.killAfter
+	defer forwardSignals(cmd, cancel)()
 	err = cmd.Run()
 	var ee *runtime.ExitError
+	var sig signalError
 	switch {
+	case errors.As(context.Cause(ctx), &sig) && cmd.Result == nil:
+		// Interrupted while the sandbox was being built: the command never
+		// ran, and hutch exits as a shell's command dying of it would.
+		*code = 128 + int(sig.sig)
 	case err == nil || errors.As(err, &ee):
 		*code = exitStatus(cmd.Result)
 		for _, e := range cmd.Result.NetworkEvents {
@@ -240,10 +254,13 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			// Never quietly weaker: say what this run did not enforce.
 			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
 		}
-		if r := cmd.Result; r.Reason != "" {
+		if r := cmd.Result; r.Reason != "" && r.KillReason != runtime.KilledStopped {
 			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
 		} else if r.Truncated {
 			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
+		}
+		if errors.Is(err, runtime.ErrWaitDelay) {
+			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", f.killAfter)
 		}
 	case errors.Is(err, runtime.ErrNotFound):
 		*code = exitNotFound
@@ -257,6 +274,40 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	}
 	return nil
 }
+
+// forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT that hutch
+// receives on to the command as its terminal or a supervisor meant them:
+// to its process group, with the SIGKILL of the whole sandbox --kill-after
+// later if it has not ended (Cmd.Stop). A signal that comes while the
+// sandbox is still being built ends the run at once, through the context.
+// The returned function stops forwarding.
+func forwardSignals(cmd *runtime.Cmd, cancel context.CancelCauseFunc) func() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if err := cmd.Stop(s); err != nil && !errors.Is(err, os.ErrProcessDone) {
+					cancel(signalError{s.(syscall.Signal)})
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+// signalError is the cause of a run cancelled by a signal hutch received
+// before its command ran.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
 
 // resultSchema is the version of --result-json's document: the fields of
 // runtime.Result, and these. It changes when a field changes meaning or
