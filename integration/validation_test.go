@@ -90,7 +90,7 @@ func TestBadNumbersRefused(t *testing.T) {
 		{"--cpus", "0.0001"}, {"--cpus", "1e300"}, {"--cpus", "4097"},
 		{"--pids", "-1"}, {"--pids", "1"}, {"--pids", "4194305"}, {"--pids", "99999999999"}, {"--pids", "x"},
 		{"--memory", "-1"}, {"--memory", "1"}, {"--memory", "1MiB"}, {"--memory", "9223372036854775807"},
-		{"--memory", "NaN"}, {"--memory", "1.5GiB"}, {"--memory", "99999999999G"},
+		{"--memory", "NaN"}, {"--memory", "1.5XiB"}, {"--memory", "99999999999P"},
 		{"--tmp-size", "-1"}, {"--tmp-size", "1"}, {"--tmp-size", "9223372036854775807"}, {"--tmp-size", "Inf"},
 		{"--output-limit", "-1"}, {"--output-limit", "9223372036854775807"}, {"--output-limit", "NaN"},
 		{"--timeout", "-1s"}, {"--timeout", "1ns"}, {"--timeout", "NaN"},

@@ -434,7 +434,7 @@ func (c *Cmd) Wait() error {
 	}
 	switch {
 	case r.Usage != nil && r.Usage.OOMKills > 0:
-		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", sizeString(c.sb.policy.Memory))
+		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", FormatSize(c.sb.policy.Memory))
 	case r.Killed:
 		r.Reason = string(r.KillReason)
 	}

@@ -376,7 +376,7 @@ func checkSize(field string, v, least int64, why string) error {
 	case v > maxSize:
 		return &PolicyError{Field: field, Value: n, Reason: "above 1 PiB, more than any host has (0 means no limit)"}
 	case v > 0 && v < least:
-		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below %s: %s", sizeString(least), why)}
+		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below %s: %s", FormatSize(least), why)}
 	}
 	return nil
 }

@@ -20,12 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -152,7 +150,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.AllowGitWrite = f.gitWrite
 	p.Env = f.env
 	p.Timeout = f.timeout
-	limit, err := parseSize(f.outputLimit)
+	limit, err := runtime.ParseSize(f.outputLimit)
 	if err != nil {
 		return p, fmt.Errorf("--output-limit %q: %w", f.outputLimit, err)
 	}
@@ -162,12 +160,12 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.Network = runtime.NetworkMode(f.network)
 	p.AllowDomains, p.PackageManagers, p.AllowLocal = f.allowDomain, f.packageMgrs, f.allowLocal
 	if f.memory != "" {
-		if p.Memory, err = parseSize(f.memory); err != nil {
+		if p.Memory, err = runtime.ParseSize(f.memory); err != nil {
 			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
 		}
 	}
 	if f.tmpSize != "" {
-		if p.TmpSize, err = parseSize(f.tmpSize); err != nil {
+		if p.TmpSize, err = runtime.ParseSize(f.tmpSize); err != nil {
 			return p, fmt.Errorf("--tmp-size %q: %w", f.tmpSize, err)
 		}
 	}
@@ -362,35 +360,6 @@ func exitStatus(r *runtime.Result) int {
 		return 128 + int(r.Signal)
 	}
 	return r.ExitCode
-}
-
-// parseSize reads sizes like 10MiB, 512k, 1G or a plain byte count.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30},
-		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 {
-		return 0, errors.New("not a size (e.g. 10MiB, 512KiB, 1048576)")
-	}
-	if n > math.MaxInt64/mult {
-		return 0, errors.New("too large")
-	}
-	return n * mult, nil
 }
 
 func seccompCommand() *cobra.Command {
