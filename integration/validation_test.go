@@ -60,8 +60,8 @@ func TestKernelTreeWorkspaceRefused(t *testing.T) {
 	must(os.Symlink("/dev/shm", link))
 	trees := []string{"/sys", "/sys/fs/cgroup", "/proc", "/proc/self", "/proc/self/cwd", "/dev", "/dev/shm", link, "/tmp"}
 	for _, k := range trees {
-		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", k}, "Workspace", "--workspace")
-		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", dir(t, "ws-"), "--write", k}, "Writable[0]", "--write")
+		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", k}, "--workspace "+k+": ")
+		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", dir(t, "ws-"), "--write", k}, "--write "+k+": ")
 	}
 	before := spawn.Default().Spawned()
 	for _, k := range trees {
@@ -97,7 +97,7 @@ func TestBadNumbersRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := append([]string{"run", "--workspace", ws, "--pids", "50"}, c...)
-		refusedCLI(t, 30*time.Second, args, c[0])
+		refusedCLI(t, 30*time.Second, args, c[0]+" "+c[1]+": ")
 	}
 	// The case of the report, with a fork bomb as the command: refused, no
 	// process of it on the host.

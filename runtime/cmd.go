@@ -128,11 +128,11 @@ func (c *Cmd) check() error {
 	}
 	for i, a := range c.Args {
 		if strings.IndexByte(a, 0) >= 0 {
-			return &PolicyError{Field: fmt.Sprintf("Cmd.Args[%d]", i), Value: strings.ReplaceAll(a, "\x00", `\x00`), Reason: "contains a NUL byte"}
+			return &PolicyError{Field: fmt.Sprintf("Cmd.Args[%d]", i), Value: a, Reason: "contains a NUL byte"}
 		}
 	}
 	if strings.IndexByte(c.Path, 0) >= 0 {
-		return &PolicyError{Field: "Cmd.Path", Value: strings.ReplaceAll(c.Path, "\x00", `\x00`), Reason: "contains a NUL byte"}
+		return &PolicyError{Field: "Cmd.Path", Value: c.Path, Reason: "contains a NUL byte"}
 	}
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err

@@ -29,15 +29,15 @@ func cgroupManager() (*cgroups.Manager, error) {
 // the host's failure: only that may degrade.
 func (sb *Sandbox) setupLimits() error {
 	p := &sb.policy
-	sb.limits = cgroups.Limits{MemoryBytes: p.Memory, Pids: p.Pids, CPUs: p.CPUs, FileSizeBytes: p.FileSize}
+	sb.limits = cgroups.Limits{MemoryBytes: enforced(p.Memory), Pids: enforced(p.Pids), CPUs: enforced(p.CPUs), FileSizeBytes: enforced(p.FileSize)}
 	// checkLimits vetted the values already; should the two ever disagree,
 	// the caller's value is still refused, never degraded to rlimits.
 	if err := sb.limits.Validate(); err != nil {
 		return &PolicyError{Field: "Memory, Pids, CPUs or FileSize", Reason: err.Error()}
 	}
 	// Core dumps and file-size and fd caps are per process in any case.
-	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: p.FileSize})
-	if p.Memory == 0 && p.Pids == 0 && p.CPUs == 0 {
+	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: sb.limits.FileSizeBytes})
+	if l := sb.limits; l.MemoryBytes == 0 && l.Pids == 0 && l.CPUs == 0 {
 		sb.rlimits = base
 		return nil
 	}

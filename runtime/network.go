@@ -132,7 +132,7 @@ func (sb *Sandbox) setupNetwork() error {
 			list []string
 		}{{"AllowDomains", p.AllowDomains}, {"PackageManagers", p.PackageManagers}, {"AllowLocal", p.AllowLocal}} {
 			if len(f.list) > 0 {
-				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful with Network \"allow\" (it is \"" + string(p.Network) + "\")"}
+				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful when the network mode is allow (it is " + string(p.Network) + ")"}
 			}
 		}
 		return nil

@@ -152,7 +152,7 @@ func (sb *Sandbox) validate() error {
 		Writable:     writable,
 		Deny:         deny,
 		Home:         Home,
-		TmpSizeBytes: p.TmpSize,
+		TmpSizeBytes: enforced(p.TmpSize),
 		HideDirs:     resolveAll(hiddenDirs),
 		NoProc:       sb.level == LevelNamespacesNoProc,
 	}
