@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -647,5 +648,41 @@ func TestPolicyErrorMessage(t *testing.T) {
 		if got := tt.e.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestControlCharactersEscapedOnce: a value holding control characters is
+// kept as given in PolicyError.Value and escaped once by Error, wherever
+// the check that refused it lives.
+func TestControlCharactersEscapedOnce(t *testing.T) {
+	ws := t.TempDir()
+	bad := "/x/a\nb\x1b[31m"
+	const esc = `"/x/a\nb\x1b[31m"`
+	for _, tt := range []struct {
+		field string
+		value string
+		p     runtime.Policy
+	}{
+		{"Workspace", bad, runtime.Policy{Workspace: bad}},
+		{"Workspace", bad + "\x00", runtime.Policy{Workspace: bad + "\x00"}},
+		{"Writable[0]", bad, runtime.Policy{Workspace: ws, Writable: []string{bad}}},
+		{"Deny[0]", bad, runtime.Policy{Workspace: ws, Deny: []string{bad}}},
+		{"DenyNames[0]", "a\nb", runtime.Policy{Workspace: ws, DenyNames: []string{"a\nb"}}},
+		{"DenyNames[0]", "a\x00b", runtime.Policy{Workspace: ws, DenyNames: []string{"a\x00b"}}},
+	} {
+		_, err := runtime.New(tt.p)
+		var pe *runtime.PolicyError
+		if !errors.As(err, &pe) || pe.Field != tt.field || pe.Value != tt.value {
+			t.Errorf("New: %#v, want a PolicyError for %s holding %q as given", err, tt.field, tt.value)
+			continue
+		}
+		if want := "hutch: " + tt.field + " " + strconv.Quote(tt.value) + ": "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Error() = %q, want it to start %q", err.Error(), want)
+		}
+	}
+	// As it reads, for the record: one backslash per escape.
+	_, err := runtime.New(runtime.Policy{Workspace: bad})
+	if err == nil || !strings.Contains(err.Error(), esc) {
+		t.Errorf("Error() = %v, want %s in it", err, esc)
 	}
 }
