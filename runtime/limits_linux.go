@@ -3,7 +3,6 @@
 package runtime
 
 import (
-	"log/slog"
 	"slices"
 	"sync"
 
@@ -44,7 +43,7 @@ func (sb *Sandbox) setupLimits() error {
 	m, err := cgroupManager()
 	if err == nil {
 		if _, err = m.Sweep(); err != nil {
-			slog.Debug("hutch: cgroup sweep", "err", err)
+			p.logger().Debug("hutch: cgroup sweep", "err", err)
 		}
 		// One throwaway group proves the limits can be applied here.
 		var g *cgroups.Group
@@ -58,6 +57,8 @@ func (sb *Sandbox) setupLimits() error {
 		return &LayerError{Layer: LayerCgroup, Reason: err.Error(), Remedy: "run as root, delegate a cgroup v2 subtree (systemd Delegate=yes), or allow degrading to rlimits"}
 	}
 	sb.cgroupSkip = "cgroups unavailable, limits are per-process rlimits: " + err.Error()
+	// Info, not Warn: every Result says it too; the log says it once.
+	p.logger().Info("hutch: "+sb.cgroupSkip, "memory", p.Memory, "pids", p.Pids)
 	sb.rlimits = cgroups.Rlimits(sb.limits)
 	return nil
 }

@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"errors"
-	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -124,7 +123,8 @@ func (sb *Sandbox) setupNetwork() error {
 		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
 	}
 	if p.Network == NetworkHost {
-		slog.Warn("hutch: Network is host: commands share the host's network, with no isolation")
+		// Info, not Warn: the caller chose it, and every Result says it.
+		p.logger().Info("hutch: Network is host: commands share the host's network, with no isolation")
 	}
 	if p.Network != NetworkAllow {
 		for _, f := range []struct {
@@ -175,7 +175,7 @@ func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
 	in.proxy = px
 	go func() {
 		if err := px.Serve(l); err != nil {
-			slog.Debug("hutch: egress proxy", "err", err)
+			in.log.Debug("hutch: egress proxy", "err", err)
 		}
 		l.Close()
 	}()

@@ -19,6 +19,7 @@ package runtime
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -216,6 +217,23 @@ type Policy struct {
 	// enforces the same thing by other means. Only LayerSeccomp,
 	// LayerLoopback, LayerKeyring and LayerLandlock can be skipped.
 	SkipLayers []Layer
+
+	// Logger receives hutch's diagnostics: Debug for each Sandbox made and
+	// each step worth tracing, Info for what every Result reports too (a
+	// degraded layer, a shared network), said once per Sandbox, Warn for
+	// failures reported nowhere else (a cgroup left behind). nil means
+	// slog.Default(). It is not part of the sandbox's boundary. The spawn
+	// server, shared by every Sandbox of the process, logs to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// logger is p.Logger, or slog.Default().
+func (p *Policy) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
 }
 
 // clone returns p with every slice (and the seccomp profile) copied.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -684,5 +685,30 @@ func TestControlCharactersEscapedOnce(t *testing.T) {
 	_, err := runtime.New(runtime.Policy{Workspace: bad})
 	if err == nil || !strings.Contains(err.Error(), esc) {
 		t.Errorf("Error() = %v, want %s in it", err, esc)
+	}
+}
+
+// TestPolicyLogger: hutch's records go to the caller's Logger, not to
+// slog.Default(): New says at Debug which sandbox it made.
+func TestPolicyLogger(t *testing.T) {
+	var buf, global strings.Builder
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&global, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(old)
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Network = runtime.NetworkHost
+	p.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	for _, want := range []string{`level=DEBUG msg="hutch: sandbox ready"`, `level=INFO msg="hutch: Network is host`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the Logger got %q, want a record %s", buf.String(), want)
+		}
+	}
+	if strings.Contains(global.String(), "hutch:") {
+		t.Errorf("slog.Default() got %q, want nothing with a Logger given", global.String())
 	}
 }

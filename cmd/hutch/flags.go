@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -190,4 +192,22 @@ func (f runFlags) flagError(err error) error {
 		v = f.minLevel
 	}
 	return &flagErr{flag, v, pe.Reason}
+}
+
+// setLogger sends the library's records to stderr from the level
+// HUTCH_LOG names (debug, info, warn, error; default warn), or debug. The
+// CLI says itself, once, what every Result reports (a degraded layer, a
+// shared network); the library logs those at Info, below the default.
+func setLogger(debug bool) error {
+	level := slog.LevelWarn
+	if v := os.Getenv("HUTCH_LOG"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			return &flagErr{"HUTCH_LOG", v, "not a log level (debug, info, warn or error)"}
+		}
+	}
+	if debug {
+		level = slog.LevelDebug
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,8 @@ func execute(args []string) int {
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	debug := root.PersistentFlags().Bool("debug", false, "log hutch's own steps on stderr (as HUTCH_LOG=debug; HUTCH_LOG takes debug, info, warn or error, default warn)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
@@ -231,6 +234,14 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		if r := cmd.Result; r.Level != runtime.LevelNamespaces {
 			// Never quietly weaker: say what this run did not enforce.
 			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
+		} else if len(r.Unenforced) > 0 {
+			// Said once, here: limits degraded to rlimits (an unprivileged
+			// user), or whatever else did not hold.
+			what := "not enforced"
+			if slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
+				what = "no cgroups here, limits are per-process rlimits; not enforced"
+			}
+			fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
 		}
 		if r := cmd.Result; r.Reason != "" {
 			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
