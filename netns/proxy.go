@@ -36,6 +36,9 @@ type ProxyConfig struct {
 	Resolver Resolver
 	// OnEvent, when set, receives every connection attempt.
 	OnEvent func(Event)
+	// Logger gets a Debug record of every connection attempt; nil means
+	// slog.Default().
+	Logger *slog.Logger
 	// DialTimeout bounds each upstream connection attempt (default 10s);
 	// HandshakeTimeout the client's request (default 30s).
 	DialTimeout, HandshakeTimeout time.Duration
@@ -78,6 +81,9 @@ func NewProxy(c ProxyConfig) (*Proxy, error) {
 	}
 	if p.cfg.Resolver == nil {
 		p.cfg.Resolver = net.DefaultResolver
+	}
+	if p.cfg.Logger == nil {
+		p.cfg.Logger = slog.Default()
 	}
 	if p.cfg.DialTimeout == 0 {
 		p.cfg.DialTimeout = 10 * time.Second
@@ -160,7 +166,7 @@ func (p *Proxy) untrack(c net.Conn) {
 
 func (p *Proxy) emit(e Event) {
 	e.Time = time.Now()
-	slog.Debug("hutch: egress", "event", e.String())
+	p.cfg.Logger.Debug("hutch: egress", "event", e.String())
 	if p.cfg.OnEvent != nil {
 		p.cfg.OnEvent(e)
 	}

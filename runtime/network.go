@@ -162,6 +162,7 @@ func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
 	px, err := netns.NewProxy(netns.ProxyConfig{
 		Rules:      sb.netRules,
 		AllowLocal: sb.policy.AllowLocal,
+		Logger:     in.log,
 		OnEvent: func(e netns.Event) {
 			in.netMu.Lock()
 			in.netEvents = append(in.netEvents, e)
