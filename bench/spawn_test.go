@@ -219,7 +219,7 @@ func BenchmarkEgressCost(b *testing.B) {
 // limits. Where cgroups are unavailable to this user the default degrades
 // to rlimits and the figure is that fallback's cost.
 func BenchmarkCgroupCost(b *testing.B) {
-	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = 0, 0 }))
+	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = runtime.Unlimited, runtime.Unlimited }))
 }
 
 // BenchmarkUnixWallCost reports what the unix-sockets layer costs, against

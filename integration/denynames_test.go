@@ -166,8 +166,8 @@ for i in range(5000): open('.env.%d' % i, 'w').close()"`)
 func TestDenyNameFlagRefused(t *testing.T) {
 	ws := dir(t, "ws-")
 	r := sh(t, ws, "echo ran > ran", "--deny-name", "ok", "--deny-name", "sub/id_rsa")
-	if r.code != 125 || !strings.Contains(r.stderr, "DenyNames[1]") || !strings.Contains(r.stderr, "--deny-name") {
-		t.Errorf("want exit 125 naming DenyNames[1] and --deny-name:\n%s", r)
+	if r.code != 125 || !strings.Contains(r.stderr, "--deny-name sub/id_rsa: ") {
+		t.Errorf("want exit 125 naming --deny-name sub/id_rsa:\n%s", r)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Error("host: the command ran")

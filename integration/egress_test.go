@@ -143,19 +143,22 @@ func TestEgressRefused(t *testing.T) {
 }
 
 // TestEgressBadInput: invalid patterns, presets and local addresses are
-// refused before anything starts, naming the field.
+// refused before anything starts, naming the flag and the value as typed.
 func TestEgressBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		flags []string
 		field string
 	}{
-		{[]string{"--allow-domain", "*."}, "AllowDomains[0]"},
-		{[]string{"--allow-domain", "ok.test", "--allow-domain", "exa mple.com"}, "AllowDomains[1]"},
-		{[]string{"--allow-domain", "http://x.com"}, "AllowDomains[0]"},
-		{[]string{"--allow-domain", "a..b"}, "AllowDomains[0]"},
-		{[]string{"--allow-domain", "x.test:70000"}, "AllowDomains[0]"},
-		{[]string{"--package-managers", "node,cobol"}, "PackageManagers[1]"},
-		{[]string{"--allow-local", "localhost"}, "AllowLocal[0]"},
+		{[]string{"--allow-domain", "*."}, "--allow-domain *.: "},
+		{[]string{"--allow-domain", "ok.test", "--allow-domain", "exa mple.com"}, `--allow-domain "exa mple.com": `},
+		{[]string{"--allow-domain", "http://x.com"}, "--allow-domain http://x.com: "},
+		{[]string{"--allow-domain", "a..b"}, "--allow-domain a..b: "},
+		{[]string{"--allow-domain", "x.test:70000"}, "--allow-domain x.test:70000: "},
+		{[]string{"--package-managers", "node,cobol"}, "--package-managers cobol: "},
+		{[]string{"--allow-local", "localhost"}, "--allow-local localhost: "},
+		// AllowLocal lifts the address checks; a public address would be a
+		// way around the allow-list, and --help says loopback/private only.
+		{[]string{"--allow-local", "8.8.8.8:53"}, "--allow-local 8.8.8.8:53: a public address"},
 	} {
 		ws := dir(t, "ws-")
 		r := sh(t, ws, "touch ran", append([]string{"--net", "allow"}, tc.flags...)...)

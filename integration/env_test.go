@@ -42,7 +42,7 @@ func TestExportedFunctionRefused(t *testing.T) {
 	if res.code != 125 {
 		t.Errorf("exit %d, want 125 (hutch refused)\n%s", res.code, res)
 	}
-	if !strings.Contains(res.stderr, "Env[BASH_FUNC_ls%%] (--env)") {
+	if !strings.Contains(res.stderr, `--env "BASH_FUNC_ls%%=() { touch `) {
 		t.Errorf("error does not name the --env variable:\n%s", res)
 	}
 	if res.result == nil || res.result.ExitCode != 125 || len(res.result.Layers) != 0 {

@@ -46,8 +46,8 @@ func TestLevelRefusedBelowMinimum(t *testing.T) {
 	t.Run("unknown level", func(t *testing.T) {
 		ws := dir(t, "ws-")
 		r := sh(t, ws, "touch "+filepath.Join(ws, "ran"), "--min-level", "chroot")
-		if r.code != 125 || !strings.Contains(r.stderr, "MinLevel") {
-			t.Errorf("exit %d, stderr %q; want 125 naming MinLevel", r.code, r.stderr)
+		if r.code != 125 || !strings.Contains(r.stderr, "--min-level chroot: ") {
+			t.Errorf("exit %d, stderr %q; want 125 naming --min-level chroot", r.code, r.stderr)
 		}
 	})
 }

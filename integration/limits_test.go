@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -279,5 +280,49 @@ func TestCgroupsRequired(t *testing.T) {
 	if res.result == nil || !slices.ContainsFunc(res.result.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) ||
 		!slices.Contains(res.result.Layers, runtime.LayerRlimits) {
 		t.Errorf("the fallback is not reported: %+v", res.result)
+	}
+}
+
+// TestDegradeSaidOnce: as an unprivileged user (the suite's own uid, or
+// 65534 when it runs as root) the default policy's limits degrade to
+// rlimits wherever cgroups are not delegated, and hutch says so on stderr
+// exactly once, beside what the Result reports; with cgroups it says
+// nothing.
+func TestDegradeSaidOnce(t *testing.T) {
+	ws := dir(t, "ws-")
+	out := dir(t, "out-")
+	must(os.Chmod(out, 0o777))
+	rj := filepath.Join(out, "result.json")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, hutchBin, "run", "--workspace", ws, "--result-json", rj, "--", "true")
+	if os.Getuid() == 0 {
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	if err := c.Run(); err != nil {
+		t.Fatalf("hutch run true: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(rj)
+	must(err)
+	var res runtime.Result
+	must(json.Unmarshal(b, &res))
+	degraded := slices.ContainsFunc(res.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup })
+	want := 0
+	if degraded {
+		want = 1
+	}
+	n := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(strings.ToLower(l), "rlimit") {
+			n++
+		}
+	}
+	if n != want {
+		t.Errorf("cgroup degraded %v: %d lines of stderr say rlimits, want %d:\n%s", degraded, n, want, stderr.String())
+	}
+	if degraded && !strings.Contains(stderr.String(), "hutch: no cgroups here, limits are per-process rlimits") {
+		t.Errorf("stderr does not say the limits degraded:\n%s", stderr.String())
 	}
 }

@@ -93,16 +93,16 @@ func TestNetworkHostModeIsLoud(t *testing.T) {
 }
 
 // TestNetworkPolicyErrors: bad network settings are refused before
-// anything starts, naming the field.
+// anything starts, naming the flag and the value as typed.
 func TestNetworkPolicyErrors(t *testing.T) {
 	ws := dir(t, "ws-")
 	for _, tc := range []struct {
 		flags []string
 		field string
 	}{
-		{[]string{"--net", "wifi"}, "Network"},
-		{[]string{"--allow-domain", "example.com"}, "AllowDomains"},
-		{[]string{"--net", "host", "--package-managers", "node"}, "PackageManagers"},
+		{[]string{"--net", "wifi"}, "--net wifi: "},
+		{[]string{"--allow-domain", "example.com"}, "--allow-domain example.com: "},
+		{[]string{"--net", "host", "--package-managers", "node"}, "--package-managers node: "},
 	} {
 		r := sh(t, ws, "touch ran", tc.flags...)
 		if r.code != 125 || !strings.Contains(r.stderr, tc.field) {

@@ -52,8 +52,8 @@ func TestMountTargetSymlinkSwap(t *testing.T) {
 	// The CLI validates afresh on every run: there the symlink is seen at
 	// validation, and refused there.
 	res := sh(t, ws, "echo pwned > build/out/y", "--write", "build/out")
-	if res.code != 125 || !strings.Contains(res.stderr, "Writable[0]") {
-		t.Errorf("CLI: want exit 125 naming Writable[0]:\n%s", res)
+	if res.code != 125 || !strings.Contains(res.stderr, "--write build/out: ") {
+		t.Errorf("CLI: want exit 125 naming --write build/out:\n%s", res)
 	}
 	for _, n := range []string{"x", "y"} {
 		if _, err := os.Stat(filepath.Join(outside, n)); err == nil {
@@ -193,7 +193,8 @@ func TestConcurrentCommands(t *testing.T) {
 }
 
 // TestBadInputStartsNothing: invalid policy or command input is refused
-// with an error naming the field, before any process exists.
+// with an error naming the flag and the value as typed, before any process
+// exists.
 func TestBadInputStartsNothing(t *testing.T) {
 	ws := dir(t, "ws-")
 	must(os.MkdirAll(filepath.Join(ws, "secret", "sub"), 0o755))
@@ -202,12 +203,12 @@ func TestBadInputStartsNothing(t *testing.T) {
 		args  []string
 		field string
 	}{
-		{"missing workspace", []string{"run", "--workspace", filepath.Join(ws, "nope"), "--", "true"}, "Workspace"},
-		{"writable under denied", []string{"run", "--workspace", ws, "--deny", "secret", "--write", "secret/sub", "--", "true"}, "Writable[0]"},
-		{"refused env", []string{"run", "--workspace", ws, "--env", "LD_PRELOAD=/x.so", "--", "true"}, "Env[LD_PRELOAD]"},
-		{"empty command", []string{"run", "--workspace", ws, "--", ""}, "Cmd.Path"},
+		{"missing workspace", []string{"run", "--workspace", filepath.Join(ws, "nope"), "--", "true"}, "--workspace " + filepath.Join(ws, "nope") + ": does not exist"},
+		{"writable under denied", []string{"run", "--workspace", ws, "--deny", "secret", "--write", "secret/sub", "--", "true"}, "--write secret/sub: "},
+		{"refused env", []string{"run", "--workspace", ws, "--env", "LD_PRELOAD=/x.so", "--", "true"}, "--env LD_PRELOAD=/x.so: may not be set"},
+		{"empty command", []string{"run", "--workspace", ws, "--", ""}, `run: the command is ""`},
 		{"no command", []string{"run", "--workspace", ws}, "no command"},
-		{"control character in path", []string{"run", "--workspace", ws, "--write", "a\x01b", "--", "true"}, "Writable[0]"},
+		{"control character in path", []string{"run", "--workspace", ws, "--write", "a\x01b", "--", "true"}, `--write "a\x01b": contains a control character`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

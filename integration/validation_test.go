@@ -60,8 +60,8 @@ func TestKernelTreeWorkspaceRefused(t *testing.T) {
 	must(os.Symlink("/dev/shm", link))
 	trees := []string{"/sys", "/sys/fs/cgroup", "/proc", "/proc/self", "/proc/self/cwd", "/dev", "/dev/shm", link, "/tmp"}
 	for _, k := range trees {
-		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", k}, "Workspace", "--workspace")
-		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", dir(t, "ws-"), "--write", k}, "Writable[0]", "--write")
+		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", k}, "--workspace "+k+": ")
+		refusedCLI(t, 30*time.Second, []string{"run", "--workspace", dir(t, "ws-"), "--write", k}, "--write "+k+": ")
 	}
 	before := spawn.Default().Spawned()
 	for _, k := range trees {
@@ -90,14 +90,14 @@ func TestBadNumbersRefused(t *testing.T) {
 		{"--cpus", "0.0001"}, {"--cpus", "1e300"}, {"--cpus", "4097"},
 		{"--pids", "-1"}, {"--pids", "1"}, {"--pids", "4194305"}, {"--pids", "99999999999"}, {"--pids", "x"},
 		{"--memory", "-1"}, {"--memory", "1"}, {"--memory", "1MiB"}, {"--memory", "9223372036854775807"},
-		{"--memory", "NaN"}, {"--memory", "1.5GiB"}, {"--memory", "99999999999G"},
+		{"--memory", "NaN"}, {"--memory", "1.5XiB"}, {"--memory", "99999999999P"},
 		{"--tmp-size", "-1"}, {"--tmp-size", "1"}, {"--tmp-size", "9223372036854775807"}, {"--tmp-size", "Inf"},
 		{"--output-limit", "-1"}, {"--output-limit", "9223372036854775807"}, {"--output-limit", "NaN"},
 		{"--timeout", "-1s"}, {"--timeout", "1ns"}, {"--timeout", "NaN"},
 	}
 	for _, c := range cases {
 		args := append([]string{"run", "--workspace", ws, "--pids", "50"}, c...)
-		refusedCLI(t, 30*time.Second, args, c[0])
+		refusedCLI(t, 30*time.Second, args, c[0]+" "+c[1]+": ")
 	}
 	// The case of the report, with a fork bomb as the command: refused, no
 	// process of it on the host.

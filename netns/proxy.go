@@ -29,12 +29,16 @@ type ProxyConfig struct {
 	Rules *Rules
 	// AllowLocal are exact "ip:port" destinations the address checks let
 	// through (a development server on the host's loopback, say); each is
-	// also allowed as a destination in its own right.
+	// also allowed as a destination in its own right. Only addresses the
+	// checks refuse (loopback, private, link-local...) may be listed.
 	AllowLocal []string
 	// Resolver resolves allowed names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// OnEvent, when set, receives every connection attempt.
 	OnEvent func(Event)
+	// Logger gets a Debug record of every connection attempt; nil means
+	// slog.Default().
+	Logger *slog.Logger
 	// DialTimeout bounds each upstream connection attempt (default 10s);
 	// HandshakeTimeout the client's request (default 30s).
 	DialTimeout, HandshakeTimeout time.Duration
@@ -66,12 +70,20 @@ func NewProxy(c ProxyConfig) (*Proxy, error) {
 	for _, s := range c.AllowLocal {
 		ap, err := netip.ParseAddrPort(s)
 		if err != nil || ap.Port() == 0 {
-			return nil, &RuleError{Input: s, Reason: "AllowLocal entries are exact ip:port pairs (127.0.0.1:8080, [::1]:8080)"}
+			return nil, &RuleError{Input: s, Reason: "not an exact ip:port pair (127.0.0.1:8080, [::1]:8080)"}
+		}
+		// An exception to the address checks is for what they refuse;
+		// a public address would only be a way around the allow-list.
+		if addrRefusal(ap.Addr()) == "" {
+			return nil, &RuleError{Input: s, Reason: "a public address: only loopback and private addresses, which the proxy otherwise refuses, can be allowed this way; allow public hosts by domain"}
 		}
 		p.allowLocal[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
 	}
 	if p.cfg.Resolver == nil {
 		p.cfg.Resolver = net.DefaultResolver
+	}
+	if p.cfg.Logger == nil {
+		p.cfg.Logger = slog.Default()
 	}
 	if p.cfg.DialTimeout == 0 {
 		p.cfg.DialTimeout = 10 * time.Second
@@ -154,7 +166,7 @@ func (p *Proxy) untrack(c net.Conn) {
 
 func (p *Proxy) emit(e Event) {
 	e.Time = time.Now()
-	slog.Debug("hutch: egress", "event", e.String())
+	p.cfg.Logger.Debug("hutch: egress", "event", e.String())
 	if p.cfg.OnEvent != nil {
 		p.cfg.OnEvent(e)
 	}

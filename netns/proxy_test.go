@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -528,6 +529,40 @@ func TestProxyDialsMatchedName(t *testing.T) {
 		// name matches is the rule that let it through.
 		if rule, _ := rules.Match(ev.Host, port); !ev.Allowed || ev.Host != tc.want || rule != ev.Rule {
 			t.Errorf("%q: event %+v; resolved %q, which matches %q", tc.host, ev, tc.want, rule)
+		}
+	}
+}
+
+// TestAllowLocalOnlyLocal: AllowLocal takes exact ip:port pairs of the
+// addresses the checks refuse; a public address is refused, saying so.
+func TestAllowLocalOnlyLocal(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		reason string // "" when accepted
+	}{
+		{"127.0.0.1:8080", ""},
+		{"[::1]:8080", ""},
+		{"10.0.0.5:5432", ""},
+		{"192.168.1.20:80", ""},
+		{"172.16.0.1:443", ""},
+		{"169.254.169.254:80", ""},
+		{"[::ffff:127.0.0.1]:80", ""},
+		{"[fd00::1]:80", ""},
+		{"8.8.8.8:53", "a public address"},
+		{"1.1.1.1:443", "a public address"},
+		{"[2001:4860:4860::8888]:53", "a public address"},
+		{"[::ffff:8.8.8.8]:53", "a public address"},
+		{"localhost:80", "not an exact ip:port pair"},
+		{"127.0.0.1", "not an exact ip:port pair"},
+		{"127.0.0.1:0", "not an exact ip:port pair"},
+	} {
+		_, err := NewProxy(ProxyConfig{AllowLocal: []string{tc.in}})
+		var re *RuleError
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("AllowLocal %s: %v, want it accepted", tc.in, err)
+		case tc.reason != "" && (!errors.As(err, &re) || re.Input != tc.in || !strings.HasPrefix(re.Reason, tc.reason)):
+			t.Errorf("AllowLocal %s: %v, want a RuleError saying %q", tc.in, err, tc.reason)
 		}
 	}
 }

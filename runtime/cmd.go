@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -177,11 +176,11 @@ func (c *Cmd) check() error {
 	}
 	for i, a := range c.Args {
 		if strings.IndexByte(a, 0) >= 0 {
-			return &PolicyError{Field: fmt.Sprintf("Cmd.Args[%d]", i), Value: strings.ReplaceAll(a, "\x00", `\x00`), Reason: "contains a NUL byte"}
+			return &PolicyError{Field: fmt.Sprintf("Cmd.Args[%d]", i), Value: a, Reason: "contains a NUL byte"}
 		}
 	}
 	if strings.IndexByte(c.Path, 0) >= 0 {
-		return &PolicyError{Field: "Cmd.Path", Value: strings.ReplaceAll(c.Path, "\x00", `\x00`), Reason: "contains a NUL byte"}
+		return &PolicyError{Field: "Cmd.Path", Value: c.Path, Reason: "contains a NUL byte"}
 	}
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err
@@ -617,7 +616,7 @@ func (c *Cmd) Wait() error {
 	}
 	switch {
 	case r.Usage != nil && r.Usage.OOMKills > 0:
-		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", sizeString(c.sb.policy.Memory))
+		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", FormatSize(c.sb.policy.Memory))
 	case r.Killed && r.Reason == "":
 		r.Reason = string(r.KillReason)
 	}
@@ -627,7 +626,7 @@ func (c *Cmd) Wait() error {
 	// init is exiting already; Destroy kills it if not, and waits.
 	if g != nil {
 		if err := g.Destroy(); err != nil {
-			slog.Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+			c.sb.policy.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
 		}
 	}
 	// The rest of the init's teardown (its namespaces, the host's ends of

@@ -57,7 +57,7 @@ func checkDenyNames(names []string) error {
 		case n == "." || n == "..":
 			reason = "not a file name"
 		case strings.IndexByte(n, 0) >= 0:
-			return &PolicyError{Field: field, Value: strings.ReplaceAll(n, "\x00", `\x00`), Reason: "contains a NUL byte"}
+			return &PolicyError{Field: field, Value: n, Reason: "contains a NUL byte"}
 		case strings.ContainsRune(n, '/'):
 			reason = "a name or pattern, not a path: it may not contain /"
 		case len(n) > 255:
@@ -66,7 +66,7 @@ func checkDenyNames(names []string) error {
 		if reason == "" {
 			for _, r := range n {
 				if r < 0x20 || r == 0x7f {
-					return &PolicyError{Field: field, Value: fmt.Sprintf("%q", n), Reason: "contains a control character"}
+					return &PolicyError{Field: field, Value: n, Reason: "contains a control character"}
 				}
 			}
 			if _, err := path.Match(n, ""); err != nil {

@@ -25,6 +25,7 @@ import (
 // sandboxInit is a sandbox init on its way to (or waiting at) the point
 // where only its command is missing. It is used by exactly one command.
 type sandboxInit struct {
+	log *slog.Logger // the policy's
 	// proxy is the egress proxy of Network "allow"; netEvents what it saw.
 	proxy     *netns.Proxy
 	netMu     sync.Mutex
@@ -187,7 +188,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in = &sandboxInit{noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
+	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
 	go readEvents(statusR, in.events)
 	if egress != nil {
 		if err := in.startEgress(sb, egress); err != nil {
@@ -232,7 +233,7 @@ func (in *sandboxInit) close() {
 		in.status.Close()
 		if in.group != nil {
 			if err := in.group.Destroy(); err != nil {
-				slog.Warn("hutch: remove cgroup", "group", in.group.Path(), "err", err)
+				in.log.Warn("hutch: remove cgroup", "group", in.group.Path(), "err", err)
 			}
 		}
 	})

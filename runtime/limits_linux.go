@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 
@@ -30,22 +29,22 @@ func cgroupManager() (*cgroups.Manager, error) {
 // the host's failure: only that may degrade.
 func (sb *Sandbox) setupLimits() error {
 	p := &sb.policy
-	sb.limits = cgroups.Limits{MemoryBytes: p.Memory, Pids: p.Pids, CPUs: p.CPUs, FileSizeBytes: p.FileSize}
+	sb.limits = cgroups.Limits{MemoryBytes: enforced(p.Memory), Pids: enforced(p.Pids), CPUs: enforced(p.CPUs), FileSizeBytes: enforced(p.FileSize)}
 	// checkLimits vetted the values already; should the two ever disagree,
 	// the caller's value is still refused, never degraded to rlimits.
 	if err := sb.limits.Validate(); err != nil {
 		return &PolicyError{Field: "Memory, Pids, CPUs or FileSize", Reason: err.Error()}
 	}
 	// Core dumps and file-size and fd caps are per process in any case.
-	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: p.FileSize})
-	if p.Memory == 0 && p.Pids == 0 && p.CPUs == 0 {
+	base := cgroups.Rlimits(cgroups.Limits{FileSizeBytes: sb.limits.FileSizeBytes})
+	if l := sb.limits; l.MemoryBytes == 0 && l.Pids == 0 && l.CPUs == 0 {
 		sb.rlimits = base
 		return nil
 	}
 	m, err := cgroupManager()
 	if err == nil {
 		if _, err = m.Sweep(); err != nil {
-			slog.Debug("hutch: cgroup sweep", "err", err)
+			p.logger().Debug("hutch: cgroup sweep", "err", err)
 		}
 		// One throwaway group proves the limits can be applied here.
 		var g *cgroups.Group
@@ -55,7 +54,7 @@ func (sb *Sandbox) setupLimits() error {
 			// of its own says so from this.
 			sb.cgroupUnenforced = g.Unenforced()
 			if err = g.Destroy(); err != nil {
-				slog.Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+				p.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
 			}
 			sb.cgroups, sb.rlimits = m, base
 			return nil
@@ -65,6 +64,8 @@ func (sb *Sandbox) setupLimits() error {
 		return &LayerError{Layer: LayerCgroup, Reason: err.Error(), Remedy: "run as root, delegate a cgroup v2 subtree (systemd Delegate=yes), or allow degrading to rlimits"}
 	}
 	sb.cgroupSkip = "cgroups unavailable, limits are per-process rlimits: " + err.Error()
+	// Info, not Warn: every Result says it too; the log says it once.
+	p.logger().Info("hutch: "+sb.cgroupSkip, "memory", p.Memory, "pids", p.Pids)
 	sb.rlimits = cgroups.Rlimits(sb.limits)
 	return nil
 }

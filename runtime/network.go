@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"errors"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -126,7 +125,8 @@ func (sb *Sandbox) setupEnv() {
 		sb.env = baseEnv(p)
 	}
 	if p.Network == NetworkHost {
-		slog.Warn("hutch: Network is host: commands share the host's network, with no isolation")
+		// Info, not Warn: the caller chose it, and every Result says it.
+		p.logger().Info("hutch: Network is host: commands share the host's network, with no isolation")
 	}
 	if p.Network == NetworkAllow {
 		// The policy's own Env still has the last word.
@@ -141,6 +141,7 @@ func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
 	px, err := netns.NewProxy(netns.ProxyConfig{
 		Rules:      sb.netRules,
 		AllowLocal: sb.policy.AllowLocal,
+		Logger:     in.log,
 		OnEvent: func(e netns.Event) {
 			in.netMu.Lock()
 			in.netEvents = append(in.netEvents, e)
@@ -154,7 +155,7 @@ func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
 	in.proxy = px
 	go func() {
 		if err := px.Serve(l); err != nil {
-			slog.Debug("hutch: egress proxy", "err", err)
+			in.log.Debug("hutch: egress proxy", "err", err)
 		}
 		l.Close()
 	}()

@@ -19,6 +19,7 @@ package runtime
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -65,8 +66,10 @@ const LayerExec = nsinit.LayerExec
 // Skipped is a layer that was allowed to degrade and was not set up.
 type Skipped = nsinit.Skipped
 
-// Policy says what commands of a Sandbox may see and do. The zero value is
-// not usable: Workspace is required. DefaultPolicy fills in the defaults.
+// Policy says what commands of a Sandbox may see and do. Workspace is
+// required; every other field's zero value is hutch's default, safe for
+// limits too (see Unlimited). DefaultPolicy differs from Policy{Workspace:
+// dir} only in allowing the cgroup and Landlock layers to degrade.
 type Policy struct {
 	// Workspace is the directory commands may write, bound read-write at
 	// its own path. It must be an absolute path to an existing directory.
@@ -138,29 +141,43 @@ type Policy struct {
 	// networks that NetworkAllow may reach despite the address checks.
 	AllowLocal []string
 
-	// Timeout ends each command after this long (0: only the context).
+	// The limits below follow one rule: 0 means hutch's default, Unlimited
+	// means no limit, and any other negative value is refused. The default
+	// is a limit where a runaway command would hurt the host (Memory, Pids,
+	// OutputLimit: the values DefaultPolicy sets) and none where no value
+	// fits every command (Timeout, CPUs, TmpSize, FileSize). Sizes count
+	// bytes (ParseSize reads 512MiB and the like). New refuses values no
+	// kernel would apply as given (see checkLimits): a CPUs that is not
+	// finite or is below 0.01, Pids 1 or above 4194304, Memory below
+	// 4 MiB, TmpSize below one page, a Timeout below a millisecond, sizes
+	// above 1 PiB. Policy() reports the limits in effect, defaults filled
+	// in.
+
+	// Timeout ends each command, and everything it started, after this
+	// long. Default: none, only the context ends it.
 	Timeout time.Duration
 
 	// OutputLimit caps the bytes of stdout and stderr taken together; a
-	// command that writes more is truncated and killed. 0 means
-	// DefaultOutputLimit; negative means no limit.
+	// command that writes more is truncated and killed. Default:
+	// DefaultOutputLimit.
 	OutputLimit int64
 
-	// TmpSize caps the private /tmp, which holds HOME (0: no cap).
+	// TmpSize caps the private /tmp, which holds HOME. Default: none.
 	TmpSize int64
 
-	// Resource limits of each command, enforced by a cgroup of its own
-	// (0: no limit). Memory counts everything the command's processes are
-	// charged (no swap on top); Pids bounds processes and threads alive at
-	// once; CPUs is a rate in cores (1.5: one and a half). FileSize bounds
-	// any file the command writes (RLIMIT_FSIZE). Where cgroups cannot be
-	// used (an unprivileged user on a host without a delegated cgroup v2
-	// subtree) New fails, unless AllowDegraded names LayerCgroup: then
-	// Memory and Pids fall back to RLIMIT_DATA and RLIMIT_NPROC, per process
-	// and approximate, and every Result says so. New refuses values no
-	// kernel would apply as given (see checkLimits): CPUs that is not
-	// finite or below 0.01, Pids below 2 or above 4194304, Memory below
-	// 4 MiB, sizes above 1 PiB.
+	// Resource limits of each command, enforced by a cgroup of its own.
+	// Memory counts everything the command's processes are charged (no
+	// swap on top); default: half the host's memory. Pids bounds processes
+	// and threads alive at once, the sandbox's init included; default:
+	// DefaultPids. CPUs is a rate in cores (1.5: one and a half); default:
+	// none. FileSize bounds any file the command writes (RLIMIT_FSIZE);
+	// default: none. Where cgroups cannot be used (an unprivileged user on
+	// a host without a delegated cgroup v2 subtree) New fails, unless
+	// AllowDegraded names LayerCgroup: then Memory and Pids fall back to
+	// RLIMIT_DATA and RLIMIT_NPROC, per process and approximate, and every
+	// Result says so. So a Policy holding only a Workspace has memory and
+	// process limits, and as an unprivileged user it fails closed where
+	// DefaultPolicy (which allows that layer to degrade) runs on rlimits.
 	Memory   int64
 	Pids     int64
 	CPUs     float64
@@ -200,6 +217,23 @@ type Policy struct {
 	// enforces the same thing by other means. Only LayerSeccomp,
 	// LayerLoopback, LayerKeyring and LayerLandlock can be skipped.
 	SkipLayers []Layer
+
+	// Logger receives hutch's diagnostics: Debug for each Sandbox made and
+	// each step worth tracing, Info for what every Result reports too (a
+	// degraded layer, a shared network), said once per Sandbox, Warn for
+	// failures reported nowhere else (a cgroup left behind). nil means
+	// slog.Default(). It is not part of the sandbox's boundary. The spawn
+	// server, shared by every Sandbox of the process, logs to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// logger is p.Logger, or slog.Default().
+func (p *Policy) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
 }
 
 // clone returns p with every slice (and the seccomp profile) copied.
@@ -226,6 +260,11 @@ func (p Policy) clone() Policy {
 
 // DefaultOutputLimit is the output cap when Policy.OutputLimit is 0.
 const DefaultOutputLimit = 10 << 20
+
+// Unlimited, as the value of one of Policy's limits (Memory, Pids, CPUs,
+// FileSize, TmpSize, OutputLimit, Timeout), means no limit at all; 0
+// means hutch's default.
+const Unlimited = -1
 
 // Home is HOME inside the sandbox: a private directory in the private
 // /tmp, fresh for every command.
@@ -266,13 +305,15 @@ func DefaultPolicy(workspace string) Policy {
 	}
 }
 
-// DefaultPids is DefaultPolicy's process limit.
+// DefaultPids is the process limit when Policy.Pids is 0.
 const DefaultPids = 4096
 
 // PolicyError is invalid input: which field, which value, and why. No
 // process is started for a policy or command that fails validation.
 type PolicyError struct {
-	Field  string
+	Field string
+	// Value is the value refused, as the caller gave it (a number in the
+	// field's own units); Error quotes it, escaping control characters.
 	Value  string
 	Reason string
 }
@@ -304,15 +345,16 @@ const (
 	minCPUs = 0.01
 	maxCPUs = 4096
 	// minTimeout catches a Duration given as a bare number: Timeout = 30
-	// is 30 nanoseconds, not seconds.
+	// is 30 nanoseconds, not seconds (the error shows it as 30ns).
 	minTimeout = time.Millisecond
 	// maxPrewarm bounds Policy.Prewarm: each pooled init is a live process.
 	maxPrewarm = 64
 )
 
-// checkLimits refuses the numeric fields of p that are out of range. It
-// runs before anything is probed or set up, so that a limit a layer then
-// fails to apply is the host's failure, never the caller's value (which a
+// checkLimits refuses the numeric fields of p that are out of range, and
+// then puts hutch's default in for each limit left at 0. It runs before
+// anything is probed or set up, so that a limit a layer then fails to
+// apply is the host's failure, never the caller's value (which a
 // degradable layer would otherwise swallow).
 func checkLimits(p *Policy) error {
 	if err := checkCPUs(p.CPUs); err != nil {
@@ -323,65 +365,80 @@ func checkLimits(p *Policy) error {
 		v, least int64
 		why      string
 	}{
-		{"Memory", p.Memory, minMemory, "no command can start in less"},
+		{"Memory", p.Memory, minMemory, "no command starts in less"},
 		{"TmpSize", p.TmpSize, minTmpSize, "tmpfs sizes are whole pages"},
 		{"FileSize", p.FileSize, 0, ""},
+		{"OutputLimit", p.OutputLimit, 0, ""},
 	} {
 		if err := checkSize(f.field, f.v, f.least, f.why); err != nil {
 			return err
 		}
 	}
-	if p.OutputLimit > maxSize {
-		return &PolicyError{Field: "OutputLimit", Value: strconv.FormatInt(p.OutputLimit, 10), Reason: "above 1 PiB; a negative OutputLimit means no limit"}
-	}
 	switch pids := strconv.FormatInt(p.Pids, 10); {
-	case p.Pids < 0:
-		return &PolicyError{Field: "Pids", Value: pids, Reason: "negative (0 means no limit)"}
+	case p.Pids < 0 && p.Pids != Unlimited:
+		return &PolicyError{Field: "Pids", Value: pids, Reason: negative}
 	case p.Pids > 0 && p.Pids < minPids:
-		return &PolicyError{Field: "Pids", Value: pids, Reason: fmt.Sprintf("below %d: the sandbox's init and the command are two processes", minPids)}
+		return &PolicyError{Field: "Pids", Value: pids, Reason: fmt.Sprintf("below the minimum of %d: the sandbox's init and the command are two processes (a shell that runs one more program needs 3)", minPids)}
 	case p.Pids > maxPids:
 		return &PolicyError{Field: "Pids", Value: pids, Reason: fmt.Sprintf("above the kernel's limit of %d processes", maxPids)}
 	}
 	switch {
-	case p.Timeout < 0:
-		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "negative (0 means none)"}
+	case p.Timeout < 0 && p.Timeout != Unlimited:
+		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: negative}
 	case p.Timeout > 0 && p.Timeout < minTimeout:
-		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "below a millisecond (a Duration counts nanoseconds: 30 is not 30 seconds)"}
+		return &PolicyError{Field: "Timeout", Value: p.Timeout.String(), Reason: "below the minimum of 1ms"}
 	}
 	if p.Prewarm < 0 || p.Prewarm > maxPrewarm {
 		return &PolicyError{Field: "Prewarm", Value: strconv.Itoa(p.Prewarm), Reason: fmt.Sprintf("must be 0-%d", maxPrewarm)}
 	}
+	if p.Memory == 0 {
+		p.Memory = defaultMemory()
+	}
+	if p.Pids == 0 {
+		p.Pids = DefaultPids
+	}
+	if p.OutputLimit == 0 {
+		p.OutputLimit = DefaultOutputLimit
+	}
 	return nil
 }
 
+// negative is why a negative limit other than Unlimited is refused: a
+// value computed wrong must not lift a limit.
+const negative = "negative: Unlimited (-1) means no limit, 0 the default"
+
+// enforced is a limit checked by checkLimits as the layers take it: 0 for
+// none.
+func enforced[T int64 | float64](v T) T { return max(v, 0) }
+
 // checkCPUs refuses a CPU rate that is not a number of cores the kernel
-// can enforce.
+// can enforce as given.
 func checkCPUs(c float64) error {
 	v := strconv.FormatFloat(c, 'g', -1, 64)
 	switch {
 	case math.IsNaN(c) || math.IsInf(c, 0):
 		return &PolicyError{Field: "CPUs", Value: v, Reason: "not a finite number of cores"}
-	case c < 0:
-		return &PolicyError{Field: "CPUs", Value: v, Reason: "negative (0 means no limit)"}
+	case c < 0 && c != Unlimited:
+		return &PolicyError{Field: "CPUs", Value: v, Reason: negative}
 	case c > 0 && c < minCPUs:
-		return &PolicyError{Field: "CPUs", Value: v, Reason: fmt.Sprintf("below %g cores, the smallest CPU quota the kernel enforces", minCPUs)}
+		return &PolicyError{Field: "CPUs", Value: v, Reason: fmt.Sprintf("below the minimum of %g cores, the smallest CPU quota the kernel enforces", minCPUs)}
 	case c > maxCPUs:
 		return &PolicyError{Field: "CPUs", Value: v, Reason: fmt.Sprintf("above %d cores", maxCPUs)}
 	}
 	return nil
 }
 
-// checkSize refuses a byte count that is negative, above maxSize, or
-// positive but below least (why says why).
+// checkSize refuses a byte count that is negative (but not Unlimited),
+// above maxSize, or positive but below least (why says why).
 func checkSize(field string, v, least int64, why string) error {
 	n := strconv.FormatInt(v, 10)
 	switch {
-	case v < 0:
-		return &PolicyError{Field: field, Value: n, Reason: "negative (0 means no limit)"}
+	case v < 0 && v != Unlimited:
+		return &PolicyError{Field: field, Value: n, Reason: negative}
 	case v > maxSize:
-		return &PolicyError{Field: field, Value: n, Reason: "above 1 PiB, more than any host has (0 means no limit)"}
+		return &PolicyError{Field: field, Value: n, Reason: "above 1 PiB, more than any host has"}
 	case v > 0 && v < least:
-		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below %s: %s", sizeString(least), why)}
+		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below the minimum of %s: %s", FormatSize(least), why)}
 	}
 	return nil
 }
@@ -397,11 +454,11 @@ func checkPath(field, p string) error {
 	case len(p) > maxPath:
 		return &PolicyError{Field: field, Value: p[:64] + "...", Reason: fmt.Sprintf("longer than %d bytes", maxPath)}
 	case strings.IndexByte(p, 0) >= 0:
-		return &PolicyError{Field: field, Value: strings.ReplaceAll(p, "\x00", `\x00`), Reason: "contains a NUL byte"}
+		return &PolicyError{Field: field, Value: p, Reason: "contains a NUL byte"}
 	}
 	for _, r := range p {
 		if r < 0x20 || r == 0x7f {
-			return &PolicyError{Field: field, Value: fmt.Sprintf("%q", p), Reason: "contains a control character"}
+			return &PolicyError{Field: field, Value: p, Reason: "contains a control character"}
 		}
 	}
 	return nil

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +188,14 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 			p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback, runtime.LayerUserNS}
 		}), "AllowDegraded[1]"},
 		{"unknown layer", pol(func(p *runtime.Policy) { p.AllowDegraded = []runtime.Layer{"seccomp"} }), "AllowDegraded[0]"},
+		// AllowLocal lifts the address checks, so it takes only what they
+		// refuse; a public address would be a way around AllowDomains.
+		{"public allow-local", pol(func(p *runtime.Policy) {
+			p.Network, p.AllowLocal = runtime.NetworkAllow, []string{"10.1.2.3:5432", "8.8.8.8:53"}
+		}), "AllowLocal[1]"},
+		{"public IPv6 allow-local", pol(func(p *runtime.Policy) {
+			p.Network, p.AllowLocal = runtime.NetworkAllow, []string{"[2001:4860:4860::8888]:53"}
+		}), "AllowLocal[0]"},
 	}
 	// The kernel trees, and any path in them, are refused as the
 	// workspace exactly as they are as writable paths; so is what would
@@ -246,25 +256,26 @@ func TestNewRefusesBadNumbers(t *testing.T) {
 		field string
 	}
 	var tests []tc
-	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -0.5, 0.0001, 0.009, 4097, 1e300} {
+	// -1 is Unlimited; every other negative value is refused.
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -2, -0.5, 0.0001, 0.009, 4097, 1e300} {
 		tests = append(tests, tc{fmt.Sprint("CPUs ", v), func(p *runtime.Policy) { p.CPUs = v }, "CPUs"})
 	}
-	for _, v := range []int64{-1, math.MinInt64, 1, 4<<20 - 1, 1<<50 + 1, math.MaxInt64} {
+	for _, v := range []int64{-2, math.MinInt64, 1, 4<<20 - 1, 1<<50 + 1, math.MaxInt64} {
 		tests = append(tests, tc{fmt.Sprint("Memory ", v), func(p *runtime.Policy) { p.Memory = v }, "Memory"})
 	}
-	for _, v := range []int64{-1, math.MinInt64, 1<<50 + 1, math.MaxInt64} {
+	for _, v := range []int64{-2, math.MinInt64, 1<<50 + 1, math.MaxInt64} {
 		tests = append(tests, tc{fmt.Sprint("FileSize ", v), func(p *runtime.Policy) { p.FileSize = v }, "FileSize"})
 	}
-	for _, v := range []int64{-1, math.MinInt64, 1, 4095, 1<<50 + 1, math.MaxInt64} {
+	for _, v := range []int64{-2, math.MinInt64, 1, 4095, 1<<50 + 1, math.MaxInt64} {
 		tests = append(tests, tc{fmt.Sprint("TmpSize ", v), func(p *runtime.Policy) { p.TmpSize = v }, "TmpSize"})
 	}
-	for _, v := range []int64{-1, math.MinInt64, 1, 1<<22 + 1, math.MaxInt64} {
+	for _, v := range []int64{-2, math.MinInt64, 1, 1<<22 + 1, math.MaxInt64} {
 		tests = append(tests, tc{fmt.Sprint("Pids ", v), func(p *runtime.Policy) { p.Pids = v }, "Pids"})
 	}
-	for _, v := range []time.Duration{-1, -time.Second, math.MinInt64, 1, 30, time.Millisecond - 1} {
+	for _, v := range []time.Duration{-2, -time.Second, math.MinInt64, 1, 30, time.Millisecond - 1} {
 		tests = append(tests, tc{fmt.Sprint("Timeout ", int64(v)), func(p *runtime.Policy) { p.Timeout = v }, "Timeout"})
 	}
-	for _, v := range []int64{1<<50 + 1, math.MaxInt64} {
+	for _, v := range []int64{-2, math.MinInt64, 1<<50 + 1, math.MaxInt64} {
 		tests = append(tests, tc{fmt.Sprint("OutputLimit ", v), func(p *runtime.Policy) { p.OutputLimit = v }, "OutputLimit"})
 	}
 	for _, v := range []int{-1, math.MinInt, 65, math.MaxInt} {
@@ -299,8 +310,11 @@ func TestNewAcceptsEdgeNumbers(t *testing.T) {
 		func(p *runtime.Policy) { p.TmpSize, p.FileSize = 4096, 1 },
 		func(p *runtime.Policy) { p.TmpSize, p.FileSize = 1<<50, 1<<50 },
 		func(p *runtime.Policy) { p.Timeout = time.Millisecond },
-		func(p *runtime.Policy) { p.OutputLimit = math.MinInt64 },
+		func(p *runtime.Policy) { p.OutputLimit = runtime.Unlimited },
 		func(p *runtime.Policy) { p.OutputLimit = 1 << 50 },
+		func(p *runtime.Policy) {
+			p.Memory, p.Pids, p.CPUs, p.FileSize, p.TmpSize, p.Timeout = runtime.Unlimited, runtime.Unlimited, runtime.Unlimited, runtime.Unlimited, runtime.Unlimited, runtime.Unlimited
+		},
 	} {
 		p := runtime.DefaultPolicy(t.TempDir())
 		set(&p)
@@ -355,7 +369,7 @@ func TestNewAcceptsGoodPolicy(t *testing.T) {
 			p.Env = []string{"A=1", "B=", "C=x=y"}
 			p.Tools = "/usr/bin"
 			p.Timeout = time.Minute
-			p.OutputLimit = -1
+			p.OutputLimit = runtime.Unlimited
 			p.TmpSize = 1 << 20
 			p.NoDefaultDeny = true
 			p.AllowGitWrite = true
@@ -558,6 +572,55 @@ func TestNewResolvesPaths(t *testing.T) {
 	}
 }
 
+// TestZeroLimitsAreDefaults: a Policy holding only a Workspace has the
+// limits DefaultPolicy sets (0 is hutch's default, never "no limit"), and
+// its commands run in a cgroup holding them; Unlimited lifts every limit.
+// Without cgroups (an unprivileged user) the zero Policy, which does not
+// allow the cgroup layer to degrade, fails closed.
+func TestZeroLimitsAreDefaults(t *testing.T) {
+	ws := t.TempDir()
+	def := runtime.DefaultPolicy(ws)
+	sb, err := runtime.New(runtime.Policy{Workspace: ws})
+	var le *runtime.LayerError
+	if errors.As(err, &le) && le.Layer == runtime.LayerCgroup && os.Getuid() != 0 {
+		t.Skipf("no cgroups for uid %d, and the zero Policy does not degrade: %v", os.Getuid(), err)
+	}
+	if err != nil {
+		t.Fatalf("New(Policy{Workspace}): %v", err)
+	}
+	defer sb.Close()
+	got := sb.Policy()
+	if got.Memory != def.Memory || got.Pids != runtime.DefaultPids || got.OutputLimit != runtime.DefaultOutputLimit ||
+		got.CPUs != 0 || got.Timeout != 0 || got.TmpSize != 0 || got.FileSize != 0 {
+		t.Errorf("Policy() limits = memory %d, pids %d, output %d, cpus %v, timeout %v, tmp %d, file %d; want DefaultPolicy's memory %d, pids %d, output %d and no others",
+			got.Memory, got.Pids, got.OutputLimit, got.CPUs, got.Timeout, got.TmpSize, got.FileSize, def.Memory, runtime.DefaultPids, runtime.DefaultOutputLimit)
+	}
+	cmd := sb.Command(context.Background(), "true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("true: %v", err)
+	}
+	if !slices.Contains(cmd.Result.Layers, runtime.LayerCgroup) {
+		t.Errorf("zero Policy: layers %v, want the limits in a cgroup", cmd.Result.Layers)
+	}
+
+	u := runtime.Policy{Workspace: ws, Memory: runtime.Unlimited, Pids: runtime.Unlimited, OutputLimit: runtime.Unlimited}
+	sb, err = runtime.New(u)
+	if err != nil {
+		t.Fatalf("New(Unlimited): %v", err)
+	}
+	defer sb.Close()
+	if got := sb.Policy(); got.Memory != runtime.Unlimited || got.Pids != runtime.Unlimited || got.OutputLimit != runtime.Unlimited {
+		t.Errorf("Policy() of Unlimited = memory %d, pids %d, output %d", got.Memory, got.Pids, got.OutputLimit)
+	}
+	cmd = sb.Command(context.Background(), "true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("true: %v", err)
+	}
+	if slices.Contains(cmd.Result.Layers, runtime.LayerCgroup) || len(cmd.Result.Skipped) > 0 {
+		t.Errorf("Unlimited: layers %v, skipped %v; want no cgroup, nothing degraded", cmd.Result.Layers, cmd.Result.Skipped)
+	}
+}
+
 func TestDefaultPolicy(t *testing.T) {
 	p := runtime.DefaultPolicy("/some/ws")
 	if p.Workspace != "/some/ws" || p.OutputLimit != runtime.DefaultOutputLimit || p.Timeout != 0 ||
@@ -588,5 +651,66 @@ func TestPolicyErrorMessage(t *testing.T) {
 		if got := tt.e.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestControlCharactersEscapedOnce: a value holding control characters is
+// kept as given in PolicyError.Value and escaped once by Error, wherever
+// the check that refused it lives.
+func TestControlCharactersEscapedOnce(t *testing.T) {
+	ws := t.TempDir()
+	bad := "/x/a\nb\x1b[31m"
+	const esc = `"/x/a\nb\x1b[31m"`
+	for _, tt := range []struct {
+		field string
+		value string
+		p     runtime.Policy
+	}{
+		{"Workspace", bad, runtime.Policy{Workspace: bad}},
+		{"Workspace", bad + "\x00", runtime.Policy{Workspace: bad + "\x00"}},
+		{"Writable[0]", bad, runtime.Policy{Workspace: ws, Writable: []string{bad}}},
+		{"Deny[0]", bad, runtime.Policy{Workspace: ws, Deny: []string{bad}}},
+		{"DenyNames[0]", "a\nb", runtime.Policy{Workspace: ws, DenyNames: []string{"a\nb"}}},
+		{"DenyNames[0]", "a\x00b", runtime.Policy{Workspace: ws, DenyNames: []string{"a\x00b"}}},
+	} {
+		_, err := runtime.New(tt.p)
+		var pe *runtime.PolicyError
+		if !errors.As(err, &pe) || pe.Field != tt.field || pe.Value != tt.value {
+			t.Errorf("New: %#v, want a PolicyError for %s holding %q as given", err, tt.field, tt.value)
+			continue
+		}
+		if want := "hutch: " + tt.field + " " + strconv.Quote(tt.value) + ": "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Error() = %q, want it to start %q", err.Error(), want)
+		}
+	}
+	// As it reads, for the record: one backslash per escape.
+	_, err := runtime.New(runtime.Policy{Workspace: bad})
+	if err == nil || !strings.Contains(err.Error(), esc) {
+		t.Errorf("Error() = %v, want %s in it", err, esc)
+	}
+}
+
+// TestPolicyLogger: hutch's records go to the caller's Logger, not to
+// slog.Default(): New says at Debug which sandbox it made.
+func TestPolicyLogger(t *testing.T) {
+	var buf, global strings.Builder
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&global, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(old)
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Network = runtime.NetworkHost
+	p.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	for _, want := range []string{`level=DEBUG msg="hutch: sandbox ready"`, `level=INFO msg="hutch: Network is host`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the Logger got %q, want a record %s", buf.String(), want)
+		}
+	}
+	if strings.Contains(global.String(), "hutch:") {
+		t.Errorf("slog.Default() got %q, want nothing with a Logger given", global.String())
 	}
 }

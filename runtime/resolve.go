@@ -80,12 +80,13 @@ var kernelTrees = []hostTree{
 // host.needHome asks for.
 func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	r := resolved{policy: p.clone(), home: host.home}
-	p = r.policy // for reading; r.policy takes what is resolved
 	// Numbers first: a layer that then fails to apply a limit fails for
-	// the host's reasons, not the caller's value.
-	if err := checkLimits(&p); err != nil {
+	// the host's reasons, not the caller's value. The defaults of limits
+	// left at 0 go into r.policy, which is what Policy() reports.
+	if err := checkLimits(&r.policy); err != nil {
 		return resolved{}, err
 	}
+	p = r.policy // for reading; r.policy takes what is resolved
 	ws, err := resolveWorkspace(p.Workspace, host)
 	if err != nil {
 		return resolved{}, err
@@ -309,7 +310,7 @@ func resolveNetwork(r *resolved) error {
 			list []string
 		}{{"AllowDomains", p.AllowDomains}, {"PackageManagers", p.PackageManagers}, {"AllowLocal", p.AllowLocal}} {
 			if len(f.list) > 0 {
-				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful with Network \"allow\" (it is \"" + string(p.Network) + "\")"}
+				return &PolicyError{Field: f.name, Value: f.list[0], Reason: "only meaningful when the network mode is allow (it is " + string(p.Network) + ")"}
 			}
 		}
 		return nil

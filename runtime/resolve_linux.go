@@ -42,7 +42,7 @@ func (sb *Sandbox) validate(r resolved) error {
 		Writable:     slices.Clone(p.Writable),
 		Deny:         r.deny,
 		Home:         Home,
-		TmpSizeBytes: p.TmpSize,
+		TmpSizeBytes: enforced(p.TmpSize),
 		HideDirs:     resolveAll(hiddenDirs),
 		NoProc:       sb.level == LevelNamespacesNoProc,
 	}

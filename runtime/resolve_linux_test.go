@@ -97,7 +97,7 @@ func TestResolvedSameOnBothPlatforms(t *testing.T) {
 		{name: "unknown network mode", p: Policy{Workspace: ws, Network: "some"}, field: "Network"},
 		{name: "allow-list without allow", p: Policy{Workspace: ws, AllowDomains: []string{"example.com"}}, field: "AllowDomains"},
 		{name: "bad domain", p: Policy{Workspace: ws, Network: NetworkAllow, AllowDomains: []string{"exa mple.com"}}, field: "AllowDomains[0]"},
-		{name: "bad CPUs", p: Policy{Workspace: ws, CPUs: -1}, field: "CPUs"},
+		{name: "bad CPUs", p: Policy{Workspace: ws, CPUs: -2}, field: "CPUs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

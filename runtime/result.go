@@ -14,17 +14,6 @@ import (
 	"github.com/hutchbox/hutch/nsinit"
 )
 
-// sizeString renders a byte count the way limits are usually given.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
 // KillReason says why hutch killed a command.
 type KillReason string
 

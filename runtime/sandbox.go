@@ -126,6 +126,8 @@ func (sb *Sandbox) setup() error {
 	if sb.policy.Prewarm > 0 {
 		sb.pool = newPool(sb, sb.policy.Prewarm)
 	}
+	sb.policy.logger().Debug("hutch: sandbox ready", "workspace", sb.policy.Workspace, "level", sb.level,
+		"cgroups", sb.cgroups != nil, "landlock", sb.landlock != nil, "network", sb.policy.Network)
 	return nil
 }
 

@@ -22,15 +22,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +57,8 @@ func execute(args []string) int {
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	debug := root.PersistentFlags().Bool("debug", false, "log hutch's own steps on stderr (as HUTCH_LOG=debug; HUTCH_LOG takes debug, info, warn or error, default warn)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
@@ -76,14 +77,15 @@ type runFlags struct {
 	noDefDeny   bool
 	gitWrite    bool
 	env         []string
-	timeout     time.Duration
-	killAfter   time.Duration
-	outputLimit string
 	resultJSON  string
 	seccomp     string
+	// The limits, as typed: parsed by policyFrom, quoted back in errors.
+	timeout     string
+	killAfter   string
+	outputLimit string
 	memory      string
-	pids        int64
-	cpus        float64
+	pids        string
+	cpus        string
 	tmpSize     string
 	minLevel    string
 	network     string
@@ -93,14 +95,22 @@ type runFlags struct {
 }
 
 func runCommand(code *int) *cobra.Command {
-	var f runFlags
+	f := runFlags{outputLimit: "10MiB", killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
 	c := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
 		Short: "Run a command in the sandbox with the default policy",
-		Args:  cobra.ArbitraryArgs,
+		Long: `Run a command in the sandbox with the default policy.
+
+Every limit (--timeout, --output-limit, --memory, --pids, --cpus, --tmp-size)
+takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
+1Gi, 512mb; K, M, G, T and P are powers of 1024, as memory limits count.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("run: no command given (hutch run [flags] -- CMD ARGS...)")
+			}
+			if args[0] == "" {
+				return errors.New(`run: the command is "" (hutch run [flags] -- CMD ARGS...)`)
 			}
 			return run(cmd.Context(), f, args, code)
 		},
@@ -116,15 +126,16 @@ func runCommand(code *int) *cobra.Command {
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
-	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command and everything it started after this long (e.g. 30s): SIGTERM, then SIGKILL after --kill-after")
-	fl.DurationVar(&f.killAfter, "kill-after", runtime.DefaultWaitDelay, "how long the command has to end after --timeout or a SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on to it, before everything in the sandbox is SIGKILLed; also how long to wait for its output once it ended")
-	fl.StringVar(&f.outputLimit, "output-limit", "10MiB", "cap on stdout and stderr together; the command is killed past it")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
 	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
-	fl.StringVar(&f.memory, "memory", "", "memory limit (e.g. 512MiB; default: half the host's memory)")
-	fl.Int64Var(&f.pids, "pids", runtime.DefaultPids, "limit on processes and threads alive at once")
-	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in cores (e.g. 1.5; 0: none)")
-	fl.StringVar(&f.tmpSize, "tmp-size", "", "size cap of the private /tmp, which holds HOME (e.g. 1GiB)")
+	// Every limit: 0 means none (see Long).
+	fl.Var(typed{&f.timeout, "duration"}, "timeout", "stop the command and everything it started after this long, e.g. 30s, 5m (default none): SIGTERM, then SIGKILL after --kill-after")
+	fl.Var(typed{&f.killAfter, "duration"}, "kill-after", "how long the command has to end after --timeout or a SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on to it, before everything in the sandbox is SIGKILLed; also how long to wait for its output once it ended")
+	fl.Var(typed{&f.outputLimit, "size"}, "output-limit", "cap on stdout and stderr together; the command is killed past it")
+	fl.Var(typed{&f.memory, "size"}, "memory", "memory limit, e.g. 512MiB, 1.5G (default half the host's memory, "+runtime.FormatSize(runtime.DefaultPolicy("").Memory)+" here)")
+	fl.Var(typed{&f.pids, "n"}, "pids", "limit on processes and threads alive at once, the sandbox's init included")
+	fl.Var(typed{&f.cpus, "cores"}, "cpus", "CPU limit in cores, e.g. 1.5, at least 0.01 (default none)")
+	fl.Var(typed{&f.tmpSize, "size"}, "tmp-size", "size cap of the private /tmp, which holds HOME, e.g. 1GiB (default none)")
 	fl.StringVar(&f.network, "net", string(runtime.NetworkNone), "network: none (loopback only), allow (only --allow-domain and --package-managers hosts, through a proxy on the host) or host (no isolation)")
 	fl.StringArrayVar(&f.allowDomain, "allow-domain", nil, "with --net allow: a domain the command may reach: example.com, *.example.com, with an optional :port; Unicode names match their punycode (repeatable)")
 	fl.StringSliceVar(&f.packageMgrs, "package-managers", nil, "with --net allow: registries to allow: node,python,rust,go,java,ruby,php,dotnet,dart")
@@ -157,30 +168,16 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.NoDefaultDeny = f.noDefDeny
 	p.AllowGitWrite = f.gitWrite
 	p.Env = f.env
-	p.Timeout = f.timeout
-	limit, err := parseSize(f.outputLimit)
-	if err != nil {
-		return p, fmt.Errorf("--output-limit %q: %w", f.outputLimit, err)
-	}
-	p.OutputLimit = limit
-	p.Pids, p.CPUs = f.pids, f.cpus
 	p.MinLevel = runtime.Level(f.minLevel)
 	p.Network = runtime.NetworkMode(f.network)
 	p.AllowDomains, p.PackageManagers, p.AllowLocal = f.allowDomain, f.packageMgrs, f.allowLocal
-	if f.memory != "" {
-		if p.Memory, err = parseSize(f.memory); err != nil {
-			return p, fmt.Errorf("--memory %q: %w", f.memory, err)
-		}
-	}
-	if f.tmpSize != "" {
-		if p.TmpSize, err = parseSize(f.tmpSize); err != nil {
-			return p, fmt.Errorf("--tmp-size %q: %w", f.tmpSize, err)
-		}
+	if err := f.limits(&p); err != nil {
+		return p, err
 	}
 	if f.seccomp != "" {
 		prof, err := seccomp.ParseFile(f.seccomp)
 		if err != nil {
-			return p, fmt.Errorf("--seccomp %q: %w", f.seccomp, err)
+			return p, &flagErr{"--seccomp", f.seccomp, err.Error()}
 		}
 		p.Seccomp = prof
 	}
@@ -197,7 +194,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			return fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 		}
 		defer func() {
-			if err := writeResult(out, cmd, args, *code, runErr); err != nil && runErr == nil {
+			if err := writeResult(out, cmd, args, *code, f.flagError(runErr)); err != nil && runErr == nil {
 				runErr = fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 				*code = exitHutchFailed
 			}
@@ -207,8 +204,9 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	if err != nil {
 		return err
 	}
-	if f.killAfter <= 0 {
-		return fmt.Errorf("--kill-after %v: not a positive duration (the command's grace before SIGKILL)", f.killAfter)
+	killAfter, err := f.gracePeriod()
+	if err != nil {
+		return err
 	}
 	sb, err := runtime.New(p)
 	if errors.Is(err, runtime.ErrUnsupportedPlatform) {
@@ -218,7 +216,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return err
 	}
 	if err != nil {
-		return flagError(err)
+		return f.flagError(err)
 	}
 	defer sb.Close()
 	// A closed stdout (hutch run ... | head) is an EPIPE to the copier,
@@ -230,13 +228,13 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	defer cancel(nil)
 	cmd = sb.Command(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.WaitDelay = f.killAfter
+	cmd.WaitDelay = killAfter
 	defer forwardSignals(cmd, cancel)()
 	err = cmd.Run()
 	var ee *runtime.ExitError
 	var sig signalError
 	switch {
-	case errors.As(context.Cause(ctx), &sig) && cmd.Result == nil:
+	case errors.As(context.Cause(ctx), &sig) && cmd.Result.KillReason == runtime.KilledCanceled:
 		// Interrupted while the sandbox was being built: the command never
 		// ran, and hutch exits as a shell's command dying of it would.
 		*code = 128 + int(sig.sig)
@@ -253,6 +251,14 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		if r := cmd.Result; r.Level != runtime.LevelNamespaces {
 			// Never quietly weaker: say what this run did not enforce.
 			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
+		} else if len(r.Unenforced) > 0 {
+			// Said once, here: limits degraded to rlimits (an unprivileged
+			// user), or whatever else did not hold.
+			what := "not enforced"
+			if slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
+				what = "no cgroups here, limits are per-process rlimits; not enforced"
+			}
+			fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
 		}
 		if r := cmd.Result; r.Reason != "" && r.KillReason != runtime.KilledStopped {
 			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
@@ -260,7 +266,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
 		}
 		if errors.Is(err, runtime.ErrWaitDelay) {
-			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", f.killAfter)
+			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", killAfter)
 		}
 	case errors.Is(err, runtime.ErrNotFound):
 		*code = exitNotFound
@@ -270,7 +276,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return err
 	default:
 		*code = exitHutchFailed
-		return flagError(err)
+		return f.flagError(err)
 	}
 	return nil
 }
@@ -335,7 +341,7 @@ func writeResult(out *os.File, cmd *runtime.Cmd, command []string, code int, run
 		doc.Result = cmd.Result
 	}
 	if runErr != nil {
-		doc.Error = strings.TrimPrefix(flagError(runErr).Error(), "hutch: ")
+		doc.Error = strings.TrimPrefix(runErr.Error(), "hutch: ")
 		if code == 0 {
 			code = exitHutchFailed // as execute will exit
 		}
@@ -380,70 +386,12 @@ func version() string {
 	return v
 }
 
-// flags are the flags that set Policy fields, for errors naming a field.
-var flags = map[string]string{
-	"Workspace": "--workspace", "Writable": "--write", "Deny": "--deny",
-	"DenyNames": "--deny-name", "NoDefaultDeny": "--no-default-deny", "Env": "--env",
-	"Timeout": "--timeout", "OutputLimit": "--output-limit", "Seccomp": "--seccomp",
-	"Memory": "--memory", "Pids": "--pids", "CPUs": "--cpus", "TmpSize": "--tmp-size",
-	"Network": "--net", "AllowDomains": "--allow-domain", "PackageManagers": "--package-managers",
-	"AllowLocal": "--allow-local", "MinLevel": "--min-level",
-}
-
-// flagError adds the flag to an error naming a Policy field, and says what
-// to do about too many matches of the deny names in CLI terms.
-func flagError(err error) error {
-	var le *runtime.MaskLimitError
-	if errors.As(err, &le) {
-		return errors.New(le.Cause() + "; remove them, or run with --no-default-deny and the --deny-name and --deny to keep")
-	}
-	var pe *runtime.PolicyError
-	if errors.As(err, &pe) {
-		name, _, _ := strings.Cut(pe.Field, "[")
-		if fl, ok := flags[name]; ok {
-			e := *pe
-			e.Field += " (" + fl + ")"
-			return &e
-		}
-	}
-	return err
-}
-
 // exitStatus mirrors the command's status, 128+N for signal N.
 func exitStatus(r *runtime.Result) int {
 	if r.Signal != 0 {
 		return 128 + int(r.Signal)
 	}
 	return r.ExitCode
-}
-
-// parseSize reads sizes like 10MiB, 512k, 1G or a plain byte count.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30},
-		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"B", 1},
-	}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 {
-		return 0, errors.New("not a size (e.g. 10MiB, 512KiB, 1048576)")
-	}
-	if n > math.MaxInt64/mult {
-		return 0, errors.New("too large")
-	}
-	return n * mult, nil
 }
 
 func seccompCommand() *cobra.Command {

@@ -5,76 +5,108 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchbox/hutch/runtime"
 )
 
-func TestParseSize(t *testing.T) {
+// TestLimitFlags: every limit flag reads what people type, and 0 means
+// none on the command line (the library's Unlimited, since 0 there is its
+// default); an unset flag keeps DefaultPolicy's value.
+func TestLimitFlags(t *testing.T) {
+	ws := t.TempDir()
+	def := runtime.DefaultPolicy(ws)
 	tests := []struct {
-		in      string
-		want    int64
-		wantErr bool
+		f    runFlags
+		want func(p runtime.Policy) bool
 	}{
-		{in: "0", want: 0},
-		{in: "1", want: 1},
-		{in: "1048576", want: 1 << 20},
-		{in: "10MiB", want: 10 << 20},
-		{in: "512KiB", want: 512 << 10},
-		{in: "2GiB", want: 2 << 30},
-		{in: "1KB", want: 1000},
-		{in: "3MB", want: 3_000_000},
-		{in: "2GB", want: 2_000_000_000},
-		{in: "512k", want: 512 << 10},
-		{in: "512K", want: 512 << 10},
-		{in: "7m", want: 7 << 20},
-		{in: "7M", want: 7 << 20},
-		{in: "1g", want: 1 << 30},
-		{in: "1G", want: 1 << 30},
-		{in: "100B", want: 100},
-		{in: "0MiB", want: 0},
-		{in: " 10MiB ", want: 10 << 20},
-		{in: "10 MiB", want: 10 << 20},
-		{in: "\t64k\n", want: 64 << 10},
-		{in: "9223372036854775807", want: 1<<63 - 1},
-		{in: "8589934591G", want: 8589934591 << 30}, // the largest G that fits
-
-		{in: "", wantErr: true},
-		{in: "   ", wantErr: true},
-		{in: "MiB", wantErr: true},
-		{in: "k", wantErr: true},
-		{in: "-1", wantErr: true},
-		{in: "-1MiB", wantErr: true},
-		{in: "1.5MiB", wantErr: true},
-		{in: "ten", wantErr: true},
-		{in: "10mib", wantErr: true},
-		{in: "10 M iB", wantErr: true},
-		{in: "10MiBMiB", wantErr: true},
-		{in: "0x10", wantErr: true},
-		{in: "1e6", wantErr: true},
-		{in: "10TiB", wantErr: true},
-		{in: "9223372036854775808", wantErr: true}, // past int64
+		{runFlags{}, func(p runtime.Policy) bool {
+			return p.Memory == def.Memory && p.Pids == runtime.DefaultPids && p.OutputLimit == runtime.DefaultOutputLimit &&
+				p.CPUs == 0 && p.Timeout == 0 && p.TmpSize == 0
+		}},
+		{runFlags{memory: "1.5GiB", outputLimit: "1k", tmpSize: "512mb", pids: "64", cpus: "0.5", timeout: "1m30s"}, func(p runtime.Policy) bool {
+			return p.Memory == 3<<29 && p.OutputLimit == 1024 && p.TmpSize == 512<<20 && p.Pids == 64 && p.CPUs == 0.5 && p.Timeout == 90*time.Second
+		}},
+		{runFlags{memory: "0", outputLimit: "0", tmpSize: "0", pids: "0", cpus: "0", timeout: "0"}, func(p runtime.Policy) bool {
+			return p.Memory == runtime.Unlimited && p.OutputLimit == runtime.Unlimited && p.TmpSize == runtime.Unlimited &&
+				p.Pids == runtime.Unlimited && p.CPUs == runtime.Unlimited && p.Timeout == runtime.Unlimited
+		}},
 	}
 	for _, tt := range tests {
-		got, err := parseSize(tt.in)
-		switch {
-		case tt.wantErr && err == nil:
-			t.Errorf("parseSize(%q) = %d, want an error", tt.in, got)
-		case !tt.wantErr && err != nil:
-			t.Errorf("parseSize(%q): %v, want %d", tt.in, err, tt.want)
-		case !tt.wantErr && got != tt.want:
-			t.Errorf("parseSize(%q) = %d, want %d", tt.in, got, tt.want)
+		tt.f.workspace = ws
+		p, err := policyFrom(tt.f)
+		if err != nil || !tt.want(p) {
+			t.Errorf("policyFrom(%+v): memory %d, output %d, tmp %d, pids %d, cpus %v, timeout %v, %v",
+				tt.f, p.Memory, p.OutputLimit, p.TmpSize, p.Pids, p.CPUs, p.Timeout, err)
 		}
 	}
 }
 
-func TestPolicyFromOutputLimit(t *testing.T) {
+// TestFlagErrors: hutch run refuses bad input in the command line's own
+// words: the flag and the value as typed (--memory 1k, not Memory "1024"),
+// control characters escaped once, and never a Go field's name.
+func TestFlagErrors(t *testing.T) {
 	ws := t.TempDir()
-	p, err := policyFrom(runFlags{workspace: ws, outputLimit: "1KiB"})
-	if err != nil || p.OutputLimit != 1024 || p.Workspace != ws {
-		t.Errorf("policyFrom = %+v, %v", p, err)
+	bad, esc := "a\nb\x1b[31m", `a\nb\x1b[31m` // esc: as Go's %q shows bad, escaped once
+	tests := []struct {
+		args []string
+		want string // the start of stderr
+	}{
+		{[]string{"--memory", "1k"}, "hutch: --memory 1k: below the minimum of 4 MiB"},
+		{[]string{"--memory", "-1"}, "hutch: --memory -1: negative"},
+		{[]string{"--memory", "1.5XiB"}, `hutch: --memory 1.5XiB: unknown unit "XiB"`},
+		{[]string{"--memory", "2P"}, "hutch: --memory 2P: above 1 PiB"},
+		{[]string{"--output-limit", "lots"}, "hutch: --output-limit lots: not a size"},
+		{[]string{"--output-limit", "9223372036854775808"}, "hutch: --output-limit 9223372036854775808: too large"},
+		{[]string{"--tmp-size", "1"}, "hutch: --tmp-size 1: below the minimum of 4 KiB"},
+		{[]string{"--pids", "1"}, "hutch: --pids 1: below the minimum of 2"},
+		{[]string{"--pids", "-1"}, "hutch: --pids -1: negative (0 means no limit)"},
+		{[]string{"--pids", "1.5"}, "hutch: --pids 1.5: not a whole number"},
+		{[]string{"--pids", "4194305"}, "hutch: --pids 4194305: above the kernel's limit"},
+		{[]string{"--cpus", "0.0001"}, "hutch: --cpus 0.0001: below the minimum of 0.01 cores"},
+		{[]string{"--cpus", "-1"}, "hutch: --cpus -1: negative (0 means no limit)"},
+		{[]string{"--cpus", "NaN"}, "hutch: --cpus NaN: not a number of cores"},
+		{[]string{"--cpus", "4097"}, "hutch: --cpus 4097: above 4096 cores"},
+		{[]string{"--timeout", "1ns"}, "hutch: --timeout 1ns: below the minimum of 1ms"},
+		{[]string{"--timeout", "30"}, "hutch: --timeout 30: not a duration"},
+		{[]string{"--timeout", "-1s"}, "hutch: --timeout -1s: negative (0 means none)"},
+		{[]string{"--write", "missing"}, "hutch: --write missing: does not exist"},
+		{[]string{"--write", ".", "--write", "/x/" + bad}, `hutch: --write "/x/` + esc + `": contains a control character`},
+		{[]string{"--deny", "/x/" + bad}, `hutch: --deny "/x/` + esc + `": contains a control character`},
+		{[]string{"--deny-name", bad}, `hutch: --deny-name "` + esc + `": contains a control character`},
+		{[]string{"--deny-name", "a/b"}, "hutch: --deny-name a/b: a name or pattern, not a path"},
+		{[]string{"--env", "OK=1", "--env", "LD_PRELOAD=/x.so"}, "hutch: --env LD_PRELOAD=/x.so: may not be set"},
+		{[]string{"--env", "BASH_FUNC_ls%%=() { id; }"}, `hutch: --env "BASH_FUNC_ls%%=() { id; }": may not be set`},
+		{[]string{"--env", "=x"}, "hutch: --env =x: not in KEY=VALUE form"},
+		{[]string{"--net", "wifi"}, "hutch: --net wifi: not a network mode"},
+		{[]string{"--allow-domain", "example.com"}, "hutch: --allow-domain example.com: only meaningful when the network mode is allow (it is none)"},
+		{[]string{"--net", "allow", "--allow-domain", "ok.test", "--allow-domain", "exa mple.com"}, `hutch: --allow-domain "exa mple.com": `},
+		{[]string{"--net", "allow", "--package-managers", "node,cobol"}, "hutch: --package-managers cobol: unknown package manager"},
+		{[]string{"--net", "allow", "--allow-local", "localhost:80"}, "hutch: --allow-local localhost:80: not an exact ip:port pair"},
+		{[]string{"--net", "allow", "--allow-local", "10.0.0.2:5432", "--allow-local", "8.8.8.8:53"}, "hutch: --allow-local 8.8.8.8:53: a public address"},
+		{[]string{"--min-level", "strong"}, "hutch: --min-level strong: not a level"},
+		{[]string{"--seccomp", "/nonexistent/profile.json"}, "hutch: --seccomp /nonexistent/profile.json: "},
+		{[]string{"--workspace", "/"}, "hutch: --workspace /: the whole host tree cannot be writable"},
+		{[]string{"--workspace", "/x/" + bad}, `hutch: --workspace "/x/` + esc + `": contains a control character`},
 	}
-	if _, err := policyFrom(runFlags{workspace: ws, outputLimit: "lots"}); err == nil {
-		t.Error("policyFrom with a bad --output-limit: nil error")
+	fields := []string{"Workspace", "Writable", "Deny", "DenyNames", "Env", "Timeout", "OutputLimit", "Seccomp",
+		"Memory", "Pids", "CPUs", "TmpSize", "Network", "AllowDomains", "PackageManagers", "AllowLocal", "MinLevel", "Cmd."}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			args := append([]string{"run", "--workspace", ws}, tt.args...)
+			var code int
+			stderr := captureStderr(t, func() {
+				code = execute(append(args, "--", "true"))
+			})
+			if code != exitHutchFailed || !strings.HasPrefix(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("hutch run %q: exit %d, stderr %q; want 125 and %q", tt.args, code, stderr, tt.want)
+			}
+			for _, f := range fields {
+				if strings.Contains(stderr, f) {
+					t.Errorf("hutch run %q: stderr %q names the Go field %s", tt.args, stderr, f)
+				}
+			}
+		})
 	}
 }
 
@@ -95,7 +127,7 @@ func TestRunFlagsStopAtCommand(t *testing.T) {
 func TestRefusedEnvNamesFlag(t *testing.T) {
 	ws := t.TempDir()
 	for _, kv := range []string{"BASH_FUNC_ls%%=() { true; }", "GCONV_PATH=/tmp", "JAVA_TOOL_OPTIONS=-javaagent:/x.jar", "GIT_CONFIG_KEY_0=core.fsmonitor"} {
-		p, err := policyFrom(runFlags{workspace: ws, outputLimit: "1MiB", env: []string{"OK=1", kv}})
+		p, err := policyFrom(runFlags{workspace: ws, env: []string{"OK=1", kv}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,9 +135,9 @@ func TestRefusedEnvNamesFlag(t *testing.T) {
 		if sb != nil {
 			sb.Close()
 		}
-		name, _, _ := strings.Cut(kv, "=")
-		if err == nil || !strings.Contains(flagError(err).Error(), "Env["+name+"] (--env): may not be set") {
-			t.Errorf("--env %q: %v", kv, flagError(err))
+		f := runFlags{env: []string{"OK=1", kv}}
+		if err == nil || !strings.HasPrefix(f.flagError(err).Error(), "--env "+quote(kv)+": may not be set") {
+			t.Errorf("--env %q: %v", kv, f.flagError(err))
 		}
 	}
 }

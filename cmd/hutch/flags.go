@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// typed is a flag kept as the user typed it, so that an error can quote
+// it back; kind is what --help shows it takes.
+type typed struct {
+	s    *string
+	kind string
+}
+
+func (t typed) String() string     { return *t.s }
+func (t typed) Set(v string) error { *t.s = v; return nil }
+func (t typed) Type() string       { return t.kind }
+
+// flagErr is a flag's value refused: the CLI's word for a PolicyError.
+type flagErr struct {
+	flag, value, reason string
+}
+
+func (e *flagErr) Error() string {
+	return e.flag + " " + quote(e.value) + ": " + e.reason
+}
+
+// quote shows a value as typed, quoted (and its control characters
+// escaped, once) only when it would not read back as one word.
+func quote(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+		return !unicode.IsPrint(r) || unicode.IsSpace(r) || strings.ContainsRune("\"'\\`$;&|<>(){}", r)
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// limits sets p's limits from the flags. On the command line every limit
+// has one rule, 0 means none, so 0 becomes the library's Unlimited (a 0
+// there would be its default); an unset flag keeps DefaultPolicy's value.
+// Negative values are refused here: the library reads -1 as Unlimited.
+// The ranges are the library's to check, and flagError names the flag.
+func (f runFlags) limits(p *runtime.Policy) error {
+	for _, s := range []struct {
+		flag, v string
+		dst     *int64
+	}{
+		{"--output-limit", f.outputLimit, &p.OutputLimit},
+		{"--memory", f.memory, &p.Memory},
+		{"--tmp-size", f.tmpSize, &p.TmpSize},
+	} {
+		if s.v == "" {
+			continue
+		}
+		n, err := runtime.ParseSize(s.v)
+		if err != nil {
+			return &flagErr{s.flag, s.v, err.Error()}
+		}
+		*s.dst = orUnlimited(n)
+	}
+	if f.pids != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(f.pids), 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return &flagErr{"--pids", f.pids, "out of range"}
+		case err != nil:
+			return &flagErr{"--pids", f.pids, "not a whole number of processes"}
+		case n < 0:
+			return &flagErr{"--pids", f.pids, "negative (0 means no limit)"}
+		}
+		p.Pids = orUnlimited(n)
+	}
+	if f.cpus != "" {
+		c, err := strconv.ParseFloat(strings.TrimSpace(f.cpus), 64)
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(c), math.IsInf(c, 0):
+			return &flagErr{"--cpus", f.cpus, "not a number of cores (1.5, 0.5)"}
+		case c < 0:
+			return &flagErr{"--cpus", f.cpus, "negative (0 means no limit)"}
+		}
+		p.CPUs = orUnlimited(c)
+	}
+	if f.timeout != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(f.timeout))
+		switch {
+		case err != nil:
+			return &flagErr{"--timeout", f.timeout, "not a duration (30s, 5m, 1h30m)"}
+		case d < 0:
+			return &flagErr{"--timeout", f.timeout, "negative (0 means none)"}
+		}
+		p.Timeout = orUnlimited(d)
+	}
+	return nil
+}
+
+// gracePeriod is --kill-after: the command's grace between SIGTERM and
+// the SIGKILL of its sandbox, which must be some time (0 would be the
+// library's default, not none).
+func (f runFlags) gracePeriod() (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(f.killAfter))
+	switch {
+	case err != nil:
+		return 0, &flagErr{"--kill-after", f.killAfter, "not a duration (5s, 500ms, 1m)"}
+	case d <= 0:
+		return 0, &flagErr{"--kill-after", f.killAfter, "not a positive duration (the command's grace before SIGKILL)"}
+	}
+	return d, nil
+}
+
+// orUnlimited is a limit flag's value for the library: 0, none on the
+// command line, is its Unlimited.
+func orUnlimited[T int64 | float64 | time.Duration](v T) T {
+	if v == 0 {
+		return runtime.Unlimited
+	}
+	return v
+}
+
+// fields maps the Policy fields the flags set to the flags, for errors.
+var fields = map[string]string{
+	"Workspace": "--workspace", "Writable": "--write", "Deny": "--deny",
+	"DenyNames": "--deny-name", "Env": "--env", "Seccomp": "--seccomp",
+	"Timeout": "--timeout", "OutputLimit": "--output-limit",
+	"Memory": "--memory", "Pids": "--pids", "CPUs": "--cpus", "TmpSize": "--tmp-size",
+	"Network": "--net", "AllowDomains": "--allow-domain", "PackageManagers": "--package-managers",
+	"AllowLocal": "--allow-local", "MinLevel": "--min-level",
+}
+
+// flagError says an error about a Policy field in the command line's
+// words: the flag and the value as the user typed it (--memory 1k, not
+// Memory "1024"). Too many matches of the deny names say what to do with
+// the flags.
+func (f runFlags) flagError(err error) error {
+	var le *runtime.MaskLimitError
+	if errors.As(err, &le) {
+		return errors.New(le.Cause() + "; remove them, or run with --no-default-deny and the --deny-name and --deny to keep")
+	}
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	name, index, _ := strings.Cut(pe.Field, "[")
+	index = strings.TrimSuffix(index, "]")
+	flag, ok := fields[name]
+	if !ok {
+		return err
+	}
+	typedAt := func(list []string) string {
+		if i, err := strconv.Atoi(index); err == nil && i >= 0 && i < len(list) {
+			return list[i]
+		}
+		return pe.Value
+	}
+	v := pe.Value
+	switch name {
+	case "Workspace":
+		if f.workspace == "" {
+			return errors.New("workspace " + quote(pe.Value) + " (the current directory; see --workspace): " + pe.Reason)
+		}
+		v = f.workspace
+	case "Writable":
+		v = typedAt(f.write)
+	case "Deny":
+		v = typedAt(f.deny)
+	case "DenyNames":
+		v = typedAt(f.denyNames)
+	case "AllowDomains":
+		v = typedAt(f.allowDomain)
+	case "PackageManagers":
+		v = typedAt(f.packageMgrs)
+	case "AllowLocal":
+		v = typedAt(f.allowLocal)
+	case "Env":
+		// A refused variable is named by its key: Env[LD_PRELOAD].
+		for _, kv := range f.env {
+			if k, _, _ := strings.Cut(kv, "="); index != "" && k == index {
+				v = kv
+			}
+		}
+	case "Seccomp":
+		v = f.seccomp
+	case "Timeout":
+		v = f.timeout
+	case "OutputLimit":
+		v = f.outputLimit
+	case "Memory":
+		v = f.memory
+	case "Pids":
+		v = f.pids
+	case "CPUs":
+		v = f.cpus
+	case "TmpSize":
+		v = f.tmpSize
+	case "Network":
+		v = f.network
+	case "MinLevel":
+		v = f.minLevel
+	}
+	return &flagErr{flag, v, pe.Reason}
+}
+
+// setLogger sends the library's records to stderr from the level
+// HUTCH_LOG names (debug, info, warn, error; default warn), or debug. The
+// CLI says itself, once, what every Result reports (a degraded layer, a
+// shared network); the library logs those at Info, below the default.
+func setLogger(debug bool) error {
+	level := slog.LevelWarn
+	if v := os.Getenv("HUTCH_LOG"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			return &flagErr{"HUTCH_LOG", v, "not a log level (debug, info, warn or error)"}
+		}
+	}
+	if debug {
+		level = slog.LevelDebug
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	return nil
+}
