@@ -85,8 +85,9 @@ func TestSecretNamesUnreadable(t *testing.T) {
 	}
 }
 
-// TestDenyNameLimit: a workspace holding 100,000 .env files (as a command
-// could leave behind) cannot be masked within the bound; the next command
+// TestDenyNameLimit: a workspace holding 10,000 .env files (as a command
+// could leave behind, ten times the bound) cannot be masked within the
+// bound; the next command
 // is refused before anything is mounted, with an error naming the count,
 // the limit and the remedy, never the kernel's "no space left on device".
 // Below the bound commands run and the files stay masked.
@@ -103,7 +104,7 @@ func TestDenyNameLimit(t *testing.T) {
 			d := filepath.Join(ws, tc.sub)
 			must(os.MkdirAll(d, 0o755))
 			const secret = "HUTCH-IT-MANY-ENV-77aa"
-			const many = 100000
+			const many = 10 * runtime.MaxNameMounts
 			for i := range many {
 				must(os.WriteFile(filepath.Join(d, ".env."+strconv.Itoa(i)), []byte(secret), 0o644))
 			}

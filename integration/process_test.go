@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -379,20 +380,35 @@ unshare -r true 2>&1; echo "unshare=$?"
 // no more fds, goroutines, mounts or child processes than before.
 func TestLibraryLeakFree(t *testing.T) {
 	if testing.Short() {
-		t.Skip("1,000 runs")
+		t.Skip("400 runs")
 	}
 	ws := dir(t, "ws-")
 	sb := newSandbox(t, ws)
-	run := func() {
-		if err := sb.Command(context.Background(), "true").Run(); err != nil {
-			t.Fatal(err)
-		}
+	run := func() error { return sb.Command(context.Background(), "true").Run() }
+	if err := run(); err != nil { // the spawn server starts on first use
+		t.Fatal(err)
 	}
-	run() // the spawn server starts on first use
 	settle()
 	fds0, gr0, mnt0, kids0 := countFds(), goruntime.NumGoroutine(), countMounts(), descendants(os.Getpid())
-	for range 1000 {
-		run()
+	// Four callers at once, as an agent's tools call: a leak that needs
+	// two commands in flight shows as well as one per command.
+	const callers, runs = 4, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Go(func() {
+			for range runs {
+				if err := run(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 	settle()
 	fds1, gr1, mnt1, kids1 := countFds(), goruntime.NumGoroutine(), countMounts(), descendants(os.Getpid())
