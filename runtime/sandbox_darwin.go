@@ -109,7 +109,7 @@ type Cmd struct {
 	// Signal sends any signal.
 	Cancel    func() error
 	WaitDelay time.Duration
-	// Result is set by Wait.
+	// Result is set once Wait returns, and once Start returns an error.
 	Result *Result
 
 	sb     *Sandbox
@@ -118,6 +118,8 @@ type Cmd struct {
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
 	start  time.Time
+
+	startCalled bool
 
 	proxy     *netns.Proxy
 	netMu     sync.Mutex
@@ -134,10 +136,43 @@ func (sb *Sandbox) Command(ctx context.Context, name string, args ...string) *Cm
 	return &Cmd{Path: name, Args: append([]string{name}, args...), sb: sb, ctx: ctx}
 }
 
-// Start starts the command under sandbox-exec.
+// Start starts the command under sandbox-exec. As on Linux, Result is
+// set once Start returns an error: a command that never ran has one too,
+// and a context that ended before it started is reported as the kill it
+// is (an *ExitError).
 func (c *Cmd) Start() error {
-	if c.cmd != nil {
+	if c.startCalled {
 		return errors.New("hutch: Start was already called")
+	}
+	c.startCalled, c.start = true, time.Now()
+	err := c.startSeatbelt()
+	if err == nil {
+		return nil
+	}
+	r := c.sb.result()
+	r.ExitCode, r.Wall = -1, time.Since(c.start)
+	c.Result = r
+	if c.ctx != nil && c.ctx.Err() != nil {
+		r.Signal, r.Killed, r.KillReason = syscall.SIGKILL, true, KilledCanceled
+		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
+			r.KillReason = KilledTimeout
+		}
+		r.Reason = string(r.KillReason)
+		return &ExitError{Result: r, killErr: contextError(c.ctx)}
+	}
+	r.Error = strings.TrimPrefix(err.Error(), "hutch: ")
+	return err
+}
+
+// result is the Result every command of sb starts from.
+func (sb *Sandbox) result() *Result {
+	return &Result{Level: LevelSeatbelt, Network: sb.policy.Network,
+		Unenforced: []string{"resource limits: none on macOS", "processes: the command sees the host's processes", "output limit: not enforced on macOS"}}
+}
+
+func (c *Cmd) startSeatbelt() error {
+	if c.ctx == nil {
+		return errors.New("hutch: nil Context")
 	}
 	if c.sb.closed.Load() {
 		return fmt.Errorf("hutch: %w", ErrClosed)
@@ -193,8 +228,9 @@ func (c *Cmd) Start() error {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = DefaultWaitDelay
 	}
-	c.cmd, c.start = cmd, time.Now()
+	c.cmd = cmd
 	if err := cmd.Start(); err != nil {
+		c.cmd = nil
 		c.stopProxy()
 		return err
 	}
@@ -293,8 +329,8 @@ func (c *Cmd) Wait() error {
 		c.cancel()
 	}
 	c.stopProxy()
-	r := &Result{Wall: time.Since(c.start), Level: LevelSeatbelt, Network: c.sb.policy.Network,
-		Unenforced: []string{"resource limits: none on macOS", "processes: the command sees the host's processes", "output limit: not enforced on macOS"}}
+	r := c.sb.result()
+	r.Wall = time.Since(c.start)
 	if st, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		r.ExitCode = st.ExitStatus()
 		if st.Signaled() {
