@@ -124,3 +124,54 @@ func TestKillAfterRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalDuringSetup: SIGTERM sent to `hutch run` at any point of its
+// start (while the policy is checked, while the sandbox is built, once
+// the command runs) ends the run as a shell's command dying of it would:
+// exit 143, nothing of the command left on the host, and a --result-json
+// that is whole and says the command was killed whenever hutch had got
+// as far as creating it (a signal before hutch's main leaves no file,
+// never an empty one).
+func TestSignalDuringSetup(t *testing.T) {
+	ws := dir(t, "ws-")
+	for delay := 5 * time.Millisecond; delay <= 160*time.Millisecond; delay += 5 * time.Millisecond {
+		arg := uniqueSleep()
+		rj := filepath.Join(t.TempDir(), "r.json")
+		c := exec.Command(hutchBin, "run", "--workspace", ws, "--result-json", rj, "--", "sleep", arg)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		c.WaitDelay = 5 * time.Second
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		_ = c.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = c.Process.Kill()
+			<-done
+			t.Fatalf("after %v: hutch still runs 30s after SIGTERM\n%s", delay, out.String())
+		}
+		if code := c.ProcessState.ExitCode(); code != 143 && !(c.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM) {
+			t.Errorf("after %v: exit %v, want 143\n%s", delay, c.ProcessState, out.String())
+		}
+		if pids := procsWithArg(arg); len(pids) != 0 {
+			t.Errorf("after %v: host: the command outlived hutch: %v", delay, pids)
+		}
+		b, err := os.ReadFile(rj)
+		if os.IsNotExist(err) {
+			continue // the signal came before hutch had made anything
+		}
+		var r runtime.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Errorf("after %v: --result-json is not whole: %v\n%q", delay, err, b)
+			continue
+		}
+		if !r.Killed || r.Success() {
+			t.Errorf("after %v: --result-json says the command was not killed: %s", delay, b)
+		}
+	}
+}

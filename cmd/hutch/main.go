@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -186,6 +187,18 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 
 func run(ctx context.Context, f runFlags, args []string, code *int) (runErr error) {
 	var cmd *runtime.Cmd
+	// Signals are hutch's before anything is created: one that comes
+	// before the command runs ends the run as it would have ended the
+	// command (128+N), with the --result-json written.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fwd := forwardSignals(cancel)
+	defer fwd.stop()
+	// A closed stdout (hutch run ... | head) is an EPIPE to the copier,
+	// which passes it on to the command as a shell pipeline would, and
+	// hutch lives on to report it, instead of dying of SIGPIPE with the
+	// sandbox and no --result-json.
+	signal.Ignore(syscall.SIGPIPE)
 	if f.resultJSON != "" {
 		// Opened before anything runs: an unwritable path is refused
 		// first, and the result is written whatever happens next.
@@ -219,17 +232,10 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return f.flagError(err)
 	}
 	defer sb.Close()
-	// A closed stdout (hutch run ... | head) is an EPIPE to the copier,
-	// which passes it on to the command as a shell pipeline would, and
-	// hutch lives on to report it, instead of dying of SIGPIPE with the
-	// sandbox and no --result-json.
-	signal.Ignore(syscall.SIGPIPE)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	cmd = sb.Command(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.WaitDelay = killAfter
-	defer forwardSignals(cmd, cancel)()
+	fwd.to(cmd)
 	err = cmd.Run()
 	var ee *runtime.ExitError
 	var sig signalError
@@ -281,32 +287,48 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	return nil
 }
 
-// forwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT that hutch
+// signalForwarder passes SIGINT, SIGTERM, SIGHUP and SIGQUIT that hutch
 // receives on to the command as its terminal or a supervisor meant them:
 // to its process group, with the SIGKILL of the whole sandbox --kill-after
-// later if it has not ended (Cmd.Stop). A signal that comes while the
-// sandbox is still being built ends the run at once, through the context.
-// The returned function stops forwarding.
-func forwardSignals(cmd *runtime.Cmd, cancel context.CancelCauseFunc) func() {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	done := make(chan struct{})
+// later if it has not ended (Cmd.Stop). A signal that comes before the
+// command runs (while the policy is checked or the sandbox built) ends
+// the run at once, through the context.
+type signalForwarder struct {
+	cmd  atomic.Pointer[runtime.Cmd]
+	sigs chan os.Signal
+	done chan struct{}
+}
+
+// forwardSignals starts taking the signals; cancel ends the run for one
+// that comes before there is a command to pass it to.
+func forwardSignals(cancel context.CancelCauseFunc) *signalForwarder {
+	fw := &signalForwarder{sigs: make(chan os.Signal, 4), done: make(chan struct{})}
+	signal.Notify(fw.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		for {
 			select {
-			case s := <-sigs:
-				if err := cmd.Stop(s); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			case s := <-fw.sigs:
+				cmd := fw.cmd.Load()
+				if cmd == nil {
+					cancel(signalError{s.(syscall.Signal)})
+				} else if err := cmd.Stop(s); err != nil && !errors.Is(err, os.ErrProcessDone) {
 					cancel(signalError{s.(syscall.Signal)})
 				}
-			case <-done:
+			case <-fw.done:
 				return
 			}
 		}
 	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-	}
+	return fw
+}
+
+// to passes the signals from now on to cmd.
+func (fw *signalForwarder) to(cmd *runtime.Cmd) { fw.cmd.Store(cmd) }
+
+// stop stops taking the signals.
+func (fw *signalForwarder) stop() {
+	signal.Stop(fw.sigs)
+	close(fw.done)
 }
 
 // signalError is the cause of a run cancelled by a signal hutch received
