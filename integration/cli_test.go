@@ -1,0 +1,58 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVersionAndDebug: `hutch --version` names the version; hutch's own
+// steps reach stderr only when asked, by --debug or HUTCH_LOG=debug (the
+// Sandbox it made, with the workspace), and a HUTCH_LOG that is not a
+// level is refused naming it, before anything runs.
+func TestVersionAndDebug(t *testing.T) {
+	r := runCLIArgs(t, "--version")
+	if v, ok := strings.CutPrefix(r.stdout, "hutch version "); r.code != 0 || !ok || strings.TrimSpace(v) == "" {
+		t.Errorf("hutch --version:\n%s", r)
+	}
+
+	ws := dir(t, "ws-")
+	ready := "sandbox ready"
+	for _, tt := range []struct {
+		name   string
+		env    string
+		args   []string
+		logged bool
+	}{
+		{"default", "", nil, false},
+		{"--debug", "", []string{"--debug"}, true},
+		{"HUTCH_LOG=debug", "HUTCH_LOG=debug", nil, true},
+		{"HUTCH_LOG=error", "HUTCH_LOG=error", nil, false},
+	} {
+		args := append(append([]string{}, tt.args...), "run", "--workspace", ws, "--", "true")
+		c := exec.Command(hutchBin, args...)
+		c.Env = append(os.Environ(), tt.env)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", tt.name, err, out)
+			continue
+		}
+		if got := strings.Contains(string(out), ready) && strings.Contains(string(out), ws); got != tt.logged {
+			t.Errorf("%s: debug record on stderr %v, want %v:\n%s", tt.name, got, tt.logged, out)
+		}
+	}
+
+	c := exec.Command(hutchBin, "run", "--workspace", ws, "--", "touch", filepath.Join(ws, "ran"))
+	c.Env = append(os.Environ(), "HUTCH_LOG=loud")
+	out, err := c.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 125 || !strings.Contains(string(out), "HUTCH_LOG loud") {
+		t.Errorf("HUTCH_LOG=loud: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Error("host: the command ran under a refused HUTCH_LOG")
+	}
+}
