@@ -98,4 +98,18 @@ func TestResultJSONAlwaysWritten(t *testing.T) {
 	if d := readResultDoc(t, rj); d != nil && d.Signal != int(syscall.SIGPIPE) {
 		t.Errorf("a command writing to a closed pipe: %+v, want SIGPIPE", d)
 	}
+
+	// The command's last line fits in the sandbox's pipe and the command
+	// exits 0, but the reader is gone when hutch passes it on: hutch is
+	// the pipeline's writer and ends as one (141, quietly), not as a
+	// failure of its own (125).
+	c = exec.Command("bash", "-c", `"$0" run --workspace "$1" -- sh -c 'echo one; sleep 0.5; echo two' 2>"$2" | head -1 >/dev/null; echo "${PIPESTATUS[0]}"`, hutchBin, ws, filepath.Join(ws, "hutch-stderr"))
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := os.ReadFile(filepath.Join(ws, "hutch-stderr"))
+	if strings.TrimSpace(string(out)) != "141" || len(stderr) != 0 {
+		t.Errorf("hutch run ... | head -1 with the reader gone before the last line: exit %s, stderr %q; want 141 and nothing", out, stderr)
+	}
 }

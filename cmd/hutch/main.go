@@ -274,6 +274,11 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		if errors.Is(err, runtime.ErrWaitDelay) {
 			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", killAfter)
 		}
+	case errors.Is(err, syscall.EPIPE):
+		// The command ended well, but what it wrote last reached hutch
+		// after hutch's reader had gone (hutch run ... | head): hutch is
+		// the writer a shell pipeline sees, and ends as one, quietly.
+		*code = 128 + int(syscall.SIGPIPE)
 	case errors.Is(err, runtime.ErrNotFound):
 		*code = exitNotFound
 		return err
