@@ -83,7 +83,10 @@ func ExampleCmd_Run() {
 
 // Policy.Timeout ends a command, and everything it started, after a
 // while: SIGTERM first (which ends sleep), SIGKILL for the whole sandbox
-// after Cmd.WaitDelay. Result says that hutch killed it and why.
+// after Cmd.WaitDelay. The timeout counts from Start, so on a loaded host
+// it may land while the sandbox is still being built, and the command is
+// then killed before it runs (SIGKILL): either way the error matches
+// ErrTimeout and Result says that hutch killed it and why.
 func ExamplePolicy_timeout() {
 	ws, err := os.MkdirTemp("", "hutch-example-")
 	if err != nil {
@@ -101,10 +104,10 @@ func ExamplePolicy_timeout() {
 
 	cmd := sb.Command(context.Background(), "sleep", "60")
 	err = cmd.Run()
-	fmt.Println(err)
+	fmt.Println("timed out:", errors.Is(err, runtime.ErrTimeout))
 	fmt.Println("killed:", cmd.Result.Killed, "reason:", cmd.Result.KillReason)
 	// Output:
-	// signal: SIGTERM (killed: timeout)
+	// timed out: true
 	// killed: true reason: timeout
 }
 
