@@ -51,18 +51,18 @@ type op struct {
 }
 
 // measure runs every method n times, in rounds: each round runs each method
-// once, and starts one method later than the round before, so that no
-// method always follows the same other and the machine's load, however it
-// drifts, falls on all of them alike. A first round, not recorded, warms
-// (the spawn server starts on first use). The ops are keyed by method name.
+// once, in an order that changes from round to round (see order), so that
+// the machine's load, however it drifts, and whatever one method leaves
+// behind fall on all of them alike. A first round, not recorded, warms (the
+// spawn server starts on first use). The ops are keyed by method name.
 func measure(b *testing.B, n int, methods ...method) map[string][]op {
 	ops := make(map[string][]op, len(methods))
 	for r := -1; r < n; r++ {
 		if r == 0 {
 			b.ResetTimer()
 		}
-		for k := range methods {
-			m := methods[(max(r, 0)+k)%len(methods)]
+		for _, i := range order(max(r, 0), len(methods)) {
+			m := methods[i]
 			before := cpuNow()
 			d, err := m.run()
 			if err != nil {
@@ -75,6 +75,20 @@ func measure(b *testing.B, n int, methods ...method) map[string][]op {
 	}
 	b.StopTimer()
 	return ops
+}
+
+// order is the order of n methods in round r: rotated by one each round,
+// so that each method takes every place in turn, and reversed every other
+// n rounds, so that each also follows the others in both directions.
+func order(r, n int) []int {
+	idx := make([]int, n)
+	for k := range idx {
+		idx[k] = (r + k) % n
+	}
+	if r/n%2 == 1 {
+		slices.Reverse(idx)
+	}
+	return idx
 }
 
 func walls(ops []op) []time.Duration {
