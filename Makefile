@@ -76,8 +76,9 @@ test-vm: deps
 	fi
 	$(GO) run ./integration/vm $(VMFLAGS)
 
-# bench measures spawn latency against bare fork/exec and bwrap (when
-# installed), in the same run.
+# bench measures spawn latency and CPU against bare fork/exec and bwrap
+# (when installed), alternated with them round by round, then prints issue
+# 15's targets and regenerates bench/README.md's tables and the chart.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
 	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg

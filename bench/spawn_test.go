@@ -1,27 +1,30 @@
 //go:build linux
 
-// Package bench measures hutch's spawn latency against baselines taken in
-// the same run: a bare fork/exec/wait of /bin/true, and bubblewrap with an
-// equivalent agent policy when bwrap is installed.
+// Package bench measures hutch's spawn latency and CPU against baselines
+// alternated with it in the same rounds: a bare fork/exec/wait of
+// /bin/true, and bubblewrap with an equivalent agent policy when bwrap is
+// installed.
 //
 //	go test -run '^$' -bench . -benchtime 200x ./bench/
 //
-// Every variant reports ms/op plus p50/p90/p99 and the ratios x_bare and
-// x_bwrap (its p50 over the baseline's p50) as custom metrics.
+// Every spawn variant reports p50/p90/p99, its CPU per spawn, and the
+// ratios x_bare and x_bwrap (its p50 over the baseline's p50 from the same
+// rounds) as custom metrics; README.md says what each row measures.
 package bench
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,104 +33,24 @@ import (
 	"github.com/hutchbox/hutch/spawn"
 )
 
-// baselineRuns is how many spawns each baseline takes for its p50.
-const baselineRuns = 200
-
-var (
-	baselineOnce sync.Once
-	bareP50      time.Duration
-	bwrapP50     time.Duration // 0 when bwrap is not installed
-	workspace    string
-)
+// scratch holds what the benchmarks make, under /var/tmp (not a tmpfs
+// /tmp that the sandboxes would hide): workspace is the sandboxes'
+// workspace.
+var scratch, workspace string
 
 func TestMain(m *testing.M) {
-	ws, err := os.MkdirTemp("/var/tmp", "hutch-bench-")
+	dir, err := os.MkdirTemp("/var/tmp", "hutch-bench-")
+	if err == nil {
+		scratch, workspace = dir, filepath.Join(dir, "workspace")
+		err = os.Mkdir(workspace, 0o755)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	workspace = ws
 	code := m.Run()
-	os.RemoveAll(ws)
+	os.RemoveAll(scratch)
 	os.Exit(code)
-}
-
-func runBare() error { return exec.Command("/bin/true").Run() }
-
-// bwrapArgs is the agent policy in bubblewrap's terms.
-func bwrapArgs() []string {
-	return []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-		"--bind", workspace, workspace, "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"}
-}
-
-func baselines(b *testing.B) {
-	baselineOnce.Do(func() {
-		bareP50 = p50(sample(baselineRuns, runBare))
-		if bw, err := exec.LookPath("bwrap"); err == nil {
-			bwrapP50 = p50(sample(baselineRuns, func() error { return exec.Command(bw, bwrapArgs()...).Run() }))
-		}
-	})
-	if bareP50 == 0 {
-		b.Fatal("no baseline")
-	}
-}
-
-func sample(n int, f func() error) []time.Duration {
-	ds := make([]time.Duration, 0, n)
-	for range n {
-		t := time.Now()
-		if err := f(); err != nil {
-			panic(err)
-		}
-		ds = append(ds, time.Since(t))
-	}
-	return ds
-}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Sorted(slices.Values(ds))
-	return s[int(q*float64(len(s)-1))]
-}
-
-func p50(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// report adds the latency distribution and the ratios to b's metrics.
-func report(b *testing.B, ds []time.Duration) {
-	b.ReportMetric(ms(quantile(ds, 0.5)), "p50-ms")
-	b.ReportMetric(ms(quantile(ds, 0.9)), "p90-ms")
-	b.ReportMetric(ms(quantile(ds, 0.99)), "p99-ms")
-	b.ReportMetric(float64(p50(ds))/float64(bareP50), "x_bare")
-	if bwrapP50 > 0 {
-		b.ReportMetric(float64(p50(ds))/float64(bwrapP50), "x_bwrap")
-	}
-}
-
-func benchmark(b *testing.B, f func() error) { benchmarkWith(b, f, nil) }
-
-// benchmarkWith times f b.N times; between runs, untimed, it calls settle.
-func benchmarkWith(b *testing.B, f func() error, settle func()) {
-	baselines(b)
-	if err := f(); err != nil { // warm: the spawn server starts on first use
-		b.Fatal(err)
-	}
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		if settle != nil {
-			b.StopTimer()
-			settle()
-			b.StartTimer()
-		}
-		t := time.Now()
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(t))
-	}
-	b.StopTimer()
-	report(b, ds)
 }
 
 func sandbox(b *testing.B, edit func(*runtime.Policy)) *runtime.Sandbox {
@@ -146,35 +69,79 @@ func hutchRun(sb *runtime.Sandbox) func() error {
 	return func() error { return sb.Command(context.Background(), "/bin/true").Run() }
 }
 
-// BenchmarkSpawn compares a full sandboxed /bin/true with the baselines,
-// and with single layers left out so that each layer's cost shows.
-func BenchmarkSpawn(b *testing.B) {
-	b.Run("bare", func(b *testing.B) { benchmark(b, runBare) })
-	b.Run("bwrap", func(b *testing.B) {
-		bw, err := exec.LookPath("bwrap")
+// cold is a command in a fresh init of sb. The run ends once the spawn
+// server has reaped the init: its CPU is then counted, and its teardown
+// does not run into the next op.
+func cold(name string, sb *runtime.Sandbox) method {
+	run := hutchRun(sb)
+	return method{name: name, ownCPU: true, run: func() (time.Duration, error) {
+		d, err := clock(run)
 		if err != nil {
-			b.Skip("bwrap not installed: no bwrap baseline")
+			return d, err
 		}
-		benchmark(b, func() error { return exec.Command(bw, bwrapArgs()...).Run() })
-	})
-	b.Run("hutch/default", func(b *testing.B) { benchmark(b, hutchRun(sandbox(b, nil))) })
+		return d, waitInitsReaped()
+	}}
+}
+
+// prewarmed is a command from sb's pool as a caller issuing commands back
+// to back meets it: right after another command, while the pool refills
+// from that one, the clock running through whatever the refill costs it.
+// The pool is let fill again afterwards, untimed, so that no other
+// method's op pays for the refill either.
+func prewarmed(name string, sb *runtime.Sandbox) method {
+	run := hutchRun(sb)
+	return method{name: name, run: func() (time.Duration, error) {
+		if err := run(); err != nil { // the command before
+			return 0, err
+		}
+		d, err := clock(run)
+		if err != nil {
+			return d, err
+		}
+		return d, waitPool(sb)
+	}}
+}
+
+// pooled is a command that finds an init of sb's pool ready: the clock
+// stopped while the pool refills, for comparing two pools alike.
+func pooled(name string, sb *runtime.Sandbox) method {
+	run := hutchRun(sb)
+	return method{name: name, run: func() (time.Duration, error) {
+		if err := waitPool(sb); err != nil {
+			return 0, err
+		}
+		return clock(run)
+	}}
+}
+
+func waitPool(sb *runtime.Sandbox) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for sb.Prewarmed() < 1 {
+		if time.Now().After(deadline) {
+			return errors.New("the pool is not refilled after 30s")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	return nil
+}
+
+// BenchmarkSpawn compares a full sandboxed /bin/true with the baselines,
+// and with single layers left out so that each layer's cost shows. Each
+// row alternates with the baselines round by round; its ratios are to
+// theirs from the same rounds.
+func BenchmarkSpawn(b *testing.B) {
+	for _, m := range baselines() {
+		b.Run(m.name, func(b *testing.B) { compare(b, m, cpuTimes.total) })
+	}
+	b.Run("hutch/default", func(b *testing.B) { compare(b, cold("hutch", sandbox(b, nil)), cpuTimes.total) })
 	b.Run("hutch/prewarm", func(b *testing.B) {
-		// The pool's promise is latency for a command that finds an init
-		// ready (an agent thinks between commands): the clock stops while
-		// the pool refills. Sustained back-to-back throughput is
-		// BenchmarkThroughput's subject.
 		sb := sandbox(b, func(p *runtime.Policy) { p.Prewarm = 1 })
 		defer sb.Close()
-		run := hutchRun(sb)
-		benchmarkWith(b, run, func() {
-			for sb.Prewarmed() < 1 {
-				time.Sleep(200 * time.Microsecond)
-			}
-		})
+		compare(b, prewarmed("hutch", sb), cpuTimes.total)
 	})
 	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring, runtime.LayerLandlock} {
 		b.Run("hutch/without-"+string(l), func(b *testing.B) {
-			benchmark(b, hutchRun(sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })))
+			compare(b, cold("hutch", sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })), cpuTimes.total)
 		})
 	}
 }
@@ -183,7 +150,7 @@ func BenchmarkSpawn(b *testing.B) {
 // the same command with and without the seccomp layer. Compiling is not
 // part of it: it happens once, in New (see BenchmarkSeccompCompile).
 func BenchmarkSeccompLoad(b *testing.B) {
-	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
+	layerCost(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }))
 }
 
 // BenchmarkLandlockCost reports what the Landlock layer adds to a spawn
@@ -191,7 +158,7 @@ func BenchmarkSeccompLoad(b *testing.B) {
 // paths, restricting the forking thread): the default policy against one
 // that skips it.
 func BenchmarkLandlockCost(b *testing.B) {
-	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerLandlock} }))
+	layerCost(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerLandlock} }))
 }
 
 // BenchmarkNetNSCost reports what the network namespace (a fresh one,
@@ -201,14 +168,14 @@ func BenchmarkNetNSCost(b *testing.B) {
 	// New warns, rightly, about Network "host"; not into the results.
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Network = runtime.NetworkHost }))
+	layerCost(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Network = runtime.NetworkHost }))
 }
 
 // BenchmarkEgressCost reports what Network "allow" adds to a spawn (the
 // dialer socket pair, the init's bridge listener, a proxy per command):
 // against the default, Network "none".
 func BenchmarkEgressCost(b *testing.B) {
-	alternate(b, sandbox(b, func(p *runtime.Policy) {
+	layerCost(b, sandbox(b, func(p *runtime.Policy) {
 		p.Network, p.AllowDomains = runtime.NetworkAllow, []string{"example.test"}
 	}), sandbox(b, nil))
 }
@@ -219,7 +186,7 @@ func BenchmarkEgressCost(b *testing.B) {
 // limits. Where cgroups are unavailable to this user the default degrades
 // to rlimits and the figure is that fallback's cost.
 func BenchmarkCgroupCost(b *testing.B) {
-	alternate(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = runtime.Unlimited, runtime.Unlimited }))
+	layerCost(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.Memory, p.Pids = runtime.Unlimited, runtime.Unlimited }))
 }
 
 // BenchmarkUnixWallCost reports what the unix-sockets layer costs, against
@@ -231,17 +198,13 @@ func BenchmarkCgroupCost(b *testing.B) {
 // nothing of its own; elsewhere each connect is answered by the init.
 func BenchmarkUnixWallCost(b *testing.B) {
 	skip := func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerUnixSockets} }
-	b.Run("cold", func(b *testing.B) { alternate(b, sandbox(b, nil), sandbox(b, skip)) })
+	b.Run("cold", func(b *testing.B) { layerCost(b, sandbox(b, nil), sandbox(b, skip)) })
 	b.Run("warm", func(b *testing.B) {
 		prewarm := func(p *runtime.Policy) { p.Prewarm = 1 }
 		with, without := sandbox(b, prewarm), sandbox(b, func(p *runtime.Policy) { prewarm(p); skip(p) })
 		defer with.Close()
 		defer without.Close()
-		alternateWith(b, hutchRun(with), hutchRun(without), func() {
-			for with.Prewarmed() < 1 || without.Prewarmed() < 1 {
-				time.Sleep(200 * time.Microsecond)
-			}
-		})
+		added(b, pooled("with", with), pooled("without", without))
 	})
 	b.Run("connect", func(b *testing.B) {
 		const connects = 2000
@@ -260,67 +223,35 @@ for _ in range(n):
 			b.Skip("python3 not installed")
 		}
 		with, without := sandbox(b, nil), sandbox(b, skip)
-		run := func(sb *runtime.Sandbox, n int) func() error {
-			return func() error { return sb.Command(context.Background(), py, "-c", script, strconv.Itoa(n)).Run() }
+		run := func(name string, sb *runtime.Sandbox, n int) method {
+			return timed(name, func() error { return sb.Command(context.Background(), py, "-c", script, strconv.Itoa(n)).Run() })
 		}
-		var dw, dn []time.Duration
-		for _, f := range []func() error{run(with, connects), run(without, connects), run(with, 0), run(without, 0)} {
-			if err := f(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		var dw0, dn0 []time.Duration
-		b.ResetTimer()
 		// Each round is four python runs making thousands of connects:
 		// a few dozen rounds give a stable median.
-		for range min(b.N, 40) {
-			dw = append(dw, sample(1, run(with, connects))...)
-			dn = append(dn, sample(1, run(without, connects))...)
-			dw0 = append(dw0, sample(1, run(with, 0))...)
-			dn0 = append(dn0, sample(1, run(without, 0))...)
+		ops := measure(b, min(b.N, 40),
+			run("with", with, connects), run("without", without, connects), run("with-0", with, 0), run("without-0", without, 0))
+		per := func(name string) float64 {
+			return float64(p50(walls(ops[name]))-p50(walls(ops[name+"-0"]))) / connects / float64(time.Microsecond)
 		}
-		b.StopTimer()
-		per := func(d, d0 []time.Duration) float64 {
-			return float64(p50(d)-p50(d0)) / connects / float64(time.Microsecond)
-		}
-		b.ReportMetric(per(dw, dw0), "with-us/connect")
-		b.ReportMetric(per(dn, dn0), "without-us/connect")
-		b.ReportMetric(per(dw, dw0)-per(dn, dn0), "added-us/connect")
+		b.ReportMetric(per("with"), "with-us/connect")
+		b.ReportMetric(per("without"), "without-us/connect")
+		b.ReportMetric(per("with")-per("without"), "added-us/connect")
 	})
 }
 
-// alternate runs the same command in two Sandboxes turn by turn, so that
-// drift in the machine's load cancels out, and reports both p50s and what
-// the first adds over the second.
-func alternate(b *testing.B, with, without *runtime.Sandbox) {
-	alternateWith(b, hutchRun(with), hutchRun(without), nil)
+// layerCost is added for a cold command in two Sandboxes.
+func layerCost(b *testing.B, with, without *runtime.Sandbox) {
+	added(b, cold("with", with), cold("without", without))
 }
 
-// alternateWith is alternate for any two runs; before each round, untimed,
-// it calls settle.
-func alternateWith(b *testing.B, w, wo func() error, settle func()) {
-	baselines(b)
-	_, _ = w(), wo()
-	var dw, dn []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		if settle != nil {
-			b.StopTimer()
-			settle()
-			b.StartTimer()
-		}
-		dw = append(dw, sample(1, w)...)
-		if settle != nil {
-			b.StopTimer()
-			settle()
-			b.StartTimer()
-		}
-		dn = append(dn, sample(1, wo)...)
-	}
-	b.StopTimer()
-	b.ReportMetric(ms(p50(dw)), "with-p50-ms")
-	b.ReportMetric(ms(p50(dn)), "without-p50-ms")
-	b.ReportMetric(ms(p50(dw)-p50(dn)), "added-ms")
+// added alternates two methods round by round and reports both p50s and
+// what the first adds over the second.
+func added(b *testing.B, with, without method) {
+	ops := measure(b, b.N, with, without)
+	dw, dn := p50(walls(ops[with.name])), p50(walls(ops[without.name]))
+	b.ReportMetric(ms(dw), "with-p50-ms")
+	b.ReportMetric(ms(dn), "without-p50-ms")
+	b.ReportMetric(ms(dw-dn), "added-ms")
 }
 
 // BenchmarkSeccompCompile is the per-Sandbox cost of compiling the default
@@ -333,75 +264,76 @@ func BenchmarkSeccompCompile(b *testing.B) {
 	}
 }
 
-// BenchmarkThroughput runs b.N commands from P parallel callers and
-// reports spawns per second, against bwrap's rate at the same parallelism
-// when bwrap is installed.
+// BenchmarkThroughput reports spawns per second from P parallel callers,
+// hutch (cold) against bwrap when installed: batches of each alternate
+// round by round, and x_bwrap_rate is the ratio of the two rates.
 func BenchmarkThroughput(b *testing.B) {
 	sb := sandbox(b, nil)
-	bw, bwErr := exec.LookPath("bwrap")
+	bwrapRun := bwrapRunner("/bin/true")
 	for _, par := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("callers-%d", par), func(b *testing.B) {
-			_ = hutchRun(sb)()
-			rate := func(n int, f func() error) float64 {
-				var wg sync.WaitGroup
-				work := make(chan struct{}, n)
-				for range n {
-					work <- struct{}{}
-				}
-				close(work)
-				t := time.Now()
-				for range par {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for range work {
-							if err := f(); err != nil {
-								b.Error(err)
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				return float64(n) / time.Since(t).Seconds()
+			batch := max(16, 2*par)
+			methods := []method{timed("hutch", parallel(par, batch, hutchRun(sb)))}
+			if bwrapRun != nil {
+				methods = append(methods, timed(bwrap, parallel(par, batch, bwrapRun)))
 			}
-			b.ResetTimer()
-			r := rate(b.N, hutchRun(sb))
-			b.StopTimer()
-			b.ReportMetric(r, "spawns/s")
-			if bwErr == nil {
-				br := rate(b.N, func() error { return exec.Command(bw, bwrapArgs()...).Run() })
-				b.ReportMetric(br, "bwrap-spawns/s")
-				b.ReportMetric(r/br, "x_bwrap_rate")
+			ops := measure(b, max(1, b.N/batch), methods...)
+			rate := func(name string) float64 {
+				var sum time.Duration
+				for _, d := range walls(ops[name]) {
+					sum += d
+				}
+				return float64(batch*len(ops[name])) / sum.Seconds()
+			}
+			b.ReportMetric(rate("hutch"), "spawns/s")
+			if ops[bwrap] != nil {
+				b.ReportMetric(rate(bwrap), "bwrap-spawns/s")
+				b.ReportMetric(rate("hutch")/rate(bwrap), "x_bwrap_rate")
 			}
 		})
+	}
+}
+
+// parallel runs f n times from par callers at once.
+func parallel(par, n int, f func() error) func() error {
+	return func() error {
+		work := make(chan struct{}, n)
+		for range n {
+			work <- struct{}{}
+		}
+		close(work)
+		errs := make(chan error, par)
+		for range par {
+			go func() {
+				var err error
+				for range work {
+					err = cmp.Or(err, f())
+				}
+				errs <- err
+			}()
+		}
+		var err error
+		for range par {
+			err = cmp.Or(err, <-errs)
+		}
+		return err
 	}
 }
 
 // BenchmarkHostHeap spawns from a host process holding a large live heap.
 // Sandboxes are cloned by the spawn server, so the host's heap should not
 // show in the latency; x_small is the ratio to the small-heap p50 measured
-// in the same run.
+// in the same run (before the heap is made: the two cannot alternate).
 func BenchmarkHostHeap(b *testing.B) {
-	sb := sandbox(b, nil)
-	run := hutchRun(sb)
-	_ = run()
-	small := p50(sample(50, run))
+	m := cold("hutch", sandbox(b, nil))
+	small := p50(walls(measure(b, 50, m)[m.name]))
 	for _, gib := range []int{1, 4} {
 		b.Run(fmt.Sprintf("heap-%dGiB", gib), func(b *testing.B) {
 			heap := make([]byte, gib<<30)
 			for i := 0; i < len(heap); i += 4096 {
 				heap[i] = 1 // touch every page: resident, not just reserved
 			}
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t := time.Now()
-				if err := run(); err != nil {
-					b.Fatal(err)
-				}
-				ds = append(ds, time.Since(t))
-			}
-			b.StopTimer()
+			ds := walls(measure(b, b.N, m)[m.name])
 			b.ReportMetric(ms(p50(ds)), "p50-ms")
 			b.ReportMetric(float64(p50(ds))/float64(small), "x_small")
 			goruntime.KeepAlive(heap)
@@ -421,13 +353,7 @@ func BenchmarkPoolMemory(b *testing.B) {
 		}
 		var total, totalPss int64
 		inits := 0
-		server := spawn.Default().ServerPid()
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || parentOf(pid) != server {
-				continue
-			}
+		for _, pid := range childrenOf(spawn.Default().ServerPid()) {
 			if kb := rssKiB(pid); kb > 0 {
 				total += kb
 				totalPss += pssKiB(pid)
@@ -444,20 +370,6 @@ func BenchmarkPoolMemory(b *testing.B) {
 		b.ReportMetric(float64(totalPss)/float64(inits)/1024, "MiB-pss/init")
 		b.ReportMetric(float64(inits), "inits")
 	}
-}
-
-func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return -1
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return -1
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
 }
 
 func pssKiB(pid int) int64 {

@@ -4,7 +4,9 @@
 //	go test -run '^$' -bench . -benchtime 200x ./bench/ | tee bench/results.txt
 //	go run ./bench/plot -in bench/results.txt -readme bench/README.md -svg bench/latency.svg
 //
-// The table replaces what stands between the README's results markers.
+// The tables (issue 15's targets with their figures, then every result)
+// replace what stands between the README's results markers; the targets
+// are printed too.
 package main
 
 import (
@@ -63,59 +65,130 @@ func parse(r io.Reader) ([]result, error) {
 	return out, sc.Err()
 }
 
+// table lists every result: first its ratios to the baselines measured in
+// the same rounds (x_*), then its other figures.
 func table(rs []result) string {
 	var b strings.Builder
-	b.WriteString("| benchmark | metrics |\n|---|---|\n")
+	b.WriteString("| benchmark | ratios (same rounds) | figures |\n|---|---|---|\n")
 	for _, r := range rs {
-		var ms []string
+		var ratios, figures []string
 		for _, k := range r.order {
 			v, unit := r.metrics[k], k
 			if k == "ns/op" {
 				v, unit = v/1e6, "ms/op"
 			}
-			ms = append(ms, fmt.Sprintf("%s %s", strconv.FormatFloat(v, 'g', 4, 64), unit))
+			f := fmt.Sprintf("%s %s", strconv.FormatFloat(v, 'g', 4, 64), unit)
+			if strings.HasPrefix(k, "x_") {
+				ratios = append(ratios, f)
+			} else {
+				figures = append(figures, f)
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", r.name, strings.Join(ms, ", "))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.name, strings.Join(ratios, ", "), strings.Join(figures, ", "))
 	}
 	return b.String()
 }
 
+// A target is one of issue 15's goals: a result's metric against a bound.
+type target struct {
+	what, name, metric string
+	bound              float64
+	atLeast            bool // the metric must reach bound, not stay under it
+}
+
+var targets = []target{
+	{"cold spawn p50 over bwrap's", "Spawn/hutch/default", "x_bwrap", 0.7, false},
+	{"CPU per cold spawn over bwrap's", "Spawn/hutch/default", "x_bwrap_cpu", 1, false},
+	{"throughput at 8 callers over bwrap's", "Throughput/callers-8", "x_bwrap_rate", 1.5, true},
+	{"prewarmed spawn p50 over bare's", "Spawn/hutch/prewarm", "x_bare", 1.5, false},
+	{"idle pooled init, MiB RSS", "PoolMemory", "MiB-rss/init", 1, false},
+	{"whole CLI process p50 over bwrap's", "CLI", "x_bwrap", 1, false},
+	{"cold spawn p50 with a 4 GiB heap over a small one's", "HostHeap/heap-4GiB", "x_small", 1.2, false},
+}
+
+// targetTable gives each target its figure in rs and whether it is met.
+func targetTable(rs []result) string {
+	byName := map[string]result{}
+	for _, r := range rs {
+		byName[r.name] = r
+	}
+	var b strings.Builder
+	b.WriteString("| target | bound | now | met |\n|---|---|---|---|\n")
+	for _, t := range targets {
+		bound, now, met := "<= ", "not measured", ""
+		if t.atLeast {
+			bound = ">= "
+		}
+		if v, ok := byName[t.name].metrics[t.metric]; ok {
+			now = strconv.FormatFloat(v, 'g', 3, 64)
+			met = "no"
+			if (t.atLeast && v >= t.bound) || (!t.atLeast && v <= t.bound) {
+				met = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "| %s (%s %s) | %s%g | %s | %s |\n", t.what, t.name, t.metric, bound, t.bound, now, met)
+	}
+	return b.String()
+}
+
+// chart draws, for each spawn (the Spawn rows, and the whole CLI process
+// beside the bare and bwrap processes it is paired with), its p50 and its
+// CPU per spawn side by side.
 func chart(rs []result, path string) error {
 	var names []string
-	var vals plotter.Values
+	var wall, cpu plotter.Values
 	for _, r := range rs {
-		if v, ok := r.metrics["p50-ms"]; ok && strings.HasPrefix(r.name, "Spawn/") {
-			names = append(names, strings.TrimPrefix(r.name, "Spawn/"))
-			vals = append(vals, v)
+		name, ok := strings.CutPrefix(r.name, "Spawn/")
+		if r.name == "CLI" {
+			name, ok = "hutch run (CLI)", true
+		}
+		if v, has := r.metrics["p50-ms"]; ok && has {
+			names = append(names, name)
+			wall = append(wall, v)
+			cpu = append(cpu, r.metrics["cpu-ms"]) // 0 where not its own
 		}
 	}
-	if len(vals) == 0 {
+	if len(names) == 0 {
 		return fmt.Errorf("no Spawn p50-ms results to plot")
 	}
-	idx := make([]int, len(vals))
+	idx := make([]int, len(names))
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return vals[idx[a]] < vals[idx[b]] })
+	sort.SliceStable(idx, func(a, b int) bool { return wall[idx[a]] < wall[idx[b]] })
 	sortedNames := make([]string, len(idx))
-	sortedVals := make(plotter.Values, len(idx))
+	sortedWall := make(plotter.Values, len(idx))
+	sortedCPU := make(plotter.Values, len(idx))
 	for i, j := range idx {
-		sortedNames[i], sortedVals[i] = names[j], vals[j]
+		sortedNames[i], sortedWall[i], sortedCPU[i] = names[j], wall[j], cpu[j]
 	}
 	p := plot.New()
-	p.Title.Text = "Spawn latency of /bin/true, p50 (lower is better)"
+	p.Title.Text = "Spawn of /bin/true: p50 latency and CPU per spawn (lower is better)"
 	p.Y.Label.Text = "ms"
-	bars, err := plotter.NewBarChart(sortedVals, vg.Points(28))
-	if err != nil {
-		return err
+	width := vg.Points(14)
+	for i, s := range []struct {
+		label string
+		vals  plotter.Values
+		color color.Color
+	}{
+		{"p50 latency", sortedWall, color.RGBA{R: 60, G: 110, B: 180, A: 255}},
+		{"CPU, all processes", sortedCPU, color.RGBA{R: 220, G: 130, B: 50, A: 255}},
+	} {
+		bars, err := plotter.NewBarChart(s.vals, width)
+		if err != nil {
+			return err
+		}
+		bars.Color = s.color
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(2*i-1) * width / 2
+		p.Add(bars)
+		p.Legend.Add(s.label, bars)
 	}
-	bars.Color = color.RGBA{R: 60, G: 110, B: 180, A: 255}
-	bars.LineStyle.Width = 0
-	p.Add(bars)
+	p.Legend.Top = true
 	p.NominalX(sortedNames...)
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign = -0.9
-	return p.Save(vg.Length(len(vals))*vg.Inch*1.0+2*vg.Inch, 4*vg.Inch, path)
+	return p.Save(vg.Length(len(names))*vg.Inch*1.0+2*vg.Inch, 4*vg.Inch, path)
 }
 
 func main() {
@@ -144,7 +217,9 @@ func main() {
 	if i < 0 || j < i {
 		log.Fatalf("%s: no %s ... %s section", *readme, beginMarker, endMarker)
 	}
-	s = s[:i+len(beginMarker)] + "\n" + table(rs) + s[j:]
+	summary := targetTable(rs)
+	fmt.Print(summary)
+	s = s[:i+len(beginMarker)] + "\n" + summary + "\n" + table(rs) + s[j:]
 	if err := os.WriteFile(*readme, []byte(s), 0o644); err != nil {
 		log.Fatal(err)
 	}

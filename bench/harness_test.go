@@ -1,0 +1,284 @@
+//go:build linux
+
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/spawn"
+)
+
+// A method is one way of doing what a benchmark measures. run does it once
+// and returns how long that took; around the timed part it may do untimed
+// work (bring about the state measured, wait for what the run left behind
+// to end), whose CPU still counts as the run's.
+type method struct {
+	name string
+	run  func() (time.Duration, error)
+	// ownCPU says that nothing the run started is still running when it
+	// returns, so the CPU measured around it is its own and is reported.
+	ownCPU bool
+}
+
+// timed is a method whose run is f, timed as a whole.
+func timed(name string, f func() error) method {
+	return method{name: name, ownCPU: true, run: func() (time.Duration, error) { return clock(f) }}
+}
+
+func clock(f func() error) (time.Duration, error) {
+	t := time.Now()
+	err := f()
+	return time.Since(t), err
+}
+
+// An op is one run of a method: its time and the CPU of all processes
+// involved.
+type op struct {
+	wall   time.Duration
+	cpu    cpuTimes
+	ownCPU bool // method.ownCPU
+}
+
+// measure runs every method n times, in rounds: each round runs each method
+// once, in an order that changes from round to round (see order), so that
+// the machine's load, however it drifts, and whatever one method leaves
+// behind fall on all of them alike. A first round, not recorded, warms (the
+// spawn server starts on first use). The ops are keyed by method name.
+func measure(b *testing.B, n int, methods ...method) map[string][]op {
+	ops := make(map[string][]op, len(methods))
+	for r := -1; r < n; r++ {
+		if r == 0 {
+			b.ResetTimer()
+		}
+		for _, i := range order(max(r, 0), len(methods)) {
+			m := methods[i]
+			before := cpuNow()
+			d, err := m.run()
+			if err != nil {
+				b.Fatalf("%s: %v", m.name, err)
+			}
+			if r >= 0 {
+				ops[m.name] = append(ops[m.name], op{wall: d, cpu: cpuNow().sub(before), ownCPU: m.ownCPU})
+			}
+		}
+	}
+	b.StopTimer()
+	return ops
+}
+
+// order is the order of n methods in round r: rotated by one each round,
+// so that each method takes every place in turn, and reversed every other
+// n rounds, so that each also follows the others in both directions.
+func order(r, n int) []int {
+	idx := make([]int, n)
+	for k := range idx {
+		idx[k] = (r + k) % n
+	}
+	if r/n%2 == 1 {
+		slices.Reverse(idx)
+	}
+	return idx
+}
+
+func walls(ops []op) []time.Duration {
+	ds := make([]time.Duration, len(ops))
+	for i, o := range ops {
+		ds[i] = o.wall
+	}
+	return ds
+}
+
+// cpuPerOp is the mean, not the median: the spawn server's share is
+// counted in clock ticks, which only add up right over many ops.
+func cpuPerOp(ops []op, share func(cpuTimes) time.Duration) time.Duration {
+	var sum time.Duration
+	for _, o := range ops {
+		sum += share(o.cpu)
+	}
+	return sum / time.Duration(len(ops))
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	return s[int(q*float64(len(s)-1))]
+}
+
+func p50(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// The baselines every spawn is compared with: a bare fork/exec/wait of
+// /bin/true, and bubblewrap running it with the agent policy.
+const (
+	bare  = "bare"
+	bwrap = "bwrap"
+)
+
+// baselines are the baseline methods this machine has (bwrap may be
+// missing).
+func baselines() []method {
+	ms := []method{timed(bare, func() error { return exec.Command("/bin/true").Run() })}
+	if run := bwrapRunner("/bin/true"); run != nil {
+		ms = append(ms, timed(bwrap, run))
+	}
+	return ms
+}
+
+// bwrapRunner runs argv under bubblewrap with the agent policy as a whole
+// process; nil when bwrap is not installed.
+func bwrapRunner(argv ...string) func() error {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil
+	}
+	args := bwrapArgs(argv...)
+	return func() error { return exec.Command(bw, args...).Run() }
+}
+
+// bwrapArgs is the agent policy in bubblewrap's terms, running argv.
+func bwrapArgs(argv ...string) []string {
+	return append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--bind", workspace, workspace, "--unshare-all", "--die-with-parent", "--new-session"}, argv...)
+}
+
+// compare measures target in b.N rounds alternated with the baselines and
+// reports its latency, its CPU per op (the share of it counted), and both
+// over the baselines' from the same rounds.
+func compare(b *testing.B, target method, share func(cpuTimes) time.Duration) {
+	methods := []method{target}
+	for _, m := range baselines() {
+		if m.name != target.name {
+			methods = append(methods, m)
+		}
+	}
+	ops := measure(b, b.N, methods...)
+	ds := walls(ops[target.name])
+	b.ReportMetric(ms(quantile(ds, 0.5)), "p50-ms")
+	b.ReportMetric(ms(quantile(ds, 0.9)), "p90-ms")
+	b.ReportMetric(ms(quantile(ds, 0.99)), "p99-ms")
+	if ownCPU(ops[target.name]) {
+		b.ReportMetric(ms(cpuPerOp(ops[target.name], share)), "cpu-ms")
+	}
+	reportRatios(b, ops, target.name, share)
+}
+
+// reportRatios reports target's p50 over each baseline's p50 (x_bare,
+// x_bwrap) and, where both runs' CPU is their own, its CPU per op (share
+// of it) over theirs (x_bare_cpu, x_bwrap_cpu). Baselines not measured are
+// left out.
+func reportRatios(b *testing.B, ops map[string][]op, target string, share func(cpuTimes) time.Duration) {
+	for _, base := range []string{bare, bwrap} {
+		if ops[base] == nil {
+			continue
+		}
+		b.ReportMetric(float64(p50(walls(ops[target])))/float64(p50(walls(ops[base]))), "x_"+base)
+		if ownCPU(ops[target]) && ownCPU(ops[base]) {
+			b.ReportMetric(float64(cpuPerOp(ops[target], share))/float64(cpuPerOp(ops[base], share)), "x_"+base+"_cpu")
+		}
+	}
+}
+
+func ownCPU(ops []op) bool { return len(ops) > 0 && ops[0].ownCPU }
+
+// cpuTimes is the CPU time (user+sys) used so far by the processes a
+// spawn involves.
+type cpuTimes struct {
+	self     time.Duration // this process, the host
+	children time.Duration // its reaped children: bare and bwrap runs, whole CLI processes
+	server   time.Duration // hutch's spawn server and the inits it has reaped
+}
+
+func (c cpuTimes) total() time.Duration { return c.self + c.children + c.server }
+
+func (c cpuTimes) ofChildren() time.Duration { return c.children }
+
+func (c cpuTimes) sub(o cpuTimes) cpuTimes {
+	return cpuTimes{self: c.self - o.self, children: c.children - o.children, server: max(c.server-o.server, 0)}
+}
+
+func cpuNow() cpuTimes {
+	return cpuTimes{self: rusage(unix.RUSAGE_SELF), children: rusage(unix.RUSAGE_CHILDREN), server: procCPU(spawn.Default().ServerPid())}
+}
+
+func rusage(who int) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 per
+// second on every architecture Go runs Linux on.
+const clockTick = 10 * time.Millisecond
+
+// procCPU is pid's utime+stime+cutime+cstime: its own CPU and that of the
+// children it has reaped. 0 for no process.
+func procCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, s := range f[11:15] {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name,
+// from the state on (fields 3 onwards in proc(5)'s numbering).
+func statFields(pid int) []string {
+	if pid <= 0 {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
+
+// childrenOf lists pid's children not yet reaped, from the children file of
+// each of its threads.
+func childrenOf(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var kids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(s); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
+
+// waitInitsReaped waits until hutch's spawn server has no child left: the
+// init of the command that just ended has been reaped, so its CPU is in
+// the server's cutime, and its teardown does not run into the next op.
+func waitInitsReaped() error {
+	pid := spawn.Default().ServerPid()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(childrenOf(pid)) > 0 {
+		if time.Now().After(deadline) {
+			return errors.New("the spawn server's inits are not reaped after 10s")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return nil
+}
