@@ -94,6 +94,7 @@ type Cmd struct {
 	output   *limiter
 	stopCtx  func() bool
 	timer    *time.Timer
+	refill   *time.Timer // the pool's refill, if the command runs on
 	finished bool
 
 	startCalled bool
@@ -339,7 +340,10 @@ func (c *Cmd) Start() error {
 				c.kill(KilledOutputLimit, nil)
 			}
 			if c.sb.pool != nil {
-				c.sb.pool.refill()
+				// The refill waits for the command's end, which comes
+				// first for most commands; one that runs on gets it
+				// beside it after refillAfter.
+				c.refill = time.AfterFunc(refillAfter, c.sb.pool.refill)
 			}
 			return nil
 		case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
@@ -368,6 +372,7 @@ func ctxKillReason(ctx context.Context) KillReason {
 // err: a timeout is a timeout wherever it lands.
 func (c *Cmd) notStarted(err error) error {
 	c.stopWatch()
+	c.refillPool()
 	c.mu.Lock()
 	c.ended = true // no kill after this point: c.reason is final
 	reason, killErr := c.reason, c.killErr
@@ -399,6 +404,23 @@ func (c *Cmd) notStarted(err error) error {
 		r.Reason = killErr.Error()
 	}
 	return &ExitError{Result: r, killErr: killErr}
+}
+
+// refillAfter is how long a command runs before the pool's refill
+// starts beside it: the agent's usual command (ls, cat, git status) is
+// over by then, and its refill comes after it instead of competing with
+// it for the CPU.
+var refillAfter = 100 * time.Millisecond
+
+// refillPool refills the pool once the command has ended (or never ran),
+// unless its timer did already.
+func (c *Cmd) refillPool() {
+	if c.refill != nil {
+		c.refill.Stop()
+	}
+	if c.sb != nil && c.sb.pool != nil {
+		c.sb.pool.refill()
+	}
 }
 
 // outputExceeded kills the command for its output. Output can outrun the
@@ -638,6 +660,7 @@ func (c *Cmd) Wait() error {
 		}
 		in.close()
 	}()
+	c.refillPool()
 	if !r.Success() || r.Killed {
 		ee := &ExitError{Result: r, ioErr: ioErr}
 		if r.Killed {

@@ -22,12 +22,16 @@ type pool struct {
 	ready   []*sandboxInit
 	filling int
 	closed  bool
+	// built is broadcast (with mu) whenever an add ends, made or not:
+	// take waits on it for an init already being built.
+	built *sync.Cond
 	// adds are the add goroutines in flight, which close waits for.
 	adds sync.WaitGroup
 }
 
 func newPool(sb *Sandbox, size int) *pool {
 	p := &pool{sb: sb, size: size}
+	p.built = sync.NewCond(&p.mu)
 	p.refill()
 	return p
 }
@@ -58,24 +62,34 @@ func (p *pool) add() {
 		// and the next cold start will report the error to its caller.
 		if ev, ok := <-in.events; !ok || ev.Kind != nsinit.EventReady {
 			in.release()
-			p.mu.Lock()
-			p.filling--
-			p.mu.Unlock()
+			p.added(nil)
 			return
 		}
 	}
+	if err != nil {
+		p.added(nil) // the next take falls back to a cold start
+		return
+	}
+	if !p.added(in) {
+		in.release()
+		return
+	}
+	go p.watch(in)
+}
+
+// added ends an add: in joins the pool unless it is nil or the pool is
+// closed, and whoever waits in take is woken. It reports whether in
+// joined.
+func (p *pool) added(in *sandboxInit) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.built.Broadcast()
 	p.filling--
-	if err != nil || p.closed {
-		p.mu.Unlock()
-		if in != nil {
-			in.release()
-		}
-		return // the next take falls back to a cold start and refills
+	if in == nil || p.closed {
+		return false
 	}
 	p.ready = append(p.ready, in)
-	p.mu.Unlock()
-	go p.watch(in)
+	return true
 }
 
 // watch drops in from the pool if it dies while it waits for a command
@@ -97,12 +111,17 @@ func (p *pool) watch(in *sandboxInit) {
 }
 
 // take returns a pooled init built with fresh inputs equal to f, or nil.
-// It does not refill: building an init costs milliseconds of CPU, which
-// would compete with the command being started; Cmd.Start refills once
-// its command runs.
+// With none ready but one being built, it waits for that one: it has a
+// head start on a cold init, and a cold init beside it would only compete
+// with it for the CPU. It does not refill: building an init costs
+// milliseconds of CPU, which would compete with the command being
+// started; the command refills once it has ended (or run for a while).
 func (p *pool) take(f fresh) *sandboxInit {
 	for {
 		p.mu.Lock()
+		for len(p.ready) == 0 && p.filling > 0 && !p.closed {
+			p.built.Wait()
+		}
 		if len(p.ready) == 0 {
 			p.mu.Unlock()
 			return nil
@@ -132,6 +151,7 @@ func (p *pool) close() {
 	p.closed = true
 	ready := p.ready
 	p.ready = nil
+	p.built.Broadcast()
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range ready {

@@ -4,6 +4,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // waitPool waits until the pool holds n ready inits.
@@ -179,4 +183,65 @@ func TestPoolCloseKillsInits(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// serverChildren counts the spawn server's children on the host: the
+// sandbox inits alive, pooled or running a command.
+func serverChildren(t *testing.T) int {
+	t.Helper()
+	pid := spawn.Default().ServerPid()
+	if pid == 0 {
+		t.Fatal("no spawn server")
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	n := 0
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		n += len(strings.Fields(string(b)))
+	}
+	return n
+}
+
+// TestPoolRefillsAfterTheCommand: a pooled command does not have a new
+// init built beside it while it runs (the host sees no new process in
+// the spawn server while the command runs), the pool refills once it has
+// ended, and a command issued right after it waits for that refill
+// instead of building a second init cold (Result.Prewarmed).
+func TestPoolRefillsAfterTheCommand(t *testing.T) {
+	defer func(d time.Duration) { refillAfter = d }(refillAfter)
+	refillAfter = time.Hour // only the command's end refills here
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = 1
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	waitPool(t, sb, 1)
+	before := serverChildren(t)
+
+	stdin, w := io.Pipe()
+	c := sb.Command(context.Background(), "cat")
+	c.Stdin = stdin
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := serverChildren(t); n != before {
+		t.Errorf("host: %d sandbox inits while the pooled command runs, want %d (none built beside it)", n, before)
+	}
+	w.Close()
+	if err := c.Wait(); err != nil || !c.Result.Prewarmed {
+		t.Fatalf("pooled command: %v, %+v", err, c.Result)
+	}
+
+	// The refill started at Wait; the next command takes it, built or not.
+	c = sb.Command(context.Background(), "true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Result.Prewarmed {
+		t.Error("a command right after another was started cold beside the refill, not from it")
+	}
+	waitPool(t, sb, 1)
 }
