@@ -200,8 +200,12 @@ type Policy struct {
 	// Prewarm keeps this many inits built and confined ahead of time
 	// (namespaces, filesystem view, privileges dropped, seccomp loaded),
 	// each waiting for one command, so that a command pays little more than
-	// its own fork and exec. Each pooled init serves exactly one command;
-	// Close releases them. 0 means none.
+	// its own fork and exec. Each pooled init serves exactly one command
+	// and is replaced once that command ends (or has run for 100 ms), so
+	// that building the next never competes with a short command; a
+	// command that finds the pool empty while an init is being built waits
+	// for it rather than building another. Close releases them. 0 means
+	// none.
 	Prewarm int
 
 	// MinLevel is the weakest isolation level (a rung of the fallback
