@@ -82,6 +82,6 @@ var (
 // unixWallFilter is seccomp.UnixWall compiled, once per process: it does
 // not depend on the policy.
 func unixWallFilter() ([]byte, error) {
-	unixWallOnce.Do(func() { unixWallProg, unixWallErr = seccomp.CompileUnixWall() })
+	unixWallOnce.Do(func() { unixWallProg, unixWallErr = seccomp.BuiltinUnixWall.Compile() })
 	return unixWallProg, unixWallErr
 }
