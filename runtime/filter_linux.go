@@ -13,12 +13,16 @@ import (
 	"github.com/hutchbox/hutch/seccomp"
 )
 
-// only loads the result.
+// compileFilter compiles the policy's seccomp profile once; every command
+// only loads the result. A profile that is one of seccomp's built-in
+// filters, as the default policy's is, is not compiled at all: its program
+// is embedded, precompiled.
 func (sb *Sandbox) compileFilter() error {
 	p := &sb.policy
 	prof, name := p.Seccomp, seccomp.DefaultName
+	var builtin seccomp.Builtin // which built-in filter prof is, if any
 	if prof == nil {
-		prof = seccomp.Default()
+		prof, builtin = seccomp.Default(), seccomp.BuiltinDefault
 	} else {
 		js, err := seccomp.Marshal(prof)
 		if err != nil {
@@ -39,13 +43,15 @@ func (sb *Sandbox) compileFilter() error {
 	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
 		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
 		name += "+adjusted"
+		builtin = ""
 	}
 	if sb.level == LevelLandlock && p.Network != NetworkHost {
-		// No network namespace: the host's network, its loopback services
-		// and its unix sockets are all a socket(2) away. socketpair(2)
-		// stays: pipes between a program's own processes need no network.
-		prof = seccomp.Adjust(prof, nil, []string{"socket"})
+		// No network namespace: seccomp.WithoutSocket says why.
+		prof = seccomp.WithoutSocket(prof)
 		name += "+no-socket"
+		if builtin == seccomp.BuiltinDefault {
+			builtin = seccomp.BuiltinDefaultNoSocket
+		}
 	}
 	if sb.level != LevelLandlock && !slices.Contains(p.SkipLayers, LayerUnixSockets) {
 		wall, err := unixWallFilter()
@@ -57,21 +63,29 @@ func (sb *Sandbox) compileFilter() error {
 	if slices.Contains(p.SkipLayers, LayerSeccomp) {
 		return nil
 	}
-	prog, err := seccomp.Compile(prof)
-	if err != nil {
-		return &PolicyError{Field: "Seccomp", Reason: err.Error()}
+	prog, ok := builtin.Precompiled()
+	if !ok {
+		var err error
+		if prog, err = compileProfile(prof); err != nil {
+			return &PolicyError{Field: "Seccomp", Reason: err.Error()}
+		}
 	}
 	sb.filter, sb.filterName = prog, name
 	if p.Seccomp != nil || len(p.SeccompAllow) > 0 {
 		// The caller's profile, or the default with calls allowed, may
 		// allow what would leave a setuid file for the host: the mode
 		// rules hold apart from it. (Denying calls lifts none of them.)
-		if sb.modeWall, err = seccomp.Compile(seccomp.ModeWall()); err != nil {
+		var err error
+		if sb.modeWall, err = compileProfile(seccomp.ModeWall()); err != nil {
 			return &LayerError{Layer: LayerSeccomp, Reason: "mode wall: " + err.Error()}
 		}
 	}
 	return nil
 }
+
+// compileProfile is seccomp.Compile; tests replace it to see which
+// profiles are compiled rather than precompiled.
+var compileProfile = seccomp.Compile
 
 var (
 	unixWallOnce sync.Once
@@ -79,9 +93,14 @@ var (
 	unixWallErr  error
 )
 
-// unixWallFilter is seccomp.UnixWall compiled, once per process: it does
-// not depend on the policy.
+// unixWallFilter is seccomp.UnixWall's program: precompiled, or else
+// compiled once per process (it does not depend on the policy).
 func unixWallFilter() ([]byte, error) {
-	unixWallOnce.Do(func() { unixWallProg, unixWallErr = seccomp.CompileUnixWall() })
+	unixWallOnce.Do(func() {
+		var ok bool
+		if unixWallProg, ok = seccomp.BuiltinUnixWall.Precompiled(); !ok {
+			unixWallProg, unixWallErr = seccomp.BuiltinUnixWall.Compile()
+		}
+	})
 	return unixWallProg, unixWallErr
 }

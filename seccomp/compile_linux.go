@@ -23,10 +23,18 @@ func Compile(p *Profile) ([]byte, error) {
 	return compile(p)
 }
 
-// CompileUnixWall compiles UnixWall, the one profile with a notify action
-// (Check refuses it in callers' profiles: without a supervisor a notified
-// call would hang).
-func CompileUnixWall() ([]byte, error) { return compile(UnixWall()) }
+// Compile compiles b's profile now, with libseccomp: what go generate
+// embeds, and what a caller compiles where b.Precompiled has nothing.
+// Check is not applied: these profiles are hutch's own, and Check refuses
+// the unix wall's notify action, which in a caller's profile would hang
+// the call without a supervisor.
+func (b Builtin) Compile() ([]byte, error) {
+	p := b.Profile()
+	if p == nil {
+		return nil, fmt.Errorf("seccomp: no built-in filter %q", string(b))
+	}
+	return compile(p)
+}
 
 // newerSyscalls are system calls younger than the libseccomp hutch may be
 // built against (Debian 12 has 2.5.4), by their native number: a filter

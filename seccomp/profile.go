@@ -1,7 +1,8 @@
 // Package seccomp owns hutch's system-call filter: profiles as data in the
 // OCI LinuxSeccomp format (what Docker and Podman users already have), the
 // default agent profile, compiling a profile once into the BPF program the
-// sandbox init loads, and loading it.
+// sandbox init loads (hutch's own filters ahead of time, by go generate:
+// see Builtin), and loading it.
 //
 // The default profile is an allow-list. System calls it does not know
 // (newer than the profile) fail with ENOSYS, so C libraries fall back as
@@ -548,3 +549,9 @@ func Adjust(p *Profile, allow, deny []string) *Profile {
 	}
 	return &q
 }
+
+// WithoutSocket returns a copy of p in which socket(2) fails with EPERM,
+// for a sandbox that shares the host's network: its network, its loopback
+// services and its unix sockets are all a socket(2) away. socketpair(2)
+// stays: pipes between a program's own processes need no network.
+func WithoutSocket(p *Profile) *Profile { return Adjust(p, nil, []string{"socket"}) }

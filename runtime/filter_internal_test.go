@@ -1,0 +1,104 @@
+//go:build linux
+
+package runtime
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/hutchbox/hutch/seccomp"
+)
+
+// TestFilterPrecompiled: a policy whose profile is one of seccomp's
+// built-in filters gets its precompiled program and compiles nothing; a
+// profile of the caller's, or the default with calls allowed or denied,
+// is compiled. The result names stay what they were.
+func TestFilterPrecompiled(t *testing.T) {
+	if _, ok := seccomp.BuiltinDefault.Precompiled(); !ok {
+		t.Skip("no precompiled programs for this architecture")
+	}
+	tests := []struct {
+		name     string
+		policy   Policy
+		level    Level
+		builtin  seccomp.Builtin // "": compiled
+		wantName string
+	}{
+		{"default", Policy{}, LevelNamespaces, seccomp.BuiltinDefault, "hutch-default"},
+		{"default, landlock, host network", Policy{Network: NetworkHost}, LevelLandlock, seccomp.BuiltinDefault, "hutch-default"},
+		{"default, landlock", Policy{}, LevelLandlock, seccomp.BuiltinDefaultNoSocket, "hutch-default+no-socket"},
+		{"allow", Policy{SeccompAllow: []string{"ptrace"}}, LevelNamespaces, "", "hutch-default+adjusted"},
+		{"deny", Policy{SeccompDeny: []string{"chdir"}}, LevelNamespaces, "", "hutch-default+adjusted"},
+		{"deny, landlock", Policy{SeccompDeny: []string{"chdir"}}, LevelLandlock, "", "hutch-default+adjusted+no-socket"},
+		{"custom default", Policy{Seccomp: seccomp.Default()}, LevelNamespaces, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var compiled [][]byte
+			defer func(f func(*seccomp.Profile) ([]byte, error)) { compileProfile = f }(compileProfile)
+			compileProfile = func(p *seccomp.Profile) ([]byte, error) {
+				prog, err := seccomp.Compile(p)
+				compiled = append(compiled, prog)
+				return prog, err
+			}
+			sb := &Sandbox{policy: tt.policy, levelState: levelState{level: tt.level}}
+			if err := sb.compileFilter(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantName != "" && sb.filterName != tt.wantName {
+				t.Errorf("filter name %q, want %q", sb.filterName, tt.wantName)
+			}
+			if tt.builtin != "" {
+				want, _ := tt.builtin.Precompiled()
+				if len(compiled) > 0 {
+					t.Errorf("compiled %d programs, want the precompiled %s", len(compiled), tt.builtin)
+				}
+				if !bytes.Equal(sb.filter, want) {
+					t.Errorf("filter is not the precompiled %s", tt.builtin)
+				}
+				return
+			}
+			if len(compiled) == 0 || !bytes.Equal(sb.filter, compiled[0]) {
+				t.Errorf("filter was not compiled from the policy's profile")
+			}
+		})
+	}
+}
+
+// TestUnixWallPrecompiled: the unix wall is the precompiled program.
+func TestUnixWallPrecompiled(t *testing.T) {
+	want, ok := seccomp.BuiltinUnixWall.Precompiled()
+	if !ok {
+		t.Skip("no precompiled programs for this architecture")
+	}
+	sb := &Sandbox{levelState: levelState{level: LevelNamespaces}}
+	if err := sb.compileFilter(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sb.unixWall, want) {
+		t.Error("unix wall is not the precompiled program")
+	}
+}
+
+// BenchmarkCompileFilter is what a Sandbox pays for its filters, once, in
+// New: nothing to compile for the default policy's, libseccomp for an
+// adjusted one (and the mode wall, when calls are allowed).
+func BenchmarkCompileFilter(b *testing.B) {
+	for _, bb := range []struct {
+		name   string
+		policy Policy
+	}{
+		{"default", Policy{}},
+		{"deny", Policy{SeccompDeny: []string{"chdir"}}},
+		{"allow", Policy{SeccompAllow: []string{"ptrace"}}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			for range b.N {
+				sb := &Sandbox{policy: bb.policy, levelState: levelState{level: LevelNamespaces}}
+				if err := sb.compileFilter(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
