@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,11 @@ func TestSessionKeyringIsolated(t *testing.T) {
 	ws := dir(t, "ws-")
 	const payload = "HUTCH-IT-KEYRING-SECRET-c0de"
 	// Join a fresh session keyring for this test process first, so the
-	// test does not depend on the machine's login keyring.
+	// test does not depend on the machine's login keyring. The keyring is
+	// part of the calling thread's credentials: join, add and read on one
+	// thread (never unlocked, so the thread ends with the test instead of
+	// going back to the scheduler with a keyring of its own).
+	goruntime.LockOSThread()
 	if _, err := unix.KeyctlJoinSessionKeyring("hutch-it"); err != nil {
 		t.Skipf("keyrings unavailable: %v", err)
 	}
@@ -100,8 +105,7 @@ func TestSessionKeyringIsolated(t *testing.T) {
 	// Control: the host itself can read it.
 	buf := make([]byte, 128)
 	if n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0); err != nil || string(buf[:n]) != payload {
-		// Seen once as uid 65534 in a 6.12 guest: then there is nothing
-		// to compare the sandbox's view with.
+		// Then there is nothing to compare the sandbox's view with.
 		t.Skipf("the host cannot read its own key back here: %v", err)
 	}
 	script := fmt.Sprintf(`
