@@ -244,14 +244,7 @@ func TestSandboxDeathReported(t *testing.T) {
 // is no longer counted by Prewarmed nor handed out; the next command runs
 // in a live init.
 func TestPoolDropsDeadInit(t *testing.T) {
-	p := DefaultPolicy(t.TempDir())
-	p.Prewarm = 1
-	sb, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	waitPool(t, sb, 1)
+	sb := pooledSandbox(t, 1)
 	sb.pool.mu.Lock()
 	victim := sb.pool.ready[0]
 	sb.pool.mu.Unlock()

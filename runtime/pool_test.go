@@ -17,6 +17,24 @@ import (
 	"github.com/hutchbox/hutch/spawn"
 )
 
+// pooledSandbox returns a Sandbox of the default policy (mod applied)
+// keeping n inits, once its pool is full; the test's end closes it.
+func pooledSandbox(t *testing.T, n int, mod ...func(*Policy)) *Sandbox {
+	t.Helper()
+	p := DefaultPolicy(t.TempDir())
+	p.Prewarm = n
+	for _, f := range mod {
+		f(&p)
+	}
+	sb, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	waitPool(t, sb, n)
+	return sb
+}
+
 // waitPool waits until the pool holds n ready inits.
 func waitPool(t *testing.T, sb *Sandbox, n int) {
 	t.Helper()
@@ -96,16 +114,10 @@ func TestPoolSeesItsOwnPolicy(t *testing.T) {
 		}
 	}
 	mk := func(writable string) *Sandbox {
-		p := DefaultPolicy(outside) // the workspace is another dir
-		p.Writable = []string{writable}
-		p.Prewarm = 2
-		sb, err := New(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sb.Close() })
-		waitPool(t, sb, 2)
-		return sb
+		return pooledSandbox(t, 2, func(p *Policy) {
+			p.Workspace = outside // another dir than the writable one
+			p.Writable = []string{writable}
+		})
 	}
 	sa, sbb := mk(a), mk(b)
 	for _, c := range []struct {
@@ -133,14 +145,7 @@ func TestPoolSeesItsOwnPolicy(t *testing.T) {
 // the pool filled makes the pooled inits stale; the command gets a view
 // with the new file masked.
 func TestPoolStaleInitNotUsed(t *testing.T) {
-	p := DefaultPolicy(t.TempDir())
-	p.Prewarm = 2
-	sb, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	waitPool(t, sb, 2)
+	sb := pooledSandbox(t, 2)
 	const secret = "POOL-STALE-SECRET-55"
 	if err := os.WriteFile(filepath.Join(sb.Policy().Workspace, ".env"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
@@ -157,13 +162,7 @@ func TestPoolStaleInitNotUsed(t *testing.T) {
 
 // TestPoolCloseKillsInits: Close ends every pooled init (host view).
 func TestPoolCloseKillsInits(t *testing.T) {
-	p := DefaultPolicy(t.TempDir())
-	p.Prewarm = 3
-	sb, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPool(t, sb, 3)
+	sb := pooledSandbox(t, 3)
 	sb.pool.mu.Lock()
 	var pids []int
 	for _, in := range sb.pool.ready {
@@ -210,14 +209,7 @@ func serverChildren(t *testing.T) int {
 func TestPoolRefillsAfterTheCommand(t *testing.T) {
 	defer func(d time.Duration) { refillAfter = d }(refillAfter)
 	refillAfter = time.Hour // only the command's end refills here
-	p := DefaultPolicy(t.TempDir())
-	p.Prewarm = 1
-	sb, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Close()
-	waitPool(t, sb, 1)
+	sb := pooledSandbox(t, 1)
 	before := serverChildren(t)
 
 	stdin, w := io.Pipe()
