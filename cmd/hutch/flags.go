@@ -125,14 +125,38 @@ func orUnlimited[T int64 | float64 | time.Duration](v T) T {
 	return v
 }
 
-// fields maps the Policy fields the flags set to the flags, for errors.
-var fields = map[string]string{
-	"Workspace": "--workspace", "Writable": "--write", "Deny": "--deny",
-	"DenyNames": "--deny-name", "Env": "--env", "Seccomp": "--seccomp",
-	"Timeout": "--timeout", "OutputLimit": "--output-limit",
-	"Memory": "--memory", "Pids": "--pids", "CPUs": "--cpus", "TmpSize": "--tmp-size",
-	"Network": "--net", "AllowDomains": "--allow-domain", "PackageManagers": "--package-managers",
-	"AllowLocal": "--allow-local", "MinLevel": "--min-level",
+// typedFlag is the flag that sets a Policy field and what the user typed
+// for it: one value, or the values of a repeatable flag, which the field's
+// index ([2]) picks from.
+type typedFlag struct {
+	name string
+	one  *string // nil for a repeatable flag
+	list []string
+}
+
+// byField maps the Policy fields the flags set to the flags, for errors.
+func (f runFlags) byField() map[string]typedFlag {
+	return map[string]typedFlag{
+		"Workspace": {name: "--workspace", one: &f.workspace},
+		"Writable":  {name: "--write", list: f.write},
+		"Deny":      {name: "--deny", list: f.deny},
+		"DenyNames": {name: "--deny-name", list: f.denyNames},
+		"Env":       {name: "--env", list: f.env},
+		"Seccomp":   {name: "--seccomp", one: &f.seccomp},
+
+		"Timeout":     {name: "--timeout", one: &f.timeout},
+		"OutputLimit": {name: "--output-limit", one: &f.outputLimit},
+		"Memory":      {name: "--memory", one: &f.memory},
+		"Pids":        {name: "--pids", one: &f.pids},
+		"CPUs":        {name: "--cpus", one: &f.cpus},
+		"TmpSize":     {name: "--tmp-size", one: &f.tmpSize},
+
+		"Network":         {name: "--net", one: &f.network},
+		"AllowDomains":    {name: "--allow-domain", list: f.allowDomain},
+		"PackageManagers": {name: "--package-managers", list: f.packageMgrs},
+		"AllowLocal":      {name: "--allow-local", list: f.allowLocal},
+		"MinLevel":        {name: "--min-level", one: &f.minLevel},
+	}
 }
 
 // flagError says an error about a Policy field in the command line's
@@ -150,62 +174,30 @@ func (f runFlags) flagError(err error) error {
 	}
 	name, index, _ := strings.Cut(pe.Field, "[")
 	index = strings.TrimSuffix(index, "]")
-	flag, ok := fields[name]
+	flag, ok := f.byField()[name]
 	if !ok {
 		return err
 	}
-	typedAt := func(list []string) string {
-		if i, err := strconv.Atoi(index); err == nil && i >= 0 && i < len(list) {
-			return list[i]
-		}
-		return pe.Value
-	}
 	v := pe.Value
-	switch name {
-	case "Workspace":
-		if f.workspace == "" {
-			return errors.New("workspace " + quote(pe.Value) + " (the current directory; see --workspace): " + pe.Reason)
-		}
-		v = f.workspace
-	case "Writable":
-		v = typedAt(f.write)
-	case "Deny":
-		v = typedAt(f.deny)
-	case "DenyNames":
-		v = typedAt(f.denyNames)
-	case "AllowDomains":
-		v = typedAt(f.allowDomain)
-	case "PackageManagers":
-		v = typedAt(f.packageMgrs)
-	case "AllowLocal":
-		v = typedAt(f.allowLocal)
-	case "Env":
+	switch {
+	case name == "Workspace" && f.workspace == "":
+		return errors.New("workspace " + quote(pe.Value) + " (the current directory; see --workspace): " + pe.Reason)
+	case name == "Env":
 		// A refused variable is named by its key: Env[LD_PRELOAD].
 		for _, kv := range f.env {
 			if k, _, _ := strings.Cut(kv, "="); index != "" && k == index {
 				v = kv
 			}
 		}
-	case "Seccomp":
-		v = f.seccomp
-	case "Timeout":
-		v = f.timeout
-	case "OutputLimit":
-		v = f.outputLimit
-	case "Memory":
-		v = f.memory
-	case "Pids":
-		v = f.pids
-	case "CPUs":
-		v = f.cpus
-	case "TmpSize":
-		v = f.tmpSize
-	case "Network":
-		v = f.network
-	case "MinLevel":
-		v = f.minLevel
+	case flag.one != nil:
+		v = *flag.one
+	default:
+		// An index past the flags' values is one of the defaults.
+		if i, err := strconv.Atoi(index); err == nil && i >= 0 && i < len(flag.list) {
+			v = flag.list[i]
+		}
 	}
-	return &flagErr{flag, v, pe.Reason}
+	return &flagErr{flag.name, v, pe.Reason}
 }
 
 // setLogger sends the library's records to stderr from the level
