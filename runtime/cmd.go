@@ -99,10 +99,9 @@ type Cmd struct {
 
 	startCalled bool
 
-	mu          sync.Mutex
-	running     bool // the init reported the command started
-	limitHit    bool // output went past the limit
-	startFailed bool
+	mu       sync.Mutex
+	running  bool // the init reported the command started
+	limitHit bool // output went past the limit
 	// reason is why hutch ends the command (the first one given);
 	// killErr what its ExitError then wraps for errors.Is: the context's
 	// error or ErrTimeout.
@@ -186,6 +185,9 @@ func (c *Cmd) check() error {
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err
 	}
+	if err := checkWaitDelay(c.WaitDelay); err != nil {
+		return err
+	}
 	dir, err := workDir(c.Dir, c.sb.spec.Workspace, c.sb.spec.Writable)
 	if err != nil {
 		return err
@@ -227,9 +229,6 @@ func (c *Cmd) Start() error {
 	if c.sb.closed {
 		return c.notStarted(fmt.Errorf("hutch: %w", ErrClosed))
 	}
-	if c.WaitDelay < 0 {
-		return &PolicyError{Field: "Cmd.WaitDelay", Value: c.WaitDelay.String(), Reason: "negative (zero means DefaultWaitDelay)"}
-	}
 	if err := c.ctx.Err(); err != nil {
 		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
 		return c.notStarted(err)
@@ -256,11 +255,10 @@ func (c *Cmd) Start() error {
 		c.closers = nil
 		return c.notStarted(err)
 	}
+	// The resolved policy holds the limit itself, default filled in, or
+	// Unlimited.
 	limit := c.sb.policy.OutputLimit
-	if limit == 0 {
-		limit = DefaultOutputLimit
-	}
-	c.output = &limiter{left: limit, unlimited: limit < 0, onExceed: c.outputExceeded}
+	c.output = &limiter{left: limit, unlimited: limit == Unlimited, onExceed: c.outputExceeded}
 
 	stdin, err := c.stdinFile()
 	if err != nil {
@@ -355,14 +353,6 @@ func (c *Cmd) Start() error {
 			return c.notStarted(c.abort())
 		}
 	}
-}
-
-// ctxKillReason is the kill reason for ctx's end.
-func ctxKillReason(ctx context.Context) KillReason {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return KilledTimeout
-	}
-	return KilledCanceled
 }
 
 // notStarted records the Result of a Start that did not start the
@@ -460,7 +450,6 @@ func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
 // returns how the init died when hutch did not kill it (an error matching
 // ErrSandboxDied), or nil.
 func (c *Cmd) abort() error {
-	c.startFailed = true
 	c.kill("", nil)
 	ws, werr := c.in.wait()
 	for range c.in.events {
@@ -496,11 +485,7 @@ func sandboxDied(ws syscall.WaitStatus, werr error) error {
 // watch arranges for the timeout and the context to stop the command.
 func (c *Cmd) watch() {
 	c.stopCtx = context.AfterFunc(c.ctx, func() {
-		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
-			c.cancel(KilledTimeout, contextError(c.ctx))
-		} else {
-			c.cancel(KilledCanceled, contextError(c.ctx))
-		}
+		c.cancel(ctxKillReason(c.ctx), contextError(c.ctx))
 	})
 	if t := c.sb.policy.Timeout; t > 0 {
 		c.timer = time.AfterFunc(t, func() { c.cancel(KilledTimeout, ErrTimeout) })
@@ -547,11 +532,11 @@ func (c *Cmd) kill(reason KillReason, err error) {
 // when hutch killed the command for its context or Policy.Timeout, that
 // error wraps the context's error or ErrTimeout.
 func (c *Cmd) Wait() error {
-	if c.in == nil || c.startFailed {
-		return errors.New("hutch: not started")
-	}
 	if c.finished {
 		return errors.New("hutch: Wait was already called")
+	}
+	if c.in == nil || c.Result != nil { // a failed Start left a Result
+		return errors.New("hutch: not started")
 	}
 	c.finished = true
 	// The init reports "exited" only once it has killed and reaped
@@ -653,13 +638,7 @@ func (c *Cmd) Wait() error {
 	}
 	// The rest of the init's teardown (its namespaces, the host's ends of
 	// its sockets) happens off the caller's path.
-	in := c.in
-	go func() {
-		_, _ = in.proc.Wait()
-		for range in.events {
-		}
-		in.close()
-	}()
+	go c.in.reap()
 	c.refillPool()
 	if !r.Success() || r.Killed {
 		ee := &ExitError{Result: r, ioErr: ioErr}

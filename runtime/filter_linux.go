@@ -19,10 +19,12 @@ import (
 // is embedded, precompiled.
 func (sb *Sandbox) compileFilter() error {
 	p := &sb.policy
+	// The filter is the built-in one named by builtin, or prof: a built-in
+	// filter's profile is only made if it must be compiled after all.
 	prof, name := p.Seccomp, seccomp.DefaultName
-	var builtin seccomp.Builtin // which built-in filter prof is, if any
+	var builtin seccomp.Builtin
 	if prof == nil {
-		prof, builtin = seccomp.Default(), seccomp.BuiltinDefault
+		builtin = seccomp.BuiltinDefault
 	} else {
 		js, err := seccomp.Marshal(prof)
 		if err != nil {
@@ -41,17 +43,20 @@ func (sb *Sandbox) compileFilter() error {
 		}
 	}
 	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
+		if builtin != "" {
+			prof, builtin = builtin.Profile(), ""
+		}
 		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
 		name += "+adjusted"
-		builtin = ""
 	}
 	if sb.level == LevelLandlock && p.Network != NetworkHost {
 		// No network namespace: seccomp.WithoutSocket says why.
-		prof = seccomp.WithoutSocket(prof)
-		name += "+no-socket"
 		if builtin == seccomp.BuiltinDefault {
 			builtin = seccomp.BuiltinDefaultNoSocket
+		} else {
+			prof = seccomp.WithoutSocket(prof)
 		}
+		name += "+no-socket"
 	}
 	if sb.level != LevelLandlock && !slices.Contains(p.SkipLayers, LayerUnixSockets) {
 		wall, err := unixWallFilter()
@@ -65,6 +70,9 @@ func (sb *Sandbox) compileFilter() error {
 	}
 	prog, ok := builtin.Precompiled()
 	if !ok {
+		if builtin != "" {
+			prof = builtin.Profile()
+		}
 		var err error
 		if prog, err = compileProfile(prof); err != nil {
 			return &PolicyError{Field: "Seccomp", Reason: err.Error()}

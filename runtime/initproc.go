@@ -239,21 +239,23 @@ func (in *sandboxInit) close() {
 	})
 }
 
-// discard kills an init that will not be used and releases it.
+// discard kills an init that will not be used and releases it in the
+// background.
 func (in *sandboxInit) discard() {
 	in.kill()
-	go func() {
-		_, _ = in.proc.Wait()
-		for range in.events {
-		}
-		in.close()
-	}()
+	go in.reap()
 }
 
 // release kills an init that will not be used and returns once it has
 // been reaped and released, its cgroup removed.
 func (in *sandboxInit) release() {
 	in.kill()
+	in.reap()
+}
+
+// reap waits for the init's end (and its last events) and releases what
+// the host holds of it.
+func (in *sandboxInit) reap() {
 	_, _ = in.wait()
 	for range in.events {
 	}

@@ -133,12 +133,7 @@ func hutchGroups(t *testing.T, pid int) []string {
 // from every hierarchy on the host, and once Close returns, so are the
 // pooled inits' groups.
 func TestWaitRemovesCgroup(t *testing.T) {
-	p := DefaultPolicy(t.TempDir())
-	p.Prewarm = 2
-	sb, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := pooledSandbox(t, 2)
 	if sb.cgroups == nil {
 		t.Skip("no cgroups for this user here")
 	}

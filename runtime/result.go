@@ -26,8 +26,8 @@ const (
 	// everything in the sandbox. hutch did not end the command, but it
 	// did not end on its own either; Reason says how the init died.
 	KilledSandboxDied KillReason = "sandbox died"
-	// KilledStopped is a stop the caller asked for (Cmd.Stop; hutch run
-	// passing on SIGINT or SIGTERM).
+	// KilledStopped is a stop the caller asked for (Cmd.Stop, or
+	// Cmd.Signal with SIGKILL; hutch run passing on SIGINT or SIGTERM).
 	KilledStopped KillReason = "stopped"
 )
 
@@ -36,6 +36,22 @@ const (
 // timeout or Stop starts and the SIGKILL of its sandbox, and for its
 // output to be copied once it has ended.
 const DefaultWaitDelay = 5 * time.Second
+
+// checkWaitDelay refuses a negative Cmd.WaitDelay.
+func checkWaitDelay(d time.Duration) error {
+	if d < 0 {
+		return &PolicyError{Field: "Cmd.WaitDelay", Value: d.String(), Reason: "negative (zero means DefaultWaitDelay)"}
+	}
+	return nil
+}
+
+// ctxKillReason is the kill reason for ctx's end.
+func ctxKillReason(ctx context.Context) KillReason {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return KilledTimeout
+	}
+	return KilledCanceled
+}
 
 // ErrWaitDelay is matched (errors.Is) by Wait's error when the command
 // had ended but its output could not be copied within Cmd.WaitDelay,

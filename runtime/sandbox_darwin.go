@@ -153,10 +153,7 @@ func (c *Cmd) Start() error {
 	r.ExitCode, r.Wall = -1, time.Since(c.start)
 	c.Result = r
 	if c.ctx != nil && c.ctx.Err() != nil {
-		r.Signal, r.Killed, r.KillReason = syscall.SIGKILL, true, KilledCanceled
-		if errors.Is(c.ctx.Err(), context.DeadlineExceeded) {
-			r.KillReason = KilledTimeout
-		}
+		r.Signal, r.Killed, r.KillReason = syscall.SIGKILL, true, ctxKillReason(c.ctx)
 		r.Reason = string(r.KillReason)
 		return &ExitError{Result: r, killErr: contextError(c.ctx)}
 	}
@@ -177,8 +174,8 @@ func (c *Cmd) startSeatbelt() error {
 	if c.sb.closed.Load() {
 		return fmt.Errorf("hutch: %w", ErrClosed)
 	}
-	if c.WaitDelay < 0 {
-		return &PolicyError{Field: "Cmd.WaitDelay", Value: c.WaitDelay.String(), Reason: "negative (zero means DefaultWaitDelay)"}
+	if err := checkWaitDelay(c.WaitDelay); err != nil {
+		return err
 	}
 	dir, err := workDir(c.Dir, c.sb.policy.Workspace, c.sb.policy.Writable)
 	if err != nil {
@@ -339,10 +336,8 @@ func (c *Cmd) Wait() error {
 	}
 	var killErr error
 	switch {
-	case c.ctx.Err() == context.Canceled:
-		r.Killed, r.KillReason, killErr = true, KilledCanceled, contextError(c.ctx)
 	case c.ctx.Err() != nil:
-		r.Killed, r.KillReason, killErr = true, KilledTimeout, contextError(c.ctx)
+		r.Killed, r.KillReason, killErr = true, ctxKillReason(c.ctx), contextError(c.ctx)
 	case c.runCtx.Err() != nil:
 		r.Killed, r.KillReason, killErr = true, KilledTimeout, ErrTimeout
 	case stopped:
@@ -390,12 +385,13 @@ func (c *Cmd) Stop(sig os.Signal) error {
 	if sig == nil {
 		sig = syscall.SIGTERM
 	}
+	// Marked first: the command may end as soon as the signal is out.
+	c.mu.Lock()
+	c.stopped = !c.ended
+	c.mu.Unlock()
 	if err := c.Signal(sig); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	c.stopped = true
-	c.mu.Unlock()
 	c.armGrace()
 	return nil
 }

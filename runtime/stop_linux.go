@@ -18,7 +18,8 @@ import (
 // until that child ends. What left the group is killed with the rest of
 // the sandbox when the command ends.
 //
-// SIGKILL kills everything in the sandbox at once. The signals the
+// SIGKILL kills everything in the sandbox at once, and the Result says
+// so with KillReason KilledStopped: the caller ended it. The signals the
 // sandbox's init can pass on are SIGTERM, SIGINT, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT; others are refused. Signal
 // returns os.ErrProcessDone once the command has ended, and an error
@@ -29,18 +30,19 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
 	case !c.running:
+		c.mu.Unlock()
 		return errNotRunning
 	case c.ended || c.killed:
+		c.mu.Unlock()
 		return os.ErrProcessDone
-	}
-	if s == syscall.SIGKILL {
-		c.killed = true
-		c.in.kill()
+	case s == syscall.SIGKILL:
+		c.mu.Unlock()
+		c.kill(KilledStopped, nil)
 		return nil
 	}
+	defer c.mu.Unlock()
 	// The init forwards it: pid 1 of the sandbox, it receives from the
 	// host only the signals it has handlers for, exactly those above.
 	// The spawn server delivers it through the init's pidfd, so a pid

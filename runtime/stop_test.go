@@ -36,6 +36,12 @@ func hostPidsWithArg(arg string) []int {
 	return pids
 }
 
+// uniqueSleep is a sleep argument no other process on the host has, so
+// that hostPidsWithArg finds this test's command and nothing else.
+func uniqueSleep() string {
+	return fmt.Sprintf("1%d.%d", os.Getpid()%10000, time.Now().UnixNano()%1000000)
+}
+
 // waitFile polls for a file the command writes in the workspace.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
@@ -133,7 +139,7 @@ func TestCancelGraceEndsInKill(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sb, ws := newSandbox(t)
-			arg := fmt.Sprintf("1%d.%d", os.Getpid()%10000, time.Now().UnixNano()%1000)
+			arg := uniqueSleep()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			// TERM ignored in the shell, and so in the sleep it becomes.
@@ -210,12 +216,31 @@ func TestSignalAndStop(t *testing.T) {
 		t.Errorf("Stop after Wait = %v, want os.ErrProcessDone", err)
 	}
 
-	// A negative WaitDelay is refused before anything runs.
+	// Signal(SIGKILL) ends everything in the sandbox at once, and the
+	// Result says the caller did it, not that the sandbox died.
+	arg := uniqueSleep()
+	c = sb.Command(context.Background(), "sleep", arg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ee = wantExit(t, c, waitWithin(t, c, 30*time.Second))
+	if !ee.Killed || ee.KillReason != runtime.KilledStopped || ee.Signal != syscall.SIGKILL || errors.Is(ee, runtime.ErrSandboxDied) {
+		t.Errorf("after Signal(SIGKILL): Result = %+v, %v; want SIGKILL, killed for %q", ee.Result, ee, runtime.KilledStopped)
+	}
+	if pids := hostPidsWithArg(arg); len(pids) != 0 {
+		t.Errorf("host: the command outlived Signal(SIGKILL): %v", pids)
+	}
+
+	// A negative WaitDelay is refused before anything runs, with a
+	// Result as for every refused Start.
 	c = sb.Command(context.Background(), "true")
 	c.WaitDelay = -time.Second
 	var pe *runtime.PolicyError
-	if err := c.Start(); !errors.As(err, &pe) || pe.Field != "Cmd.WaitDelay" {
-		t.Errorf("negative WaitDelay: %v", err)
+	if err := c.Start(); !errors.As(err, &pe) || pe.Field != "Cmd.WaitDelay" || c.Result == nil || c.Result.ExitCode != -1 {
+		t.Errorf("negative WaitDelay: %v, Result %+v", err, c.Result)
 	}
 }
 

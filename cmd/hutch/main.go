@@ -96,7 +96,7 @@ type runFlags struct {
 }
 
 func runCommand(code *int) *cobra.Command {
-	f := runFlags{outputLimit: "10MiB", killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
+	f := runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
 	c := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
 		Short: "Run a command in the sandbox with the default policy",
