@@ -4,7 +4,7 @@ BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
 
-.PHONY: all deps sysdeps build test test-unprivileged test-vm bench demo vet clean
+.PHONY: all deps sysdeps build test test-unprivileged test-vm bench fuzz demo vet clean
 SHELL := /bin/bash
 
 all: build
@@ -41,6 +41,7 @@ vet: deps
 # root, the integration suite again as an unprivileged uid.
 test: deps vet
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz FuzzWire -fuzztime 10s -timeout 5m ./nsinit
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
@@ -82,6 +83,14 @@ test-vm: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
 	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg
+
+# fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,
+# held to the Go decoder) for FUZZTIME, built with AddressSanitizer so that
+# a read past a message is caught, not only a crash. make test runs it for
+# 10 s without.
+FUZZTIME ?= 10m
+fuzz: deps
+	$(GO) test -asan -run '^$$' -fuzz FuzzWire -fuzztime $(FUZZTIME) -timeout 3h ./nsinit
 
 demo: build
 	$(BIN)/hutch demo

@@ -26,9 +26,6 @@ import (
 	"github.com/hutchbox/hutch/mounts"
 )
 
-// Arg0 is the argv[0] that selects the init role.
-const Arg0 = "hutch-init"
-
 // Fds the init inherits beside stdin, stdout and stderr (which are
 // /dev/null for the init itself; the command's own arrive with it).
 const (

@@ -19,18 +19,14 @@ import (
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/seccomp"
-	"github.com/hutchbox/hutch/spawn"
 )
 
 func init() {
 	if len(os.Args) == 0 {
 		return
 	}
-	switch os.Args[0] {
-	case Arg0:
+	if os.Args[0] == Arg0 {
 		os.Exit(runInit())
-	case spawn.ServerArg0:
-		os.Exit(spawn.Serve(Arg0))
 	}
 }
 
@@ -88,7 +84,7 @@ func runInit() int {
 	}
 	// Every fd beyond stdio, whatever the host left open by mistake, is
 	// closed on exec (CVE-2024-21626).
-	if err := spawn.MarkCloseOnExec(3); err != nil {
+	if err := MarkCloseOnExec(3); err != nil {
 		st.fail(LayerFilesystem, "close_range", "", err)
 		return 1
 	}

@@ -1,7 +1,6 @@
 package spawn
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/nsinit"
 )
 
 // ErrServerDied is returned for commands in flight when the spawn server
@@ -58,7 +59,7 @@ func (p *Init) Signal(sig syscall.Signal) error {
 		return nil
 	default:
 	}
-	return p.c.send(request{Kind: reqKill, ID: p.id, Signal: int(sig)}, nil)
+	return p.c.send(nsinit.Record{Kind: nsinit.ZygKill, Ints: []uint64{p.id, uint64(sig)}}, nil)
 }
 
 // Client is the host's handle on the spawn server. One per process is
@@ -81,7 +82,7 @@ type conn struct {
 }
 
 type pending struct {
-	started chan reply // receives started or failed
+	started chan nsinit.Record // receives ZygStarted or ZygFailed (Kind 0: the zygote died)
 	init    *Init
 }
 
@@ -122,7 +123,7 @@ func (c *Client) Spawn(r Request) (*Init, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pending{started: make(chan reply, 1), init: &Init{c: c, id: id, done: make(chan struct{})}}
+	p := &pending{started: make(chan nsinit.Record, 1), init: &Init{c: c, id: id, done: make(chan struct{})}}
 	cn.mu.Lock()
 	if cn.dead {
 		cn.mu.Unlock()
@@ -132,29 +133,32 @@ func (c *Client) Spawn(r Request) (*Init, error) {
 	cn.mu.Unlock()
 
 	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Control.Fd()), int(r.Status.Fd())}
-	req := request{Kind: reqSpawn, ID: id, Cloneflags: r.Cloneflags, UID: r.UID, GID: r.GID}
+	var opts, ambient uint64
 	if r.Cgroup != nil {
-		req.IntoCgroup = true
+		opts |= nsinit.ZygIntoCgroup
 		fds = append(fds, int(r.Cgroup.Fd()))
 	}
+	if r.Cloneflags&unix.CLONE_NEWUSER != 0 && r.UID != 0 {
+		ambient = initCaps
+	}
+	req := nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{id, uint64(r.Cloneflags), uint64(r.UID), uint64(r.GID), opts, ambient}}
 	if err := c.sendOn(cn, req, fds); err != nil {
 		cn.drop(id)
 		return nil, err
 	}
 	runtime.KeepAlive(r)
 	rep := <-p.started
-	if rep.Kind != replyStarted {
-		err := fmt.Errorf("spawn: start init: %s", rep.Err)
-		if rep.Errno != 0 {
-			err = fmt.Errorf("spawn: start init: %w", syscall.Errno(rep.Errno))
+	if rep.Kind != nsinit.ZygStarted {
+		if rep.Kind == 0 {
+			return nil, ErrServerDied
 		}
-		return nil, err
+		return nil, fmt.Errorf("spawn: start init: %s: %w", rep.Blob(0), syscall.Errno(rep.Int(1)))
 	}
-	p.init.Pid = rep.Pid
+	p.init.Pid = int(rep.Int(1))
 	return p.init, nil
 }
 
-func (c *Client) send(req request, fds []int) error {
+func (c *Client) send(req nsinit.Record, fds []int) error {
 	c.mu.Lock()
 	cn := c.conn
 	c.mu.Unlock()
@@ -164,8 +168,8 @@ func (c *Client) send(req request, fds []int) error {
 	return c.sendOn(cn, req, fds)
 }
 
-func (c *Client) sendOn(cn *conn, req request, fds []int) error {
-	b, err := json.Marshal(req)
+func (c *Client) sendOn(cn *conn, req nsinit.Record, fds []int) error {
+	b, err := nsinit.EncodeWire(req)
 	if err != nil {
 		return err
 	}
@@ -237,7 +241,7 @@ func startServer() (*conn, error) {
 		// Never unlocked: when this goroutine returns, its thread exits.
 		cmd := &exec.Cmd{
 			Path:        "/proc/self/exe",
-			Args:        []string{ServerArg0},
+			Args:        []string{nsinit.ZygoteArg0},
 			Env:         []string{},
 			ExtraFiles:  []*os.File{serverEnd},
 			SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
@@ -259,7 +263,7 @@ func startServer() (*conn, error) {
 }
 
 func (c *Client) readLoop(cn *conn) {
-	buf := make([]byte, maxMsg)
+	buf := make([]byte, nsinit.ZygMaxMessage)
 	for {
 		n, _, _, _, err := unix.Recvmsg(cn.fd, buf, nil, unix.MSG_CMSG_CLOEXEC)
 		if err != nil && errors.Is(err, unix.EINTR) {
@@ -268,30 +272,32 @@ func (c *Client) readLoop(cn *conn) {
 		if err != nil || n == 0 {
 			break
 		}
-		var rep reply
-		if json.Unmarshal(buf[:n], &rep) != nil {
+		recs, err := nsinit.DecodeWire(buf[:n])
+		if err != nil || len(recs) != 1 {
 			continue
 		}
+		rep := recs[0]
+		id := rep.Int(0)
 		cn.mu.Lock()
-		p := cn.pending[rep.ID]
-		if rep.Kind != replyStarted {
-			delete(cn.pending, rep.ID)
+		p := cn.pending[id]
+		if rep.Kind != nsinit.ZygStarted {
+			delete(cn.pending, id)
 		}
 		cn.mu.Unlock()
 		if p == nil {
 			continue
 		}
 		switch rep.Kind {
-		case replyStarted, replyFailed:
+		case nsinit.ZygStarted, nsinit.ZygFailed:
 			p.started <- rep
-		case replyExited:
-			p.init.status = syscall.WaitStatus(rep.WaitStatus)
+		case nsinit.ZygExited:
+			p.init.status = syscall.WaitStatus(uint32(rep.Int(1)))
 			close(p.init.done)
 		}
 	}
-	// The server is gone: fail everything in flight. Its inits are gone
+	// The zygote is gone: fail everything in flight. Its inits are gone
 	// too (their parent-death signal is SIGKILL).
-	slog.Debug("hutch: spawn server gone", "pid", cn.pid)
+	slog.Debug("hutch: zygote gone", "pid", cn.pid)
 	cn.mu.Lock()
 	cn.dead = true
 	pend := cn.pending
@@ -303,7 +309,7 @@ func (c *Client) readLoop(cn *conn) {
 	cn.wmu.Unlock()
 	for _, p := range pend {
 		select {
-		case p.started <- reply{Kind: replyFailed, Err: ErrServerDied.Error()}:
+		case p.started <- nsinit.Record{}:
 		default:
 		}
 		select {
@@ -314,3 +320,12 @@ func (c *Client) readLoop(cn *conn) {
 		}
 	}
 }
+
+// initCaps are the capabilities the init keeps across its exec when it
+// runs as a non-root uid inside its user namespace (an unprivileged host):
+// exactly what building the sandbox needs, dropped again before the
+// command. The zygote raises them as ambient capabilities.
+const initCaps = 1<<unix.CAP_SYS_ADMIN | // mounts, pivot_root, sethostname
+	1<<unix.CAP_NET_ADMIN | // bring up loopback
+	1<<unix.CAP_SETPCAP | // empty the bounding set, securebits
+	1<<unix.CAP_DAC_OVERRIDE // build the new root in tmpfs owned by us

@@ -1,6 +1,6 @@
 //go:build linux
 
-package spawn
+package nsinit
 
 import (
 	"testing"

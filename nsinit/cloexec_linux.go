@@ -1,4 +1,4 @@
-package spawn
+package nsinit
 
 import (
 	"errors"

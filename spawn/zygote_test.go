@@ -1,0 +1,184 @@
+//go:build linux
+
+package spawn
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/nsinit"
+)
+
+// zygote starts the stage by hand on a socket the test holds.
+func zygote(t *testing.T) (*exec.Cmd, *os.File) {
+	t.Helper()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := os.NewFile(uintptr(pair[1]), "zygote")
+	defer end.Close()
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{nsinit.ZygoteArg0}, Env: []string{}, ExtraFiles: []*os.File{end}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	host := os.NewFile(uintptr(pair[0]), "host")
+	t.Cleanup(func() {
+		host.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, host
+}
+
+func request(t *testing.T, fd int, r nsinit.Record, fds ...int) {
+	t.Helper()
+	b, err := nsinit.EncodeWire(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(fd, b, oob, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nextReply reads one reply, failing the test after 10 s without one.
+func nextReply(t *testing.T, fd int) nsinit.Record {
+	t.Helper()
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 10000); err != nil || n == 0 {
+		t.Fatalf("no reply from the zygote (%v)", err)
+	}
+	buf := make([]byte, nsinit.ZygMaxMessage)
+	n, _, _, _, err := unix.Recvmsg(fd, buf, nil, 0)
+	if err != nil || n == 0 {
+		t.Fatalf("zygote socket: %d bytes, %v", n, err)
+	}
+	recs, err := nsinit.DecodeWire(buf[:n])
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("reply %q: %v", buf[:n], err)
+	}
+	return recs[0]
+}
+
+// TestZygote drives the C stage through its protocol and checks, from the
+// host's side, what it is and what it did: one thread and a few MiB (no Go
+// runtime started in it), malformed requests refused with the step named
+// and without taking it down, an init cloned as its child and reaped, and
+// its end when the host closes the socket.
+func TestZygote(t *testing.T) {
+	cmd, host := zygote(t)
+	fd := int(host.Fd())
+	zpid := cmd.Process.Pid
+
+	// Garbage first: no reply, and the zygote keeps serving.
+	if err := unix.Sendmsg(fd, []byte("not a wire message"), nil, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	n := int(null.Fd())
+	for _, tt := range []struct {
+		name string
+		rec  nsinit.Record
+		fds  []int
+	}{
+		{"two fds", nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{1, 0, 0, 0, 0, 0}}, []int{n, n}},
+		{"CLONE_VM", nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{2, unix.CLONE_VM, 0, 0, 0, 0}}, []int{n, n, n, n, n}},
+		{"unknown option", nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{3, 0, 0, 0, 4, 0}}, []int{n, n, n, n, n}},
+		{"uid over 32 bits", nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{4, 0, 1 << 32, 0, 0, 0}}, []int{n, n, n, n, n}},
+		{"five ints", nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{5, 0, 0, 0, 0}}, []int{n, n, n, n, n}},
+	} {
+		request(t, fd, tt.rec, tt.fds...)
+		rep := nextReply(t, fd)
+		if rep.Kind != nsinit.ZygFailed || rep.Int(0) != tt.rec.Int(0) || syscall.Errno(rep.Int(1)) != unix.EINVAL || string(rep.Blob(0)) != "check the request" {
+			t.Errorf("%s: reply %+v, want ZygFailed EINVAL \"check the request\" for id %d", tt.name, rep, tt.rec.Int(0))
+		}
+	}
+
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(zpid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(status, []byte("\nThreads:\t1\n")) {
+		t.Errorf("zygote is not single-threaded:\n%s", status)
+	}
+
+	// A real init, in no new namespace: the test binary's own init role,
+	// which fails on a control socket that is closed at once and says so on
+	// its status pipe.
+	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(ctl[0])
+	defer unix.Close(ctl[1])
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	request(t, fd, nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{7, 0, uint64(os.Getuid()), uint64(os.Getgid()), 0, 0}}, n, n, n, ctl[1], int(sw.Fd()))
+	sw.Close()
+	rep := nextReply(t, fd)
+	if rep.Kind != nsinit.ZygStarted || rep.Int(0) != 7 {
+		t.Fatalf("spawn: %+v (%s)", rep, rep.Blob(0))
+	}
+	ipid := int(rep.Int(1))
+	if ppid := parentOf(ipid); ppid != zpid && ppid != -1 {
+		t.Errorf("init %d has parent %d, not the zygote %d", ipid, ppid, zpid)
+	}
+	ev, _ := readAll(sr)
+	if !strings.Contains(ev, `"kind":"error"`) || !strings.Contains(ev, "read config") {
+		t.Errorf("init's status pipe: %q, want its config error", ev)
+	}
+	rep = nextReply(t, fd)
+	if rep.Kind != nsinit.ZygExited || rep.Int(0) != 7 || syscall.WaitStatus(rep.Int(1)).ExitStatus() != 1 {
+		t.Errorf("reap: %+v, want ZygExited id 7 with exit status 1", rep)
+	}
+
+	// The host closes its end: the zygote exits.
+	host.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("zygote exited with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("zygote still running 10 s after its socket closed")
+	}
+}
+
+// parentOf returns pid's parent from /proc/pid/stat, -1 when it is gone.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+func readAll(f *os.File) (string, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(f)
+	return b.String(), err
+}
