@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,7 @@ import (
 // re-bound later and every socket of another network namespace. So on a
 // kernel whose Landlock cannot guard pathname sockets (before ABI 9), every
 // connect(2) of the command is handed by seccomp (seccomp.UnixWall) to the
-// sandbox's init, where UnixWall answers it:
+// host (the init hands it the filter's listener), where UnixWall answers it:
 //
 //   - the address is copied out of the command's memory once, and every
 //     decision is made on that copy;
@@ -31,7 +32,7 @@ import (
 //     workspace, the writable paths, the private /tmp and /dev/shm) with
 //     openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) to an O_PATH fd that
 //     pins the inode; anything else is EACCES, as Landlock answers;
-//   - the init connects the command's socket to that pinned inode through
+//   - the host connects the command's socket to that pinned inode through
 //     /proc/self/fd/N, so nothing can be swapped between check and use.
 //
 // A host socket can only be inside an allowed tree if the host put it
@@ -66,56 +67,58 @@ const maxSockaddr = 128
 // UnixWall answers the connect(2) calls of a sandbox's command.
 type UnixWall struct {
 	listener int
-	roots    []wallRoot
+	roots    []WallRoot
 	// selfFd is "/proc/self/fd", or "" when the view has no /proc (then
 	// pathname sockets cannot be reached at all: fail closed).
 	selfFd string
 	uid    uint32
 	gids   []uint32
+	// answers are the calls being answered; the listener is closed only
+	// once they are all done.
+	answers sync.WaitGroup
 }
 
-type wallRoot struct {
-	path string
-	fd   int
+// WallRoot is one tree under which the wall lets pathname sockets be
+// reached: its absolute path in the sandbox's view and an O_PATH fd of it,
+// opened in that view.
+type WallRoot struct {
+	Path string
+	Fd   int
 }
 
 // ServeUnixWall answers the notifications of listener (from a filter built
-// from seccomp.UnixWall) for as long as the process lives. allowed are the
-// trees, as absolute paths of the caller's view, under which pathname
-// sockets may be reached; one that does not exist is left out.
-func ServeUnixWall(listener int, allowed []string) (*UnixWall, error) {
-	w, err := newUnixWall(listener, allowed)
+// from seccomp.UnixWall) until the sandbox's last process is gone, then
+// closes listener and the roots' fds, which it owns from this call on.
+// It runs in the host, which the notifications name the callers to by host
+// pid; the roots come from the sandbox (see nsinit.HandoffWallRoot).
+func ServeUnixWall(listener int, roots []WallRoot) (*UnixWall, error) {
+	w, err := newUnixWall(listener, roots)
 	if err != nil {
 		return nil, err
 	}
-	go w.serve()
+	go func() {
+		w.serve()
+		w.answers.Wait()
+		w.close()
+	}()
 	return w, nil
 }
 
-func newUnixWall(listener int, allowed []string) (*UnixWall, error) {
-	w := &UnixWall{listener: listener, uid: uint32(os.Getuid()), gids: []uint32{uint32(os.Getgid())}}
+func newUnixWall(listener int, roots []WallRoot) (*UnixWall, error) {
+	w := &UnixWall{listener: listener, roots: roots, uid: uint32(os.Getuid()), gids: []uint32{uint32(os.Getgid())}}
 	if gs, err := unix.Getgroups(); err == nil {
 		for _, g := range gs {
 			w.gids = append(w.gids, uint32(g))
 		}
 	}
-	for _, p := range allowed {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+	for _, r := range roots {
+		if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
 			w.close()
-			return nil, fmt.Errorf("unix wall: allowed tree %q is not absolute and clean", p)
+			return nil, fmt.Errorf("unix wall: allowed tree %q is not absolute and clean", r.Path)
 		}
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
-			continue
-		}
-		if err != nil {
-			w.close()
-			return nil, fmt.Errorf("unix wall: open %s: %w", p, err)
-		}
-		w.roots = append(w.roots, wallRoot{path: p, fd: fd})
 	}
 	// The deepest tree first: its resolution is the strictest.
-	slices.SortFunc(w.roots, func(a, b wallRoot) int { return len(b.path) - len(a.path) })
+	slices.SortFunc(w.roots, func(a, b WallRoot) int { return len(b.Path) - len(a.Path) })
 	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
 		w.selfFd = "/proc/self/fd"
 	}
@@ -124,20 +127,64 @@ func newUnixWall(listener int, allowed []string) (*UnixWall, error) {
 
 func (w *UnixWall) close() {
 	for _, r := range w.roots {
-		unix.Close(r.fd)
+		unix.Close(r.Fd)
+	}
+	if w.listener >= 0 {
+		unix.Close(w.listener)
 	}
 }
 
+// serve receives notifications until the filter has no task left. A
+// blocking receive would never return once the sandbox is gone (nothing
+// wakes it), so the listener waits in the runtime's poller, which reports
+// the orphaned filter as a hang-up (5.8+), and no thread is held while the
+// sandbox lives.
 func (w *UnixWall) serve() {
+	// The poller gets a copy of its own: w.listener stays open until the
+	// last answer is sent (see ServeUnixWall), and no closed number is
+	// ever used for an ioctl that could reach another sandbox's wall.
+	dup, err := unix.FcntlInt(uintptr(w.listener), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return
+	}
+	f := os.NewFile(uintptr(dup), "seccomp-notify")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
 		var n seccompNotif
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
-		switch e {
-		case 0:
+		var e unix.Errno
+		hup := false
+		err := rc.Read(func(fd uintptr) bool {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(p, 0); err != nil || p[0].Revents == 0 {
+				return false // nothing yet: wait in the poller
+			}
+			if p[0].Revents&unix.POLLIN == 0 {
+				hup = true // no task left under the filter
+				return true
+			}
+			_, _, e = unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+			return true
+		})
+		switch {
+		case err != nil || hup:
+			return
+		case e == 0:
 			// A connect may block (a full backlog, a slow peer): one
 			// goroutine per call, so one stuck call holds up no other.
-			go w.answer(n)
-		case unix.EINTR, unix.ENOENT:
+			w.answers.Add(1)
+			go func() {
+				defer w.answers.Done()
+				w.answer(n)
+			}()
+		case e == unix.EINTR || e == unix.ENOENT:
 			// ENOENT: the caller went away before its call was read.
 		default:
 			return
@@ -240,11 +287,11 @@ func (w *UnixWall) resolve(tid int, path string) (int, unix.Errno) {
 	}
 	abs = filepath.Clean(abs)
 	for _, r := range w.roots {
-		rel, ok := strings.CutPrefix(abs, r.path+"/")
+		rel, ok := strings.CutPrefix(abs, r.Path+"/")
 		if !ok {
 			continue
 		}
-		fd, err := unix.Openat2(r.fd, rel, &unix.OpenHow{
+		fd, err := unix.Openat2(r.Fd, rel, &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
 		})
@@ -269,7 +316,8 @@ func (w *UnixWall) resolve(tid int, path string) (int, unix.Errno) {
 }
 
 // mayWrite is the kernel's write check on a socket file for the command's
-// credentials (the init's ids without its capabilities): the init connects
+// credentials (the host's ids, which the command runs as, without any
+// capability): the host connects
 // on the command's behalf and must not lend it CAP_DAC_OVERRIDE.
 func (w *UnixWall) mayWrite(st *unix.Stat_t) bool {
 	switch {

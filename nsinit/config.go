@@ -54,9 +54,9 @@ type Config struct {
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer `json:"skip,omitempty"`
 
-	// Egress, when set, bridges a loopback port inside the sandbox to the
-	// host's egress proxy (see Egress); the dialer socket is the config
-	// frame's last fd.
+	// Egress, when set, is a loopback port inside the sandbox that the
+	// host's egress proxy serves (see Egress). With Egress or UnixWall,
+	// the handoff socket is the config frame's last fd.
 	Egress *Egress `json:"egress,omitempty"`
 
 	// Landlock is the ruleset the forking thread restricts itself to
@@ -74,7 +74,8 @@ type Config struct {
 	// UnixWall, when set, keeps pathname unix sockets outside its Allowed
 	// trees unreachable: through Landlock when the ruleset above was
 	// applied at landlock.ResolveUnixABI or later, otherwise through its
-	// Filter (seccomp.UnixWall) and the init as supervisor.
+	// Filter (seccomp.UnixWall), whose listener the init hands to the
+	// host (HandoffWall), which answers it (netns.UnixWall).
 	UnixWall *UnixWall `json:"unix_wall,omitempty"`
 }
 

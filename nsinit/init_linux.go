@@ -43,9 +43,9 @@ type initState struct {
 	cgroupTasks []int
 	phases      []Phase
 	last        int64 // CLOCK_MONOTONIC at the end of the last phase
-	// egressDialer is the socket the egress bridge hands connections to
-	// the host through (Config.Egress).
-	egressDialer int
+	// handoff is the socket the init hands the host its egress listener
+	// and unix wall through (see HandoffEgress), or -1.
+	handoff int
 	// childRlimits are set on the command's process once it exists (see
 	// cgroups.Rlimit.ForChild).
 	childRlimits []cgroups.Rlimit
@@ -139,8 +139,9 @@ func (st *initState) readConfig() error {
 		return err
 	}
 	st.cgroupTasks = fds[:st.cfg.CgroupTasks]
-	if st.cfg.Egress != nil {
-		st.egressDialer = fds[st.cfg.CgroupTasks]
+	st.handoff = -1
+	if st.cfg.handsOff() {
+		st.handoff = fds[st.cfg.CgroupTasks]
 	}
 	return nil
 }
@@ -258,7 +259,7 @@ func (st *initState) network() bool {
 		return false
 	}
 	if e := st.cfg.Egress; e != nil {
-		if err := startEgress(e.Port, st.egressDialer); err != nil {
+		if err := startEgress(e.Port, st.handoff); err != nil {
 			st.fail(LayerNetNS, "listen for the egress proxy", "", err)
 			return false
 		}
@@ -482,7 +483,8 @@ func (st *initState) confine() error {
 // wallUnixSockets sets up the unix-sockets layer on this thread, after
 // Landlock and before the profile (which may not allow seccomp(2)): nothing
 // to add where the Landlock ruleset already guards socket files, otherwise
-// the notifying filter, answered by this process for the sandbox's life.
+// the notifying filter, whose listener the host answers for the sandbox's
+// life.
 func (st *initState) wallUnixSockets() error {
 	ll := st.cfg.Landlock
 	if ll != nil && ll.ABI >= landlock.ResolveUnixABI && slices.Contains(st.layers, LayerLandlock) {
@@ -494,7 +496,7 @@ func (st *initState) wallUnixSockets() error {
 	if err != nil {
 		return err
 	}
-	if _, err := netns.ServeUnixWall(listener, w.Allowed); err != nil {
+	if err := handOffUnixWall(st.handoff, listener, w.Allowed); err != nil {
 		return err
 	}
 	st.unixWall = UnixWallNotify

@@ -143,21 +143,21 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		taskFds = append(taskFds, d)
 	}
-	var egress *connListener
-	if sb.policy.Network == NetworkAllow {
-		var initEgress *os.File
-		egress, initEgress, err = newEgressPair()
+	var ho *handoff
+	if config.Egress != nil || config.UnixWall != nil {
+		var initEnd *os.File
+		ho, initEnd, err = newHandoff()
 		if err == nil {
 			var d int
-			d, err = unix.FcntlInt(initEgress.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-			initEgress.Close()
+			d, err = unix.FcntlInt(initEnd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			initEnd.Close()
 			if err == nil {
 				taskFds = append(taskFds, d) // the config frame's last fd
 			}
 		}
 		if err != nil {
-			if egress != nil {
-				egress.Close()
+			if ho != nil {
+				ho.sock.Close()
 			}
 			for _, fd := range append(taskFds, cfgFd, pair[0]) {
 				unix.Close(fd)
@@ -183,18 +183,24 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	if err != nil {
 		unix.Close(pair[0])
 		statusR.Close()
-		if egress != nil {
-			egress.Close()
+		if ho != nil {
+			ho.sock.Close()
 		}
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
 	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
 	go readEvents(statusR, in.events)
-	if egress != nil {
-		if err := in.startEgress(sb, egress); err != nil {
+	if config.Egress != nil {
+		if err := in.startEgress(sb); err != nil {
+			if ho != nil {
+				ho.sock.Close()
+			}
 			in.release()
 			return nil, err
 		}
+	}
+	if ho != nil {
+		go in.serveHandoff(ho)
 	}
 	return in, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -328,5 +329,65 @@ func TestLimitsUnenforced(t *testing.T) {
 	}
 	if sb.cgroups != nil && !slices.Contains(c.Result.Unenforced, swap) {
 		t.Errorf("Unenforced = %q, want %q", c.Result.Unenforced, swap)
+	}
+}
+
+// goroutinesIn counts this process's goroutines whose stack has fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:goruntime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHandoffServedForTheSandboxLife: the unix wall's notifications are
+// answered in the host (the init hands its listener over), by one
+// goroutine per running sandbox, and nothing of it is left once the
+// commands are gone: no goroutine, no thread parked on a dead filter.
+func TestHandoffServedForTheSandboxLife(t *testing.T) {
+	sb, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if sb.unixWall == nil {
+		t.Skip("Landlock guards unix sockets here: no wall to hand over")
+	}
+	const wall = "netns.(*UnixWall).serve"
+	// Earlier tests' sandboxes may still be winding down.
+	deadline := time.Now().Add(10 * time.Second)
+	for goroutinesIn(wall) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := goroutinesIn(wall)
+	c := sb.Command(context.Background(), "sleep", "30")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for goroutinesIn(wall) != before+1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := goroutinesIn(wall); n != before+1 {
+		t.Errorf("%d wall goroutines while one sandbox runs, want %d", n, before+1)
+	}
+	_ = c.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	for range 5 {
+		if err := sb.Command(context.Background(), "true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for (goroutinesIn(wall) != before || goroutinesIn("serveHandoff") != 0) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, h := goroutinesIn(wall), goroutinesIn("serveHandoff"); n != before || h != 0 {
+		t.Errorf("after the commands: %d wall goroutines (want %d) and %d handoff readers (want 0)", n, before, h)
 	}
 }

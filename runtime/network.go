@@ -4,15 +4,17 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/nsinit"
 )
 
 // egressPort is where, inside a sandbox whose network policy allows some
@@ -20,19 +22,18 @@ import (
 // sandbox has a network namespace of its own, so the port is never taken).
 const egressPort = 3128
 
-// connListener is the host's end of an init's egress bridge: a net.Listener
-// whose connections are the sandboxed clients' own TCP sockets, accepted
-// by the init on the sandbox's loopback and handed over as descriptors,
-// one per SOCK_SEQPACKET record (see nsinit.Egress). The proxy serves it
-// like any listener and talks to the client directly.
-type connListener struct {
-	sock      *os.File // nonblocking: reads park in the runtime poller
-	closeOnce sync.Once
+// handoff is the host's end of an init's handoff socket (see
+// nsinit.HandoffEgress): the init hands over, once each, the egress
+// listener it made in the sandbox's network namespace and the unix wall's
+// notification listener with the trees it allows; the host serves them
+// for the sandbox's life. Its reads park in the runtime poller.
+type handoff struct {
+	sock *os.File
 }
 
-// newEgressPair returns the host's listener and the init's end of a fresh
-// dialer socket pair.
-func newEgressPair() (*connListener, *os.File, error) {
+// newHandoff returns the host's end and the init's end of a fresh
+// handoff socket pair.
+func newHandoff() (*handoff, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
@@ -42,53 +43,101 @@ func newEgressPair() (*connListener, *os.File, error) {
 		unix.Close(fds[1])
 		return nil, nil, err
 	}
-	return &connListener{sock: os.NewFile(uintptr(fds[0]), "egress")}, os.NewFile(uintptr(fds[1]), "egress-init"), nil
+	return &handoff{sock: os.NewFile(uintptr(fds[0]), "handoff")}, os.NewFile(uintptr(fds[1]), "handoff-init"), nil
 }
 
-func (l *connListener) Accept() (net.Conn, error) {
-	rc, err := l.sock.SyscallConn()
+// next reads one record and its fds; io.EOF once the init is gone.
+func (h *handoff) next() (nsinit.Record, []int, error) {
+	rc, err := h.sock.SyscallConn()
 	if err != nil {
-		return nil, err
+		return nsinit.Record{}, nil, err
 	}
-	for {
-		var fds []int
-		var rerr error
-		buf := make([]byte, 1)
-		oob := make([]byte, unix.CmsgSpace(4))
-		err = rc.Read(func(fd uintptr) bool {
-			var n, oobn int
-			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
-			if errors.Is(rerr, unix.EAGAIN) {
-				return false
-			}
-			if rerr == nil && n == 0 && oobn == 0 {
-				rerr = net.ErrClosed // the init is gone
-			}
-			if rerr == nil {
-				fds = parseRights(oob[:oobn])
-			}
-			return true
-		})
-		if err != nil {
-			return nil, net.ErrClosed
+	buf := make([]byte, 8192)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	var n, oobn int
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return !errors.Is(rerr, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	var fds []int
+	if err == nil {
+		fds = parseRights(oob[:oobn])
+	}
+	if err == nil && n == 0 && oobn == 0 {
+		err = io.EOF
+	}
+	if err != nil {
+		return nsinit.Record{}, fds, err
+	}
+	recs, err := nsinit.DecodeWire(buf[:n])
+	if err != nil || len(recs) != 1 {
+		return nsinit.Record{}, fds, fmt.Errorf("hutch: handoff record: %v", err)
+	}
+	return recs[0], fds, nil
+}
+
+// serveHandoff serves what the init hands over until it is gone. A record
+// that is not what the init sends is dropped with its fds.
+func (in *sandboxInit) serveHandoff(h *handoff) {
+	defer h.sock.Close()
+	var roots []netns.WallRoot
+	defer func() {
+		for _, r := range roots {
+			unix.Close(r.Fd)
 		}
-		if rerr != nil {
-			return nil, rerr
+	}()
+	for {
+		rec, fds, err := h.next()
+		if err != nil {
+			closeFds(fds)
+			if !errors.Is(err, io.EOF) {
+				in.log.Debug("hutch: handoff", "err", err)
+				continue
+			}
+			return
 		}
 		if len(fds) != 1 {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
-			continue // not what the bridge sends: ignore the record
-		}
-		f := os.NewFile(uintptr(fds[0]), "egress-conn")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
+			closeFds(fds)
 			continue
 		}
-		return c, nil
+		switch rec.Kind {
+		case nsinit.HandoffEgress:
+			in.serveEgress(fds[0])
+		case nsinit.HandoffWallRoot:
+			roots = append(roots, netns.WallRoot{Path: string(rec.Blob(0)), Fd: fds[0]})
+		case nsinit.HandoffWall:
+			_, err := netns.ServeUnixWall(fds[0], roots) // owns them now
+			roots = nil
+			if err != nil {
+				in.log.Warn("hutch: unix wall", "err", err)
+			}
+		default:
+			closeFds(fds)
+		}
 	}
+}
+
+// serveEgress has the init's proxy accept on the egress listener fd.
+func (in *sandboxInit) serveEgress(fd int) {
+	f := os.NewFile(uintptr(fd), "egress")
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil || in.proxy == nil {
+		if l != nil {
+			l.Close()
+		}
+		return
+	}
+	go func() {
+		if err := in.proxy.Serve(l); err != nil {
+			in.log.Debug("hutch: egress proxy", "err", err)
+		}
+		l.Close()
+	}()
 }
 
 func parseRights(oob []byte) []int {
@@ -105,13 +154,11 @@ func parseRights(oob []byte) []int {
 	return fds
 }
 
-func (l *connListener) Close() error {
-	var err error
-	l.closeOnce.Do(func() { err = l.sock.Close() })
-	return err
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
-
-func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "hutch-egress", Net: "unixpacket"} }
 
 // setupEnv makes the base environment of every command: the clean one,
 // HOME and TMPDIR in the private temporary directory at LevelLandlock,
@@ -134,10 +181,9 @@ func (sb *Sandbox) setupEnv() {
 	}
 }
 
-// startEgress starts the host side of an init's egress: a proxy of its
-// own (so its events are this command's) serving the connections the
-// init's bridge hands over.
-func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
+// startEgress creates the init's egress proxy (its own, so that its
+// events are this command's); it serves the listener the init hands over.
+func (in *sandboxInit) startEgress(sb *Sandbox) error {
 	px, err := netns.NewProxy(netns.ProxyConfig{
 		Rules:      sb.netRules,
 		AllowLocal: sb.policy.AllowLocal,
@@ -149,16 +195,9 @@ func (in *sandboxInit) startEgress(sb *Sandbox, l *connListener) error {
 		},
 	})
 	if err != nil {
-		l.Close()
 		return err
 	}
 	in.proxy = px
-	go func() {
-		if err := px.Serve(l); err != nil {
-			in.log.Debug("hutch: egress proxy", "err", err)
-		}
-		l.Close()
-	}()
 	return nil
 }
 
