@@ -76,6 +76,8 @@ type UnixWall struct {
 	// answers are the calls being answered; the listener is closed only
 	// once they are all done.
 	answers sync.WaitGroup
+	// file holds the listener once serve waits on it in the poller.
+	file *os.File
 }
 
 // WallRoot is one tree under which the wall lets pathname sockets be
@@ -129,7 +131,10 @@ func (w *UnixWall) close() {
 	for _, r := range w.roots {
 		unix.Close(r.Fd)
 	}
-	if w.listener >= 0 {
+	switch {
+	case w.file != nil:
+		w.file.Close() // the listener's own fd
+	case w.listener >= 0:
 		unix.Close(w.listener)
 	}
 }
@@ -140,20 +145,14 @@ func (w *UnixWall) close() {
 // the orphaned filter as a hang-up (5.8+), and no thread is held while the
 // sandbox lives.
 func (w *UnixWall) serve() {
-	// The poller gets a copy of its own: w.listener stays open until the
-	// last answer is sent (see ServeUnixWall), and no closed number is
-	// ever used for an ioctl that could reach another sandbox's wall.
-	dup, err := unix.FcntlInt(uintptr(w.listener), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
+	// The listener waits in the poller through w.file, which w.close
+	// closes only after the last answer is sent: no ioctl of an answer
+	// can reach a reused fd number (another sandbox's wall).
+	if err := unix.SetNonblock(w.listener, true); err != nil {
 		return
 	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return
-	}
-	f := os.NewFile(uintptr(dup), "seccomp-notify")
-	defer f.Close()
-	rc, err := f.SyscallConn()
+	w.file = os.NewFile(uintptr(w.listener), "seccomp-notify")
+	rc, err := w.file.SyscallConn()
 	if err != nil {
 		return
 	}

@@ -2,7 +2,6 @@ package nsinit
 
 import (
 	"fmt"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,7 +67,7 @@ func startEgress(port, handoff int) error {
 // this view). A tree that does not exist is left out.
 func handOffUnixWall(handoff, listener int, allowed []string) error {
 	defer unix.Close(listener)
-	for _, p := range slices.Sorted(slices.Values(allowed)) {
+	for _, p := range allowed {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err == unix.ENOENT {
 			continue
@@ -89,11 +88,12 @@ func handOffUnixWall(handoff, listener int, allowed []string) error {
 // tasks files, then the handoff socket.
 func (c *Config) wantFds() int {
 	n := c.CgroupTasks
-	if c.handsOff() {
+	if c.HandsOff() {
 		n++
 	}
 	return n
 }
 
-// handsOff reports whether the init has anything to hand the host.
-func (c *Config) handsOff() bool { return c.Egress != nil || c.UnixWall != nil }
+// HandsOff reports whether the init has anything to hand the host, and so
+// whether the config frame carries a handoff socket.
+func (c *Config) HandsOff() bool { return c.Egress != nil || c.UnixWall != nil }

@@ -140,7 +140,7 @@ func (st *initState) readConfig() error {
 	}
 	st.cgroupTasks = fds[:st.cfg.CgroupTasks]
 	st.handoff = -1
-	if st.cfg.handsOff() {
+	if st.cfg.HandsOff() {
 		st.handoff = fds[st.cfg.CgroupTasks]
 	}
 	return nil

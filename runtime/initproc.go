@@ -135,16 +135,14 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	for _, t := range tasks {
 		d, err := unix.FcntlInt(t.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
-			for _, fd := range append(taskFds, cfgFd, pair[0]) {
-				unix.Close(fd)
-			}
+			closeFds(append(taskFds, cfgFd, pair[0]))
 			statusR.Close()
 			return nil, err
 		}
 		taskFds = append(taskFds, d)
 	}
 	var ho *handoff
-	if config.Egress != nil || config.UnixWall != nil {
+	if config.HandsOff() {
 		var initEnd *os.File
 		ho, initEnd, err = newHandoff()
 		if err == nil {
@@ -159,19 +157,14 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 			if ho != nil {
 				ho.sock.Close()
 			}
-			for _, fd := range append(taskFds, cfgFd, pair[0]) {
-				unix.Close(fd)
-			}
+			closeFds(append(taskFds, cfgFd, pair[0]))
 			statusR.Close()
 			return nil, err
 		}
 	}
 	go func() {
 		cfgSent <- nsinit.WriteFrame(cfgFd, cfg, taskFds...)
-		unix.Close(cfgFd)
-		for _, fd := range taskFds {
-			unix.Close(fd)
-		}
+		closeFds(append(taskFds, cfgFd))
 	}()
 	spawnAt := nsinit.Monotonic()
 	proc, err := spawn.Default().Spawn(spawn.Request{

@@ -119,14 +119,16 @@ func TestZygote(t *testing.T) {
 		t.Errorf("zygote is not single-threaded:\n%s", status)
 	}
 
-	// A real init, in no new namespace: the test binary's own init role,
-	// which fails on a control socket that is closed at once and says so on
-	// its status pipe.
+	// A real init, in no new namespace: the test binary's own init role.
+	// It waits for its config on the control socket while the test looks
+	// at it, then fails once the test closes its end, and says so on its
+	// status pipe.
 	ctl, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.Close(ctl[0])
+	hostCtl := os.NewFile(uintptr(ctl[0]), "control")
+	defer hostCtl.Close()
 	defer unix.Close(ctl[1])
 	sr, sw, err := os.Pipe()
 	if err != nil {
@@ -140,9 +142,13 @@ func TestZygote(t *testing.T) {
 		t.Fatalf("spawn: %+v (%s)", rep, rep.Blob(0))
 	}
 	ipid := int(rep.Int(1))
-	if ppid := parentOf(ipid); ppid != zpid && ppid != -1 {
+	if ppid := parentOf(ipid); ppid != zpid {
 		t.Errorf("init %d has parent %d, not the zygote %d", ipid, ppid, zpid)
 	}
+	if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(ipid) + "/cmdline"); string(cmdline) != nsinit.Arg0+"\x00" {
+		t.Errorf("init's argv is %q, want just %q", cmdline, nsinit.Arg0)
+	}
+	hostCtl.Close()
 	ev, _ := readAll(sr)
 	if !strings.Contains(ev, `"kind":"error"`) || !strings.Contains(ev, "read config") {
 		t.Errorf("init's status pipe: %q, want its config error", ev)
