@@ -15,7 +15,7 @@
 //     command needs (memory, pids, cpuacct and freezer always; cpu with a
 //     CPU limit, blkio with an io weight); the command's process joins it
 //     before it runs anything of the command (Group.Add, or better
-//     JoinThread), and is killed under the freezer.
+//     nsinit's STEP_CGROUP_JOIN), and is killed under the freezer.
 //   - Hybrid: v1 controllers plus a cgroup2 mount without controllers
 //     (systemd's "hybrid" mode). Limits can only live in the v1
 //     hierarchies, so groups are made exactly as on V1.
@@ -27,7 +27,7 @@
 // killed at Destroy, 1.4 ms. Attaching a process by pid (Add) after the
 // host has been idle for a while costs 5-12 ms: cgroup.procs takes the
 // kernel's global threadgroup rwsem, whose writer waits out an RCU grace
-// period. A thread moving itself (JoinThread) does not, and costs 0.1 ms.
+// period. A thread moving itself (writing "0" to tasks) does not, and costs 0.1 ms.
 //
 // # Why most of github.com/containerd/cgroups/v3 is not used here
 //

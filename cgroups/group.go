@@ -275,8 +275,8 @@ func (g *Group) File() (dir *os.File, ok bool) {
 
 // Add moves the process pid (all its threads) into the group, in every
 // hierarchy. Its children are born in it. On v2 prefer FD; on v1, for a
-// process that can move itself, JoinThread is an order of magnitude
-// cheaper (see OpenTasks).
+// process that can move itself, a thread joining through its tasks files
+// is an order of magnitude cheaper (see OpenTasks).
 func (g *Group) Add(pid int) error {
 	s := strconv.Itoa(pid)
 	for _, d := range g.dirs {
@@ -288,8 +288,8 @@ func (g *Group) Add(pid int) error {
 }
 
 // OpenTasks opens, on v1 and hybrid, the group's "tasks" file in each
-// hierarchy for writing, for JoinThread in the process that will fork the
-// command (the sandbox init): pass the files along like its stdio and
+// hierarchy for writing, for the thread that will fork the command (the
+// sandbox init's, which writes "0" to each to move itself): pass the files along like its stdio and
 // close them here once sent. They are O_CLOEXEC.
 //
 // Why: Add writes a pid to cgroup.procs, which moves a whole thread group
@@ -315,31 +315,6 @@ func (g *Group) OpenTasks() ([]*os.File, error) {
 		files = append(files, f)
 	}
 	return files, nil
-}
-
-// JoinThread moves the calling OS thread, and only it, into the v1 group
-// whose tasks files fds are (OpenTasks), by writing "0" to each. Processes
-// the thread forks afterwards are born in the group, in every hierarchy.
-//
-// Call it on a goroutine locked to its thread (runtime.LockOSThread) that
-// then starts the command, and never unlock that goroutine: the thread
-// stays in the group, so the group lists this process, and Kill and
-// Destroy of the group kill it. That is right for a sandbox init, which
-// should die with its command, and wrong for anything else.
-func JoinThread(fds []int) error {
-	for _, fd := range fds {
-		for {
-			_, err := unix.Write(fd, []byte("0"))
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("cgroups: join thread: %w", err)
-			}
-			break
-		}
-	}
-	return nil
 }
 
 // Pids lists the processes in the group now.

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // liveManager returns a Manager on this host, or skips.
@@ -464,7 +466,7 @@ func firstLine(s string) string {
 
 // TestLiveJoinThread passes the group's tasks files to another process
 // (as the host would to the sandbox init), which moves its locked thread in
-// with JoinThread and starts a command from it: the command is in the group
+// as the init does and starts a command from it: the command is in the group
 // in every hierarchy.
 func TestLiveJoinThread(t *testing.T) {
 	m := v1Manager(t)
@@ -530,8 +532,12 @@ func TestJoinThreadHelper(t *testing.T) {
 	// cgroup.procs write would now wait for an RCU grace period.
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
-	if err := JoinThread(fds); err != nil {
-		t.Fatal(err)
+	// What the sandbox init's C step does (nsinit's STEP_CGROUP_JOIN):
+	// "0" written to each tasks file moves the writing thread.
+	for _, fd := range fds {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	took := time.Since(start)
 	out, err := exec.Command("cat", "/proc/self/cgroup").Output()

@@ -2,11 +2,7 @@
 
 package cgroups
 
-import (
-	"fmt"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // Rlimit is one resource limit to set with setrlimit(2).
 type Rlimit struct {
@@ -22,7 +18,8 @@ const NoFileCap = 65536
 
 // Rlimits is the rlimit fallback for hosts without writable cgroups (and
 // the per-process limits cgroups do not provide). It is a pure function of
-// l; SetRlimits applies the result without ever raising a current limit.
+// l; the sandbox init applies the result without ever raising a current
+// limit.
 //
 //   - RLIMIT_CORE is 0 always: a core dump of a sandboxed process would be
 //     written by the kernel on the host's terms (core_pattern may pipe to a
@@ -60,41 +57,6 @@ func Rlimits(l Limits) []Rlimit {
 		rl = append(rl, Rlimit{Resource: unix.RLIMIT_FSIZE, Soft: uint64(l.FileSizeBytes), Hard: uint64(l.FileSizeBytes)})
 	}
 	return rl
-}
-
-// Within returns r lowered so that it raises nothing above cur: an
-// unprivileged process cannot raise a hard limit, and a sandbox must never
-// get more than its host had.
-func (r Rlimit) Within(cur unix.Rlimit) Rlimit {
-	// RLIM_INFINITY is ^uint64(0), so plain comparisons treat it as the
-	// largest value.
-	r.Hard = min(r.Hard, cur.Max)
-	r.Soft = min(r.Soft, cur.Cur, r.Hard)
-	return r
-}
-
-// SetRlimits sets each limit on the calling process, each lowered by
-// Within against its current value. It uses unix.Setrlimit, which goes
-// through syscall.Setrlimit: for RLIMIT_NOFILE that also tells the Go
-// runtime to stop restoring the soft limit it found at startup into
-// processes it starts and execs (a prlimit(2) behind the runtime's back
-// would be undone by the next exec).
-func SetRlimits(rl []Rlimit) error { return SetRlimitsOf(0, rl) }
-
-// SetRlimitsOf applies rl to process pid (0: the caller) with prlimit(2),
-// never raising a current limit.
-func SetRlimitsOf(pid int, rl []Rlimit) error {
-	for _, r := range rl {
-		var cur unix.Rlimit
-		if err := unix.Prlimit(pid, r.Resource, nil, &cur); err != nil {
-			return fmt.Errorf("cgroups: getrlimit %d of %d: %w", r.Resource, pid, err)
-		}
-		w := r.Within(cur)
-		if err := unix.Prlimit(pid, r.Resource, &unix.Rlimit{Cur: w.Soft, Max: w.Hard}, nil); err != nil {
-			return fmt.Errorf("cgroups: setrlimit %d of %d: %w", r.Resource, pid, err)
-		}
-	}
-	return nil
 }
 
 // ForChild reports whether r must be set on the command's process rather

@@ -44,27 +44,3 @@ func TestRlimits(t *testing.T) {
 		})
 	}
 }
-
-func TestRlimitWithin(t *testing.T) {
-	const inf = unix.RLIM_INFINITY
-	tests := []struct {
-		r    Rlimit
-		cur  unix.Rlimit
-		want Rlimit
-	}{
-		// The usual case: the host allows more, the sandbox gets the cap.
-		{Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}, unix.Rlimit{Cur: 1048575, Max: 1048576}, Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}},
-		// A host with less keeps its limits: never raised.
-		{Rlimit{unix.RLIMIT_NOFILE, 65536, 65536}, unix.Rlimit{Cur: 1024, Max: 4096}, Rlimit{unix.RLIMIT_NOFILE, 1024, 4096}},
-		{Rlimit{unix.RLIMIT_DATA, 1 << 30, 1 << 30}, unix.Rlimit{Cur: inf, Max: inf}, Rlimit{unix.RLIMIT_DATA, 1 << 30, 1 << 30}},
-		{Rlimit{unix.RLIMIT_CORE, 0, 0}, unix.Rlimit{Cur: inf, Max: inf}, Rlimit{unix.RLIMIT_CORE, 0, 0}},
-		// Soft below hard is kept; soft never above the new hard.
-		{Rlimit{unix.RLIMIT_NPROC, 100, 100}, unix.Rlimit{Cur: 50, Max: inf}, Rlimit{unix.RLIMIT_NPROC, 50, 100}},
-		{Rlimit{unix.RLIMIT_NPROC, 100, 100}, unix.Rlimit{Cur: inf, Max: 80}, Rlimit{unix.RLIMIT_NPROC, 80, 80}},
-	}
-	for _, tt := range tests {
-		if got := tt.r.Within(tt.cur); got != tt.want {
-			t.Errorf("%v.Within(%+v) = %v, want %v", tt.r, tt.cur, got, tt.want)
-		}
-	}
-}

@@ -16,23 +16,3 @@
 // reports every attempt as an Event.
 package netns
 
-import (
-	"fmt"
-
-	"github.com/vishvananda/netlink"
-)
-
-// LoopbackUp brings up "lo" in the calling thread's network namespace. In a
-// fresh namespace lo is down; bringing it up needs CAP_NET_ADMIN in the
-// namespace's owning user namespace, so EPERM here means a user namespace
-// without capabilities (for example under AppArmor's userns restriction).
-func LoopbackUp() error {
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("netns: find lo: %w", err)
-	}
-	if err := netlink.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("netns: bring lo up: %w", err)
-	}
-	return nil
-}

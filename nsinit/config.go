@@ -49,7 +49,7 @@ type Config struct {
 	Rlimits []cgroups.Rlimit `json:"rlimits,omitempty"`
 	// CgroupTasks is the number of cgroup v1 tasks files that come with
 	// the config frame: the init's forking thread joins the group through
-	// them (cgroups.JoinThread) before it confines itself.
+	// them (joinCgroup) before it confines itself.
 	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer `json:"skip,omitempty"`

@@ -17,8 +17,6 @@ import (
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
-	"github.com/hutchbox/hutch/netns"
-	"github.com/hutchbox/hutch/seccomp"
 )
 
 func init() {
@@ -179,6 +177,10 @@ func (st *initState) fail(layer Layer, op, path string, err error) {
 	if errors.As(err, &me) && se.Path == "" {
 		se.Path = me.Path
 	}
+	var ste *StepError
+	if errors.As(err, &ste) && se.Path == "" {
+		se.Path = ste.Path
+	}
 	st.send(Event{Kind: EventError, Error: se})
 }
 
@@ -224,7 +226,7 @@ func (st *initState) setup() error {
 		return nil
 	}
 	ok := st.try(LayerKeyring, "join a new session keyring", joinSessionKeyring) && st.try(LayerUTSNS, "sethostname", func() error {
-		return unix.Sethostname([]byte(cfg.Hostname))
+		return sethostname(cfg.Hostname)
 	}) && st.network() && st.phase("keyring-uts-loopback") &&
 		st.try(LayerFilesystem, "build the filesystem view", func() error {
 			return mounts.Apply(cfg.Mounts)
@@ -237,17 +239,6 @@ func (st *initState) setup() error {
 	return nil
 }
 
-// joinSessionKeyring gives the init (and so the command) a fresh anonymous
-// session keyring: the host's, inherited across clone, is no longer the
-// command's.
-func joinSessionKeyring() error {
-	_, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 // network sets up the sandbox's network namespace: loopback up, and the
 // egress bridge when the policy allows some destinations. With the host's
 // network (no namespace of its own) there is nothing to do.
@@ -255,7 +246,7 @@ func (st *initState) network() bool {
 	if !slices.Contains(st.cfg.Namespaces, LayerNetNS) {
 		return true
 	}
-	if !st.try(LayerLoopback, "bring up loopback", netns.LoopbackUp) {
+	if !st.try(LayerLoopback, "bring up loopback", loopbackUp) {
 		return false
 	}
 	if e := st.cfg.Egress; e != nil {
@@ -319,68 +310,6 @@ func lookPath(file string, env []string) (string, error) {
 	return "", fmt.Errorf("%q not found in PATH: %w", file, unix.ENOENT)
 }
 
-// dropPrivileges leaves the calling thread with no capability it could
-// regain: every capability out of the bounding set, root's exec-time
-// capabilities switched off and locked, no ambient or inheritable ones, no
-// new privileges through setuid or file capabilities. These are per-thread;
-// the command inherits them because this thread forks it.
-func dropPrivileges() error {
-	if !hasCapSetpcap() {
-		// Only at LevelLandlock as an ordinary user: no capability held,
-		// and none can be gained (no_new_privs below), but the bounding
-		// set and securebits need CAP_SETPCAP to change.
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fmt.Errorf("set no_new_privs: %w", err)
-		}
-		var data [2]unix.CapUserData
-		if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-			return fmt.Errorf("clear capabilities: %w", err)
-		}
-		return nil
-	}
-	for c := 0; ; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			if errors.Is(err, unix.EINVAL) && c > 0 {
-				break // past the kernel's last capability
-			}
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
-		}
-	}
-	// linux/securebits.h: NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE,
-	// each with its lock bit.
-	const (
-		secbitNoRoot, secbitNoRootLocked                       = 1 << 0, 1 << 1
-		secbitNoSetuidFixup, secbitNoSetuidFixupLocked         = 1 << 2, 1 << 3
-		secbitNoCapAmbientRaise, secbitNoCapAmbientRaiseLocked = 1 << 6, 1 << 7
-		bits                                                   = secbitNoRoot | secbitNoRootLocked |
-			secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-			secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-	)
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
-		return fmt.Errorf("set securebits: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
-	}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-		return fmt.Errorf("clear capabilities: %w", err)
-	}
-	return nil
-}
-
-// hasCapSetpcap reports whether this thread holds CAP_SETPCAP.
-func hasCapSetpcap() bool {
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
-		return false
-	}
-	return data[0].Effective&(1<<unix.CAP_SETPCAP) != 0
-}
-
 // emptyNamespace kills every other process of the pid namespace and reaps
 // them all. Orphans are re-parented to the init (or to a subreaper, which
 // dies too), so when wait4 reports no children left, nothing but the init
@@ -425,7 +354,7 @@ func (st *initState) confine() error {
 				own = append(own, r)
 			}
 		}
-		if err := cgroups.SetRlimits(own); err != nil {
+		if err := setRlimits(0, own); err != nil {
 			st.fail(LayerRlimits, "set rlimits", "", err)
 			return err
 		}
@@ -433,7 +362,7 @@ func (st *initState) confine() error {
 	}
 	if len(st.cgroupTasks) > 0 {
 		// This thread forks the command: in the group, it is born there.
-		err := cgroups.JoinThread(st.cgroupTasks)
+		err := joinCgroup(st.cgroupTasks)
 		for _, fd := range st.cgroupTasks {
 			unix.Close(fd)
 		}
@@ -450,7 +379,7 @@ func (st *initState) confine() error {
 	// Landlock needs no_new_privs (set above) and must come before
 	// seccomp, whose filter does not allow its system calls.
 	if cfg.Landlock != nil {
-		if err := landlock.Restrict(*cfg.Landlock); err != nil {
+		if err := restrictLandlock(*cfg.Landlock); err != nil {
 			st.fail(LayerLandlock, "restrict", "", err)
 			return err
 		}
@@ -465,13 +394,13 @@ func (st *initState) confine() error {
 	} else {
 		// Before the profile, which need not allow seccomp(2).
 		if len(cfg.ModeWall) > 0 {
-			if err := seccomp.Load(cfg.ModeWall); err != nil {
+			if err := loadSeccomp(cfg.ModeWall); err != nil {
 				st.fail(LayerSeccomp, "load the mode wall", "", err)
 				return err
 			}
 		}
 		// No filter and no skip is a config bug: fail closed.
-		if err := seccomp.Load(cfg.Seccomp); err != nil {
+		if err := loadSeccomp(cfg.Seccomp); err != nil {
 			st.fail(LayerSeccomp, "load filter", "", err)
 			return err
 		}
@@ -492,7 +421,7 @@ func (st *initState) wallUnixSockets() error {
 		return nil
 	}
 	w := st.cfg.UnixWall
-	listener, err := seccomp.LoadListener(w.Filter)
+	listener, err := loadListener(w.Filter)
 	if err != nil {
 		return err
 	}
@@ -548,7 +477,7 @@ func (st *initState) run(cmd Command, stdioFds []int) int {
 		// Within microseconds of its exec, before the dynamic loader is
 		// done: the command cannot have grown much yet. (Only the rlimit
 		// fallback for hosts without cgroups takes this path.)
-		if err := cgroups.SetRlimitsOf(pid, st.childRlimits); err != nil {
+		if err := setRlimits(pid, st.childRlimits); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			st.fail(LayerRlimits, "set the command's rlimits", "", err)
 			return 1

@@ -10,7 +10,7 @@ const (
 
 // UnixWall is the second filter of a sandbox whose kernel cannot guard
 // pathname unix sockets with Landlock (LANDLOCK_ACCESS_FS_RESOLVE_UNIX,
-// ABI 9): it is loaded beside the profile, with a listener (LoadListener),
+// ABI 9): it is loaded beside the profile, with a listener (the sandbox init's C step),
 // and
 //   - hands every connect(2) to the supervisor holding the listener, which
 //     copies the address once, resolves it beneath the sandbox's writable
