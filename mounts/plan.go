@@ -2,8 +2,9 @@
 //
 // A Plan describes the new root as plain data: which host paths appear
 // read-only or read-write, which are masked, where private tmpfs mounts go.
-// Plans are built and tested without privileges; only Apply, run by the
-// sandbox init inside a fresh mount namespace, turns one into mounts.
+// Plans are built and tested without privileges; the sandbox init turns
+// one into mounts inside a fresh mount namespace (package nsinit expands it
+// into primitive steps that its C stage performs).
 package mounts
 
 import (

@@ -229,7 +229,7 @@ func (st *initState) setup() error {
 		return sethostname(cfg.Hostname)
 	}) && st.network() && st.phase("keyring-uts-loopback") &&
 		st.try(LayerFilesystem, "build the filesystem view", func() error {
-			return mounts.Apply(cfg.Mounts)
+			return applyMounts(cfg.Mounts)
 		})
 	if !ok {
 		return errors.New("setup failed")

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if job := os.Getenv(confineChildEnv); job != "" {
 		os.Exit(runConfineChild(job))
 	}
+	if os.Getenv(mountsChildEnv) != "" {
+		os.Exit(mountsChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,251 @@
+//go:build linux && cgo
+
+package nsinit
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// The filesystem view is decided here and performed by the stage's C
+// executor (mounts.c): a mounts.Plan is expanded into primitive steps
+// (mounts.h), one wire record each, which C runs in order without any
+// policy of its own. What a sandbox's /dev and /proc hold is decided below.
+
+// devNodes are bound from the host's /dev; a sandbox needs no other device.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// devLinks are the symlinks of a sandbox's /dev: name and content.
+var devLinks = [][2]string{{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}}
+
+// procReadOnly and procMasked are the kernel interfaces under /proc that a
+// command may not change or read. A command as uid 0 of a host-root run
+// owns /proc/sys entries; read-only is what stops it from rewriting
+// kernel.core_pattern, not the missing capabilities.
+var (
+	procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+	procMasked   = []string{"kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kallsyms", "config.gz"}
+)
+
+// scratchDir is where the executor mounts its scratch tmpfs before the
+// first pivot_root. Its host contents are not hidden for long: after the
+// pivot the host tree (including the real /tmp) is reachable under
+// /.oldroot until the view is entered.
+const scratchDir = "/tmp"
+
+// Attributes of the view's mounts.
+const (
+	attrsRW     = attrNosuid | attrNodev
+	attrsRO     = attrRdonly | attrNosuid | attrNodev
+	attrsSealed = attrRdonly | attrNosuid | attrNodev | attrNoexec
+)
+
+// mountStep is one record for the executor and the plan's Mount it comes
+// from, which the step's errors name.
+type mountStep struct {
+	rec  Record
+	from mounts.Mount
+}
+
+// fsOption is one fsconfig option of a new filesystem; a droppable one is
+// left out when the filesystem is retried after a failure.
+type fsOption struct {
+	key, value string
+	droppable  bool
+}
+
+// expander builds the steps of one plan.
+type expander struct {
+	steps []mountStep
+	own   []string // targets of the plan's own filesystems
+	cur   mounts.Mount
+}
+
+func (e *expander) add(kind uint16, ints []uint64, blobs ...string) {
+	r := Record{Kind: kind, Ints: ints}
+	for _, b := range blobs {
+		r.Blobs = append(r.Blobs, []byte(b))
+	}
+	e.steps = append(e.steps, mountStep{rec: r, from: e.cur})
+}
+
+// newFS adds a new filesystem of fstype at target.
+func (e *expander) newFS(flags, attrs uint64, target, fstype string, opts ...fsOption) {
+	var droppable uint64
+	blobs := []string{target, fstype}
+	for i, o := range opts {
+		blobs = append(blobs, o.key, o.value)
+		if o.droppable {
+			droppable |= 1 << i
+		}
+	}
+	e.add(mntNewFS, []uint64{flags, attrs, droppable}, blobs...)
+}
+
+// inOwn says whether p lies strictly below one of the plan's own
+// filesystems, where a missing target may be created: in the read-only
+// host tree it may not.
+func (e *expander) inOwn(p string) bool {
+	for _, o := range e.own {
+		if p != o && mounts.Within(p, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandPlan turns a plan into the executor's steps. prepareFlags go to
+// the first step (mntNoSetattr forces the remount fallback).
+func expandPlan(p mounts.Plan, prepareFlags uint64) ([]mountStep, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	e := &expander{cur: mounts.Mount{Kind: mounts.HostRoot, Target: "/"}}
+	for _, m := range p.Mounts {
+		switch m.Kind {
+		case mounts.Tmpfs, mounts.EmptyRO, mounts.Dev, mounts.Proc:
+			e.own = append(e.own, m.Target)
+		}
+	}
+	e.add(mntPrepare, []uint64{prepareFlags}, scratchDir)
+	for i, m := range p.Mounts {
+		if m.Kind == mounts.HostRoot && i > 0 {
+			return nil, fmt.Errorf("mounts: step %d: %s only comes first", i, m.Kind)
+		}
+		e.cur = m
+		if err := e.mount(m); err != nil {
+			return nil, err
+		}
+	}
+	e.cur = mounts.Mount{Kind: mounts.HostRoot, Target: "/"}
+	e.add(mntEnter, nil)
+	return e.steps, nil
+}
+
+// mount adds the steps of one Mount.
+func (e *expander) mount(m mounts.Mount) error {
+	var flags uint64
+	if m.Optional {
+		flags |= mntOptional
+	}
+	if e.inOwn(m.Target) {
+		flags |= mntCreate
+	}
+	switch m.Kind {
+	case mounts.HostRoot:
+		// The host's whole tree, submounts included.
+		e.add(mntRoot, []uint64{attrsRO}, "/")
+	case mounts.BindRW:
+		e.add(mntBind, []uint64{flags | mntRecursive, attrsRW}, m.Source, m.Target)
+	case mounts.BindRO:
+		e.add(mntBind, []uint64{flags | mntRecursive, attrsRO}, m.Source, m.Target)
+	case mounts.ReadOnly:
+		e.add(mntRebind, []uint64{flags | mntRecursive, attrsRO}, m.Target)
+	case mounts.Pin:
+		e.add(mntRebind, []uint64{flags | mntRecursive, 0}, m.Target)
+	case mounts.Mask:
+		e.add(mntMask, []uint64{flags, attrsSealed}, m.Target)
+	case mounts.Dir:
+		e.add(mntMkdir, []uint64{0, uint64(m.Mode)}, m.Target)
+	case mounts.Tmpfs:
+		opts := []fsOption{{key: "mode", value: strconv.FormatUint(uint64(m.Mode), 8)}}
+		if m.SizeBytes > 0 {
+			opts = append(opts, fsOption{key: "size", value: strconv.FormatInt(m.SizeBytes, 10)})
+		}
+		e.newFS(flags, attrsRW, m.Target, "tmpfs", opts...)
+	case mounts.EmptyRO:
+		e.newFS(flags|mntSeal, attrNosuid|attrNodev|attrNoexec, m.Target, "tmpfs",
+			fsOption{key: "mode", value: "755"}, fsOption{key: "size", value: "1m"})
+	case mounts.Dev:
+		e.dev(flags, m.Target)
+	case mounts.Proc:
+		e.proc(flags, m.Target)
+	default:
+		return fmt.Errorf("mounts: unknown kind %q", m.Kind)
+	}
+	return nil
+}
+
+// dev builds a minimal /dev at target: a small tmpfs, sealed read-only at
+// the end, with the host's devNodes bound in, a private devpts, a shm and
+// devLinks. Its steps are skipped with the tmpfs.
+func (e *expander) dev(flags uint64, target string) {
+	e.newFS(flags|mntSeal, attrNosuid|attrNoexec, target, "tmpfs",
+		fsOption{key: "mode", value: "755"}, fsOption{key: "size", value: "64k"})
+	for _, n := range devNodes {
+		e.add(mntBind, []uint64{mntDepends | mntCreate | mntRecursive, attrNosuid | attrNoexec}, "/dev/"+n, target+"/"+n)
+	}
+	e.add(mntMkdir, []uint64{mntDepends, 0o755}, target+"/pts")
+	e.add(mntMkdir, []uint64{mntDepends, 0o755}, target+"/shm")
+	// Older kernels reject the valueless "newinstance" through
+	// fsconfig's string form; devpts is then retried without it.
+	e.newFS(mntDepends, attrNosuid|attrNoexec, target+"/pts", "devpts",
+		fsOption{key: "newinstance", droppable: true}, fsOption{key: "ptmxmode", value: "0666"}, fsOption{key: "mode", value: "0620"})
+	e.newFS(mntDepends, attrNosuid|attrNodev, target+"/shm", "tmpfs", fsOption{key: "mode", value: "1777"})
+	for _, l := range devLinks {
+		e.add(mntSymlink, []uint64{mntDepends}, target, l[0], l[1])
+	}
+}
+
+// proc mounts a fresh procfs at target with procReadOnly made read-only
+// and procMasked masked, those the kernel has.
+func (e *expander) proc(flags uint64, target string) {
+	e.newFS(flags, attrNosuid|attrNodev|attrNoexec, target, "proc")
+	for _, p := range procReadOnly {
+		e.add(mntRebind, []uint64{mntDepends | mntIfExists | mntRecursive, attrsSealed}, target+"/"+p)
+	}
+	for _, p := range procMasked {
+		e.add(mntMask, []uint64{mntDepends | mntIfExists, attrsSealed}, target+"/"+p)
+	}
+}
+
+// encodeSteps writes steps as one message for the executor.
+func encodeSteps(steps []mountStep) ([]byte, error) {
+	recs := make([]Record, len(steps))
+	for i, s := range steps {
+		recs[i] = s.rec
+	}
+	return EncodeWire(recs...)
+}
+
+// applyPlan builds plan's view with the executor and makes it the calling
+// process's root. It must run in a fresh mount namespace, which it owns
+// from then on; on error the namespace is in an undefined state and the
+// caller must not exec anything. It reports whether attributes were set
+// by the remount fallback of kernels before 5.12.
+func applyPlan(plan mounts.Plan, prepareFlags uint64) (fellBack bool, err error) {
+	steps, err := expandPlan(plan, prepareFlags)
+	if err != nil {
+		return false, err
+	}
+	msg, err := encodeSteps(steps)
+	if err != nil {
+		return false, err
+	}
+	out := runMountSteps(msg, false)
+	return out.fellBack, out.err(steps)
+}
+
+// err is the outcome as an error: a *mounts.Error naming the plan's step
+// that failed, or ErrWire for a message the executor refused.
+func (o mountOutcome) err(steps []mountStep) error {
+	switch {
+	case !o.failed:
+		return nil
+	case o.refused:
+		return fmt.Errorf("%w: mount step %d: %s", ErrWire, o.index, o.op)
+	}
+	from := mounts.Mount{Kind: mounts.HostRoot, Target: "/"}
+	if o.index >= 0 && o.index < len(steps) {
+		from = steps[o.index].from
+	}
+	return &mounts.Error{Step: from, Op: o.op, Path: o.path, Err: o.errno}
+}
+
+// applyMounts is the init's filesystem step: plan's view becomes its root.
+func applyMounts(plan mounts.Plan) error {
+	_, err := applyPlan(plan, 0)
+	return err
+}
