@@ -84,10 +84,12 @@ func (c *Cmd) Stop(sig os.Signal) error {
 		c.reason = KilledStopped
 	}
 	c.mu.Unlock()
+	c.setSignalled(true)
 	if err := c.Signal(sig); err != nil {
+		c.setSignalled(false)
 		return err
 	}
-	c.graceful()
+	c.armGrace()
 	return nil
 }
 
@@ -115,22 +117,22 @@ func (c *Cmd) cancel(reason KillReason, err error) {
 	if cancel == nil {
 		cancel = func() error { return c.Signal(syscall.SIGTERM) }
 	}
+	c.setSignalled(true)
 	if cerr := cancel(); cerr != nil {
+		c.setSignalled(false)
 		if !errors.Is(cerr, os.ErrProcessDone) {
 			c.kill(reason, err)
 		}
-		return
 	}
-	c.graceful()
 }
 
-// graceful records that a graceful stop reached the command and arms its
-// SIGKILL.
-func (c *Cmd) graceful() {
+// setSignalled records whether a graceful stop reached the command. It is
+// set before the signal goes out, not after: the command may handle it and
+// end, and Wait report that end, before the sender's next line runs.
+func (c *Cmd) setSignalled(v bool) {
 	c.mu.Lock()
-	c.signalled = true
+	c.signalled = v
 	c.mu.Unlock()
-	c.armGrace()
 }
 
 // armGrace arranges for the sandbox to be killed WaitDelay from now,
