@@ -36,9 +36,9 @@
 // cgroup1 and cgroup2 managers are not imported by the package proper, for
 // reasons measured on this code base:
 //
-//   - hutch re-executes the host binary (/proc/self/exe) as the init of
-//     every sandbox, so every package linked into it pays its init
-//     functions on every command. Importing cgroup2 links protobuf (its
+//   - hutch used to re-execute the host binary (/proc/self/exe) as the
+//     init of every sandbox, so every package linked into it paid its
+//     init functions on every command (the init is C now, and runs none). Importing cgroup2 links protobuf (its
 //     stats types), logrus, cilium/ebpf and dbus: measured on a binary
 //     linking hutch's runtime package, +6.3 MB and +0.5 ms per exec at the
 //     median (2.65 ms against 2.15 ms; 33 more package inits); cgroup1

@@ -61,8 +61,9 @@ func Rlimits(l Limits) []Rlimit {
 
 // ForChild reports whether r must be set on the command's process rather
 // than inherited from the one that starts it: a memory limit low enough
-// for a command would stop a Go process (such as hutch's sandbox init),
-// whose runtime already holds more private memory than many commands need.
+// for a command could stop hutch's sandbox init, whose address space (the
+// host binary it was cloned from) may already be larger than many
+// commands need, before it has read its command.
 func (r Rlimit) ForChild() bool {
 	return r.Resource == unix.RLIMIT_DATA || r.Resource == unix.RLIMIT_AS
 }

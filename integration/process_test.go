@@ -159,7 +159,7 @@ func TestExitCodesNotFoundCannotExec(t *testing.T) {
 		{[]string{"hutch-no-such-command"}, 127, `"hutch-no-such-command" not found in PATH`},
 		{[]string{"/nonexistent/cmd"}, 127, "look up command /nonexistent/cmd: no such file or directory"},
 		{[]string{"./script"}, 126, "look up command ./script: permission denied"},
-		{[]string{"./dir"}, 126, "exec ./dir: fork/exec ./dir: permission denied"},
+		{[]string{"./dir"}, 126, "exec ./dir: permission denied"},
 		{[]string{"sh", "-c", "exit 3"}, 3, ""},
 		{[]string{"sh", "-c", "kill -9 $$"}, 128 + int(syscall.SIGKILL), ""},
 	}

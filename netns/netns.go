@@ -15,4 +15,3 @@
 // and cloud-metadata addresses on the address it actually dials, and
 // reports every attempt as an Event.
 package netns
-

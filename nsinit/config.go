@@ -1,21 +1,26 @@
 //go:build linux
 
-// Package nsinit owns the sandbox init: the host binary started again, in
-// fresh namespaces, as pid 1 of the sandbox.
+// Package nsinit owns the sandbox init and the pre-runtime stage it
+// starts from.
 //
-// The init reads a Config from an inherited socket (never argv or env: both
-// are readable by other processes and size-capped), builds the filesystem
-// view, drops every privilege and loads the seccomp filter on the thread
-// that will fork the command, and then waits for the Command, which may
-// come at once or much later (a warm pool). It starts the command, reaps,
-// forwards signals, and reports to the host over a pipe as Events. When
-// the command exits, the init kills and reaps whatever it left behind in
-// the pid namespace, reports the exit, and exits itself; the namespaces'
-// teardown happens off the command's critical path.
+// The init is C (init.c), run by the zygote's clone child in the sandbox's
+// fresh namespaces, as pid 1 of the sandbox, without an exec: no Go code
+// runs in a sandbox. It decides nothing. The host encodes a Config into
+// the init's plan (EncodeConfig), records the init runs in order: identity,
+// network, the filesystem view, then every privilege dropped and the
+// seccomp filter loaded on the thread that will fork the command. The init
+// reads the plan from an inherited socket (never argv or env: both are
+// readable by other processes and size-capped), runs it, and waits for the
+// Command (EncodeCommand), which may come at once or much later (a warm
+// pool). It starts the command, reaps, forwards signals, and reports to
+// the host over a pipe as Events (ReadEvent). When the command exits, the
+// init kills and reaps whatever it left behind in the pid namespace,
+// reports the exit, and exits itself; the namespaces' teardown happens off
+// the command's critical path.
 //
-// Importing this package (package runtime does) installs the role switch:
-// a process started by hutch with a role marker as argv[0] runs that role
-// from this package's init function and never reaches the host's main.
+// Importing this package (package runtime does) links the stage (zygote.c),
+// whose constructor takes over a process started with its role marker as
+// argv[0] before the Go runtime exists.
 package nsinit
 
 import (
@@ -26,66 +31,74 @@ import (
 	"github.com/hutchbox/hutch/mounts"
 )
 
-// Fds the init inherits beside stdin, stdout and stderr (which are
-// /dev/null for the init itself; the command's own arrive with it).
-const (
-	ControlFd = 3 // the init's end of the control socket (see WriteFrame)
-	StatusFd  = 4 // write end of the status pipe
-)
-
 // Config is the sandbox part of the init's configuration: everything but
-// the command. It comes in the first frame on the control socket.
+// the command. EncodeConfig makes it the init's plan, the first frame on
+// the control socket.
 type Config struct {
-	Mounts   mounts.Plan `json:"mounts"`
-	Hostname string      `json:"hostname"`
+	Mounts   mounts.Plan
+	Hostname string
 	// Namespaces are the namespace layers the init was cloned into; the
 	// init reports them as enforced once it runs inside them.
-	Namespaces []Layer `json:"namespaces"`
+	Namespaces []Layer
 	// Degradable layers may be skipped when they cannot be set up; the
 	// skip is reported. Every other failure fails the run.
-	Degradable []Layer `json:"degradable,omitempty"`
-	// Rlimits are set on the init before anything else and inherited by
-	// the command.
-	Rlimits []cgroups.Rlimit `json:"rlimits,omitempty"`
+	Degradable []Layer
+	// Rlimits are set on the init once the filesystem view is built and
+	// inherited by the command, but for those that are ForChild, set on
+	// the command's process once it exists.
+	Rlimits []cgroups.Rlimit
 	// CgroupTasks is the number of cgroup v1 tasks files that come with
 	// the config frame: the init's forking thread joins the group through
-	// them (joinCgroup) before it confines itself.
-	CgroupTasks int `json:"cgroup_tasks,omitempty"`
+	// them (cgroupSteps) before it confines itself.
+	CgroupTasks int
 	// Skip layers are not set up; each is reported as skipped.
-	Skip []Layer `json:"skip,omitempty"`
+	Skip []Layer
 
 	// Egress, when set, is a loopback port inside the sandbox that the
 	// host's egress proxy serves (see Egress). With Egress or UnixWall,
 	// the handoff socket is the config frame's last fd.
-	Egress *Egress `json:"egress,omitempty"`
+	Egress *Egress
 
 	// Landlock is the ruleset the forking thread restricts itself to
 	// after dropping privileges and before seccomp; nil means none.
-	Landlock *landlock.Ruleset `json:"landlock,omitempty"`
+	Landlock *landlock.Ruleset
 
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
-	// thread that forks the command; empty means none.
-	Seccomp []byte `json:"seccomp,omitempty"`
+	// thread that forks the command. It is required unless Skip holds
+	// LayerSeccomp: EncodeConfig refuses a Config without it.
+	Seccomp []byte
 	// ModeWall is seccomp.ModeWall compiled, loaded just before Seccomp
 	// when the profile is the caller's (the default holds its rules itself);
 	// empty means none.
-	ModeWall []byte `json:"mode_wall,omitempty"`
+	ModeWall []byte
 
 	// UnixWall, when set, keeps pathname unix sockets outside its Allowed
 	// trees unreachable: through Landlock when the ruleset above was
 	// applied at landlock.ResolveUnixABI or later, otherwise through its
 	// Filter (seccomp.UnixWall), whose listener the init hands to the
 	// host (HandoffWall), which answers it (netns.UnixWall).
-	UnixWall *UnixWall `json:"unix_wall,omitempty"`
+	UnixWall *UnixWall
+
+	// Unprivileged says the init lacks CAP_SETPCAP, so it cannot empty
+	// its bounding set or lock its securebits (privilegeSteps) and only
+	// clears what it holds and sets no_new_privs: possible only in the
+	// host's user namespace (LevelLandlock), as an ordinary user or as a
+	// root whose bounding set lacks it. Everywhere else it holds it:
+	// clone(CLONE_NEWUSER) gives the child every capability in its new
+	// user namespace, which it keeps since no exec follows. The init
+	// decides nothing, so the host says which. The zero value is the
+	// safe one: an init wrongly taken for privileged fails its first
+	// bounding-set drop (EPERM) and the run with it.
+	Unprivileged bool
 }
 
 // UnixWall is the configuration of the unix-sockets layer.
 type UnixWall struct {
 	// Filter is seccomp.UnixWall compiled.
-	Filter []byte `json:"filter"`
+	Filter []byte
 	// Allowed are the trees of the view in which sockets may be reached:
 	// the writable trees, the private /tmp and /dev/shm.
-	Allowed []string `json:"allowed"`
+	Allowed []string
 }
 
 // Command is the per-command part, sent in a second frame once the
@@ -94,14 +107,14 @@ type UnixWall struct {
 type Command struct {
 	// Path is the command to exec, absolute or looked up in Env's PATH
 	// inside the sandbox's view.
-	Path string   `json:"path"`
-	Args []string `json:"args"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	Path string
+	Args []string
+	Env  []string
+	Dir  string
 	// Roots are the trees the working directory must lie in (the
 	// workspace and the writable paths), checked again after the chdir:
 	// the host checked Dir, but the command's trees can change under it.
-	Roots []string `json:"roots,omitempty"`
+	Roots []string
 }
 
 // Event kinds, in the order the init sends them.
@@ -112,26 +125,26 @@ const (
 	EventError   = "error"   // setup or exec failed; nothing runs
 )
 
-// Event is one line on the status pipe.
+// Event is one message on the status pipe (see ReadEvent).
 type Event struct {
-	Kind string `json:"kind"`
+	Kind string
 	// Pid is the command's pid inside the sandbox (started).
-	Pid int `json:"pid,omitempty"`
+	Pid int
 	// Layers were enforced; Skipped were degradable and not set up
 	// (started).
-	Layers  []Layer   `json:"layers,omitempty"`
-	Skipped []Skipped `json:"skipped,omitempty"`
+	Layers  []Layer
+	Skipped []Skipped
 	// Phases are the init's steps up to the exec (started).
-	Phases []Phase `json:"phases,omitempty"`
+	Phases []Phase
 	// UnixWall is how the unix-sockets layer was enforced, when it was
 	// (UnixWallLandlock or UnixWallNotify; started).
-	UnixWall string `json:"unix_wall,omitempty"`
+	UnixWall string
 	// ExitCode and Signal describe how the command ended (exited); Signal
 	// is 0 unless a signal killed it.
-	ExitCode int `json:"exit_code"`
-	Signal   int `json:"signal,omitempty"`
+	ExitCode int
+	Signal   int
 	// Error describes a failed setup step (error).
-	Error *SetupError `json:"error,omitempty"`
+	Error *SetupError
 }
 
 // Monotonic reads CLOCK_MONOTONIC in nanoseconds.
@@ -143,11 +156,11 @@ func Monotonic() int64 {
 
 // SetupError is a failed setup step, as it crosses the status pipe.
 type SetupError struct {
-	Layer Layer  `json:"layer"`
-	Op    string `json:"op"`
-	Path  string `json:"path,omitempty"`
-	Errno int    `json:"errno,omitempty"`
-	Msg   string `json:"msg"`
+	Layer Layer
+	Op    string
+	Path  string
+	Errno int
+	Msg   string
 }
 
 func (e *SetupError) Error() string {

@@ -11,9 +11,9 @@
  *   STEP_SECCOMP      load a BPF filter on this thread, maybe with a listener
  *
  * Capabilities, no_new_privs, Landlock domains and seccomp filters belong
- * to the calling thread: the Go init calls step_run on its locked main
- * thread, the one that forks the command, which inherits them all. Nothing
- * here decides anything; every value comes from Go.
+ * to the calling thread: the init (init.c, single-threaded) calls step_run
+ * before it forks the command, which inherits them all. Nothing here
+ * decides anything; every value comes from Go.
  */
 
 #define _GNU_SOURCE
@@ -158,7 +158,7 @@ static int check(const struct wire_record *recs, size_t n, struct step_err *e)
 
 /* Lowered to at most soft and hard, never raised: an unprivileged process
  * cannot raise a hard limit, and a sandbox never gets more than its host. */
-static int set_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e)
+int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e)
 {
 	struct rlimit cur, want;
 	if (prlimit(pid, resource, NULL, &cur) < 0)
@@ -306,7 +306,7 @@ static int run(const struct wire_record *r, int *ruleset, int *listener, struct 
 	case STEP_LOOPBACK:
 		return loopback_up(e);
 	case STEP_RLIMIT:
-		return set_rlimit((pid_t)v[0], (int)v[1], v[2], v[3], e);
+		return step_rlimit((pid_t)v[0], (int)v[1], v[2], v[3], e);
 	case STEP_CGROUP_JOIN:
 		return join_cgroup((int)v[0], e);
 	case STEP_CAPS:

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Identity (identity.c). */
 #define STEP_KEYRING 1  /* join a new anonymous session keyring */
@@ -57,6 +58,10 @@ int step_run(const uint8_t *msg, size_t len, struct step_err *e, int *listener);
 /* Set by every step that fails; returns -1. */
 int step_fail(struct step_err *e, int err, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* step_rlimit lowers limit resource of process pid (0: this one) to at
+ * most soft and hard; it never raises one. */
+int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e);
 
 /* identity.c */
 int join_session_keyring(struct step_err *e);

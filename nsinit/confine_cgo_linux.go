@@ -47,8 +47,9 @@ func (e *StepError) Error() string {
 
 func (e *StepError) Unwrap() error { return e.Errno }
 
-// runSteps has the C execute recs, in order, on the calling thread, which
-// must be locked to its goroutine for the per-thread steps (capabilities,
+// runSteps has the C execute recs, in order, on the calling thread, as
+// the init's INIT_STEPS records do (the tests use it). The thread must be
+// locked to its goroutine for the per-thread steps (capabilities,
 // no_new_privs, Landlock, seccomp) to mean anything. A malformed message
 // is refused whole, before anything is applied. listener is the fd of a
 // seccomp filter loaded with a listener, or -1.

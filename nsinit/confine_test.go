@@ -61,29 +61,42 @@ func runConfineChild(job string) int {
 		}
 	}
 	if len(c.Rlimits) > 0 {
-		step(setRlimits(0, c.Rlimits))
+		step(run(rlimitSteps(0, c.Rlimits)...))
+		// The Go runtime raised this process's soft RLIMIT_NOFILE at
+		// start and restores the original at exec unless the limit went
+		// through package syscall: a setrlimit to the value the C just
+		// set tells it so, and changes nothing. (The init has no Go
+		// runtime.)
+		var cur syscall.Rlimit
+		step(syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur))
+		step(syscall.Setrlimit(syscall.RLIMIT_NOFILE, &cur))
 	}
 	if c.Keyring {
-		step(joinSessionKeyring())
+		step(run(keyringSteps()...))
 	}
 	if c.Hostname != "" {
-		step(sethostname(c.Hostname))
+		step(run(hostnameSteps(c.Hostname)...))
 	}
 	if c.Loopback {
-		step(loopbackUp())
+		step(run(loopbackSteps()...))
 	}
 	switch c.Caps {
 	case "all":
-		step(dropPrivileges())
+		step(run(privilegeSteps(true)...))
 	case "no-setpcap":
-		_, err := runSteps(Record{Kind: stepCaps, Ints: []uint64{stepCapsNoPcap, secureBits}})
-		step(err)
+		step(run(privilegeSteps(false)...))
 	}
 	for _, f := range c.Filters {
-		step(loadSeccomp(f))
+		step(run(seccompStep(f)))
 	}
 	if c.Listener != nil {
-		fd, err := loadListener(c.Listener)
+		// As the init's INIT_WALL does: without the flag an old kernel
+		// lacks, when it says EINVAL.
+		first, fallback := listenerSteps(c.Listener)
+		fd, err := runSteps(first)
+		if errors.Is(err, unix.EINVAL) {
+			fd, err = runSteps(fallback)
+		}
 		step(err)
 		step(unix.Dup3(fd, 3, 0)) // without O_CLOEXEC: sleep keeps it
 	}
@@ -91,6 +104,12 @@ func runConfineChild(job string) int {
 	step(err)
 	step(unix.Exec(sleep, []string{"sleep", "60"}, os.Environ()))
 	return 0
+}
+
+// run has the C execute recs on the calling thread.
+func run(recs ...Record) error {
+	_, err := runSteps(recs...)
+	return err
 }
 
 // confined runs job in a child (in new namespaces with cloneflags) and
@@ -246,7 +265,7 @@ func TestRlimits(t *testing.T) {
 		})
 		t.Run(tt.name+"/of a pid", func(t *testing.T) {
 			pid := confined(t, confineChild{Lower: tt.lower}, 0)
-			if err := setRlimits(pid, tt.set); err != nil {
+			if err := run(rlimitSteps(pid, tt.set)...); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range tt.want {
@@ -306,14 +325,14 @@ func TestIdentity(t *testing.T) {
 // write is the whole step) and to an fd that cannot take it.
 func TestCgroupJoin(t *testing.T) {
 	r, w := pipe(t)
-	if err := joinCgroup([]int{w, w}); err != nil {
+	if err := run(cgroupSteps([]int{w, w})...); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 8)
 	if n, _ := unix.Read(r, buf); string(buf[:n]) != "00" {
 		t.Errorf("the step wrote %q, want one 0 per tasks file", buf[:n])
 	}
-	err := joinCgroup([]int{r})
+	err := run(cgroupSteps([]int{r})...)
 	var se *StepError
 	if !errors.As(err, &se) || se.Op != "cgroups: join thread" || se.Errno != unix.EBADF {
 		t.Errorf("joining through a read end: %v, want cgroups: join thread: EBADF", err)

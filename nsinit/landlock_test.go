@@ -19,7 +19,7 @@ import (
 	"github.com/hutchbox/hutch/landlock"
 )
 
-// The Landlock step (confine.c's STEP_LL_*, restrictLandlock) enforced in a
+// The Landlock step (confine.c's STEP_LL_*, landlockSteps) enforced in a
 // re-executed test binary; every verdict is read by the host from the
 // files the child left.
 
@@ -53,7 +53,11 @@ func runLandlockChild(job string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	if err := restrictLandlock(r); err != nil {
+	recs, err := landlockSteps(r)
+	if err == nil {
+		err = run(recs...)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}

@@ -211,10 +211,11 @@ func encodeSteps(steps []mountStep) ([]byte, error) {
 }
 
 // applyPlan builds plan's view with the executor and makes it the calling
-// process's root. It must run in a fresh mount namespace, which it owns
-// from then on; on error the namespace is in an undefined state and the
-// caller must not exec anything. It reports whether attributes were set
-// by the remount fallback of kernels before 5.12.
+// process's root, as the init's filesystem step does (the tests use it).
+// It must run in a fresh mount namespace, which it owns from then on; on
+// error the namespace is in an undefined state and the caller must not
+// exec anything. It reports whether attributes were set by the remount
+// fallback of kernels before 5.12.
 func applyPlan(plan mounts.Plan, prepareFlags uint64) (fellBack bool, err error) {
 	steps, err := expandPlan(plan, prepareFlags)
 	if err != nil {
@@ -229,7 +230,8 @@ func applyPlan(plan mounts.Plan, prepareFlags uint64) (fellBack bool, err error)
 }
 
 // err is the outcome as an error: a *mounts.Error naming the plan's step
-// that failed, or ErrWire for a message the executor refused.
+// that failed, or ErrWire for a message the executor refused. The init's
+// error events are read back through it too (ReadEvent).
 func (o mountOutcome) err(steps []mountStep) error {
 	switch {
 	case !o.failed:
@@ -242,10 +244,4 @@ func (o mountOutcome) err(steps []mountStep) error {
 		from = steps[o.index].from
 	}
 	return &mounts.Error{Step: from, Op: o.op, Path: o.path, Err: o.errno}
-}
-
-// applyMounts is the init's filesystem step: plan's view becomes its root.
-func applyMounts(plan mounts.Plan) error {
-	_, err := applyPlan(plan, 0)
-	return err
 }

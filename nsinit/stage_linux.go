@@ -20,12 +20,8 @@ import (
 // its role's argv[0] before the Go runtime exists. The names below are its
 // protocol, read from its headers so that Go and C cannot disagree.
 
-// ZygoteArg0 is the argv[0] that makes the host binary the zygote; Arg0
-// is the one the zygote gives each init it starts.
-const (
-	ZygoteArg0 = C.ZYGOTE_ARG0
-	Arg0       = C.ZYGOTE_INIT_ARG0
-)
+// ZygoteArg0 is the argv[0] that makes the host binary the zygote.
+const ZygoteArg0 = C.ZYGOTE_ARG0
 
 // The zygote's protocol (zygote.h): record kinds, flags and fd counts.
 const (

@@ -9,10 +9,12 @@ import (
 )
 
 // The host and the init talk over a SOCK_STREAM socket in frames: a
-// 4-byte little-endian length, then that many bytes of JSON. The command
-// frame carries the command's stdin, stdout and stderr as SCM_RIGHTS.
+// 4-byte little-endian length, then a wire message of that length (see
+// init.h). The config frame carries the plan's fds, the command frame the
+// command's stdin, stdout and stderr, as SCM_RIGHTS.
 
-// maxFrame bounds one frame; a config is a few tens of KiB.
+// maxFrame bounds one frame (init.h's INIT_MAX_FRAME); a config is a few
+// tens of KiB, more with a large Landlock carve-out.
 const maxFrame = 16 << 20
 
 // WriteFrame sends payload as one frame on the blocking socket fd, with
@@ -38,56 +40,4 @@ func WriteFrame(fd int, payload []byte, fds ...int) error {
 		buf, oob = buf[n:], nil
 	}
 	return nil
-}
-
-// ReadFrame reads one frame from the blocking socket fd and returns its
-// payload and the fds that came with it (O_CLOEXEC).
-func ReadFrame(fd int) ([]byte, []int, error) {
-	var fds []int
-	read := func(want int) ([]byte, error) {
-		out := make([]byte, 0, want)
-		// Room for the most fds a frame carries: a v1 cgroup in every
-		// hierarchy a command may need, with margin.
-		oob := make([]byte, unix.CmsgSpace(16*4))
-		for len(out) < want {
-			buf := make([]byte, want-len(out))
-			n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			if err == nil && flags&unix.MSG_CTRUNC != 0 {
-				err = errors.New("nsinit: frame carried more fds than fit")
-			}
-			if err != nil {
-				return nil, err
-			}
-			if oobn > 0 {
-				if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-					for _, m := range msgs {
-						if r, err := unix.ParseUnixRights(&m); err == nil {
-							fds = append(fds, r...)
-						}
-					}
-				}
-			}
-			if n == 0 {
-				return nil, errors.New("nsinit: connection closed mid-frame")
-			}
-			out = append(out, buf[:n]...)
-		}
-		return out, nil
-	}
-	hdr, err := read(4)
-	if err != nil {
-		return nil, fds, err
-	}
-	n := binary.LittleEndian.Uint32(hdr)
-	if n > maxFrame {
-		return nil, fds, fmt.Errorf("nsinit: frame of %d bytes is over the %d limit", n, maxFrame)
-	}
-	payload, err := read(int(n))
-	return payload, fds, err
 }

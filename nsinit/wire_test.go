@@ -115,6 +115,9 @@ func FuzzWire(f *testing.F) {
 	seed, _ := EncodeWire(Record{Kind: ZygSpawn, Ints: []uint64{1, 2, 3, 4, 5, 6}}, Record{Kind: 9, Blobs: [][]byte{[]byte("/tmp"), nil}})
 	f.Add(seed)
 	f.Add([]byte("HTCH"))
+	if p, err := EncodeConfig(Config{Namespaces: []Layer{LayerUserNS}, Skip: []Layer{LayerSeccomp}, Rlimits: nil}); err == nil {
+		f.Add(p.Message)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		goRecs, goErr := DecodeWire(b)
 		cRecs, cErr := decodeWireC(b, wireMaxRecords)
@@ -123,6 +126,17 @@ func FuzzWire(f *testing.F) {
 		}
 		if goErr == nil && !reflect.DeepEqual(normalize(goRecs), normalize(cRecs)) {
 			t.Fatalf("go %v, C %v", goRecs, cRecs)
+		}
+		// The init's check of its plan (init_check) runs on the same
+		// bytes: it must refuse what the decoder refuses, and never
+		// read past the message (make fuzz builds with -asan).
+		if err := checkPlanC(b); goErr != nil && err == nil {
+			t.Fatalf("init_check passed a message the decoder refuses: %v", goErr)
+		}
+		// And the filesystem executor's check (mnt_check), which runs
+		// nothing either.
+		if out := runMountSteps(b, true); goErr != nil && !out.failed {
+			t.Fatalf("mnt_check passed a message the decoder refuses: %v", goErr)
 		}
 	})
 }

@@ -13,22 +13,21 @@
  *
  *   ZYG_SPAWN  clone a sandbox init into the namespaces and the cgroup the
  *              host chose, map the host's uid and gid in its user
- *              namespace, and have it exec the init with the request's fds
- *              as 0 to 4; reply ZYG_STARTED with its pid or ZYG_FAILED
+ *              namespace, and run the init (init.c) in it with the
+ *              request's fds as 0 to 4; reply ZYG_STARTED with its pid or
+ *              ZYG_FAILED
  *   ZYG_KILL   signal an init the zygote started
  *   (reaped)   ZYG_EXITED with the init's wait status
  *
- * Go decides everything (flags, ids, which capabilities survive the exec);
+ * Go decides everything (flags, ids, and the init's whole plan);
  * this file only executes a request. When the host closes its end, the
  * zygote kills its inits and exits; when the host dies, the kernel kills
  * the zygote (the host sets PR_SET_PDEATHSIG), and each init with it.
  */
 
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,18 +41,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fds.h"
+#include "init.h"
 #include "wire.h"
 #include "zygote.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-#ifndef PR_CAP_AMBIENT
-#define PR_CAP_AMBIENT 47
-#define PR_CAP_AMBIENT_RAISE 2
 #endif
 
 /* The namespaces a request may ask for; anything else is refused. */
@@ -92,34 +86,6 @@ static void failed(uint64_t id, int err, const char *step)
 {
 	uint64_t ints[2] = {id, (uint64_t)err};
 	reply(ZYG_FAILED, ints, 2, step);
-}
-
-/* mark_cloexec sets close-on-exec on every fd from first up, through
- * close_range where the kernel has CLOSE_RANGE_CLOEXEC (5.11) and through
- * /proc/self/fd otherwise (CVE-2024-21626: no fd reaches an exec by
- * mistake). */
-static int mark_cloexec(int first)
-{
-	if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-	DIR *d = opendir("/proc/self/fd");
-	if (d == NULL)
-		return -1;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		char *end;
-		long fd = strtol(e->d_name, &end, 10);
-		if (*end != 0 || end == e->d_name || fd < first || fd == dirfd(d))
-			continue;
-		if (fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF) {
-			closedir(d);
-			return -1;
-		}
-	}
-	closedir(d);
-	return 0;
 }
 
 static int write_file(const char *path, const char *data)
@@ -167,10 +133,12 @@ static void child_fail(int errpipe, const char *step)
 	_exit(127);
 }
 
-/* child runs in the new init until its exec. fds are the request's, all
- * close-on-exec; sync says the ids are mapped (EOF: the zygote gave up);
- * errpipe takes a failure. */
-static void child(const int *fds, int sync_r, int errpipe, uint64_t ambient)
+/* child becomes the new init: the request's fds as 0 to 4, every other fd
+ * of the zygote's closed (its socket to the host above all), then the init
+ * itself (init.c), without an exec. sync says the ids are mapped (EOF: the
+ * zygote gave up); errpipe takes a failure, and its closing tells the
+ * zygote the init runs. */
+static void child(const int *fds, int sync_r, int errpipe)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		child_fail(errpipe, "set the parent-death signal");
@@ -182,39 +150,23 @@ static void child(const int *fds, int sync_r, int errpipe, uint64_t ambient)
 		_exit(1);
 	if (setsid() < 0)
 		child_fail(errpipe, "setsid");
-	if (ambient != 0) {
-		/* A non-root uid loses every capability at exec unless it is
-		 * ambient; these are the ones the init's setup needs. */
-		struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-		struct __user_cap_data_struct d[2];
-		if (syscall(SYS_capget, &h, d) < 0)
-			child_fail(errpipe, "capget");
-		d[0].inheritable = (uint32_t)ambient;
-		d[1].inheritable = (uint32_t)(ambient >> 32);
-		if (syscall(SYS_capset, &h, d) < 0)
-			child_fail(errpipe, "capset inheritable");
-		for (int cap = 0; cap < 64; cap++)
-			if ((ambient >> cap & 1) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
-				child_fail(errpipe, "raise an ambient capability");
-	}
-	/* Out of the way of 0 to 4 first, then into place (dup2 clears
-	 * close-on-exec on the copy). */
+	/* Out of the way of 0 to 4 first, then into place. */
 	int high[ZYG_SPAWN_FDS];
 	for (int i = 0; i < ZYG_SPAWN_FDS; i++)
 		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 16)) < 0)
 			child_fail(errpipe, "dup");
 	for (int i = 0; i < ZYG_SPAWN_FDS; i++)
-		if (dup2(high[i], i) < 0)
-			child_fail(errpipe, "dup2");
+		if (dup3(high[i], i, O_CLOEXEC) < 0)
+			child_fail(errpipe, "dup3");
+	if (close_from(ZYG_SPAWN_FDS, errpipe) < 0)
+		child_fail(errpipe, "close the zygote's fds");
 	/* The init starts with the signal state of a fresh process. */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	char *argv[] = {ZYGOTE_INIT_ARG0, NULL};
-	char *envp[] = {NULL};
-	execve("/proc/self/exe", argv, envp);
-	child_fail(errpipe, "exec the init");
+	close(errpipe);
+	_exit(init_main());
 }
 
 static pid_t clone_init(uint64_t flags, int cgroup)
@@ -237,8 +189,7 @@ static pid_t clone_init(uint64_t flags, int cgroup)
 
 static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
 {
-	uint64_t id = r->ints[0], flags = r->ints[1], uid = r->ints[2], gid = r->ints[3], opts = r->ints[4],
-		 ambient = r->ints[5];
+	uint64_t id = r->ints[0], flags = r->ints[1], uid = r->ints[2], gid = r->ints[3], opts = r->ints[4];
 	size_t want = ZYG_SPAWN_FDS + ((opts & ZYG_INTO_CGROUP) ? 1 : 0);
 	if (nfds != want || (flags & ~(uint64_t)ZYG_CLONE_FLAGS) != 0 || (opts & ~(uint64_t)ZYG_INTO_CGROUP) != 0 ||
 	    uid > UINT32_MAX || gid > UINT32_MAX) {
@@ -270,7 +221,7 @@ static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
 	if (pid == 0) {
 		close(sync[1]);
 		close(errp[0]);
-		child(fds, sync[0], errp[1], ambient);
+		child(fds, sync[0], errp[1]);
 	}
 	int err = errno;
 	close(sync[0]);
@@ -351,7 +302,7 @@ static void handle(const uint8_t *buf, size_t len, const int *fds, size_t nfds)
 		return;
 	switch (rec.kind) {
 	case ZYG_SPAWN:
-		if (rec.nints == 6) {
+		if (rec.nints == 5) {
 			spawn(&rec, fds, nfds);
 			return;
 		}

@@ -9,8 +9,6 @@
 
 /* argv[0] that makes the binary the zygote before the Go runtime starts. */
 #define ZYGOTE_ARG0 "hutch-spawn"
-/* argv[0] of each init the zygote starts (the Go init, for now). */
-#define ZYGOTE_INIT_ARG0 "hutch-init"
 /* The zygote's end of its socket with the host. */
 #define ZYGOTE_FD 3
 
@@ -27,7 +25,7 @@
 #define ZYG_INTO_CGROUP 1 /* the last fd is a cgroup v2 directory to clone into */
 
 /* A spawn carries the init's stdin, stdout, stderr, control socket and
- * status pipe, which it gets as fds 0 to 4. */
+ * status pipe, which it gets as fds 0 to 4 (see init.h). */
 #define ZYG_SPAWN_FDS 5
 
 /* The largest request; requests carry no configuration. */

@@ -325,7 +325,7 @@ func (c *Cmd) Start() error {
 			continue
 		case ok && ev.Kind == nsinit.EventStarted:
 			c.started = ev
-			if len(ev.Phases) > 0 && ev.Phases[0].Name == "go-runtime-start" {
+			if len(ev.Phases) > 0 && ev.Phases[0].Name == nsinit.FirstPhase {
 				p := &c.started.Phases[0]
 				p.Name, p.Nanos, p.Start = "spawn", p.Start-in.spawnAt, in.spawnAt
 			}

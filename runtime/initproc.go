@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +96,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 			config.CgroupTasks = len(tasks)
 		}
 	}
-	cfg, err := json.Marshal(config)
+	plan, err := nsinit.EncodeConfig(config)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +162,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 	}
 	go func() {
-		cfgSent <- nsinit.WriteFrame(cfgFd, cfg, taskFds...)
+		cfgSent <- nsinit.WriteFrame(cfgFd, plan.Message, taskFds...)
 		closeFds(append(taskFds, cfgFd))
 	}()
 	spawnAt := nsinit.Monotonic()
@@ -182,7 +181,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
 	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
-	go readEvents(statusR, in.events)
+	go readEvents(statusR, plan, in.events)
 	if config.Egress != nil {
 		if err := in.startEgress(sb); err != nil {
 			if ho != nil {
@@ -200,11 +199,15 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 
 // send hands the init its command and the command's stdio.
 func (in *sandboxInit) send(cmd nsinit.Command, stdio [3]*os.File) error {
-	if err := <-in.cfgSent; err != nil {
+	b, err := nsinit.EncodeCommand(cmd)
+	if err != nil {
+		// Cmd.check refuses every NUL; should one slip through, the init,
+		// waiting for a command it will never get, must not keep the
+		// caller waiting for its end.
+		in.kill()
 		return err
 	}
-	b, err := json.Marshal(cmd)
-	if err != nil {
+	if err := <-in.cfgSent; err != nil {
 		return err
 	}
 	return nsinit.WriteFrame(in.control, b, int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd()))
@@ -304,14 +307,17 @@ func awaitExit(pid int, d time.Duration) {
 	}
 }
 
-func readEvents(r io.Reader, out chan<- nsinit.Event) {
+// readEvents passes on the events of the init running plan until its
+// status pipe ends. An event that cannot be read ends them too: the pipe
+// is out of step, and the init's exit tells the rest.
+func readEvents(r io.Reader, plan *nsinit.Plan, out chan<- nsinit.Event) {
 	defer close(out)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var ev nsinit.Event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			out <- ev
+	br := bufio.NewReader(r)
+	for {
+		ev, err := nsinit.ReadEvent(br, plan)
+		if err != nil {
+			return
 		}
+		out <- ev
 	}
 }

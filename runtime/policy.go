@@ -11,10 +11,11 @@
 // cloned from a small spawn server (package spawn), not from the host's own
 // process, so their cost does not grow with the host's heap.
 //
-// A host binary that imports this package becomes its own sandbox init:
-// hutch re-executes it through /proc/self/exe with a role marker, and the
-// import's init function takes over before main runs. No line in main is
-// needed.
+// A host binary that imports this package carries the sandbox's init: hutch
+// starts it again once through /proc/self/exe with a role marker, and
+// package nsinit's C stage takes that process over before the Go runtime
+// starts (the zygote); every sandbox init is a clone of it and runs no Go
+// code. No line in main is needed.
 package runtime
 
 import (

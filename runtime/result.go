@@ -88,8 +88,8 @@ type Result struct {
 	// layers the policy allowed to degrade that could not be set up.
 	Layers  []Layer   `json:"layers"`
 	Skipped []Skipped `json:"skipped,omitempty"`
-	// Phases say where the startup went: "spawn" (the clone, the init's
-	// exec and Go runtime start), "config", "keyring-uts-loopback",
+	// Phases say where the startup went: "spawn" (the spawn request, the
+	// clone and the init's start), "config", "keyring-uts-loopback",
 	// "filesystem", "confine" (limits, privileges, seccomp),
 	// "wait-command" (idle time of a pooled init) and "exec". Start times
 	// are CLOCK_MONOTONIC.

@@ -204,15 +204,18 @@ func (sb *Sandbox) cloneflags() uintptr {
 // config is an init's sandbox configuration.
 func (sb *Sandbox) config(f fresh) nsinit.Config {
 	if sb.level == LevelLandlock {
-		// The host's namespaces: no mounts, no hostname, no loopback.
+		// The host's namespaces: no mounts, no hostname, no loopback,
+		// and the host's credentials, with which the init may hold no
+		// capability at all.
 		return nsinit.Config{
-			Mounts:     mounts.Plan{},
-			Degradable: sb.policy.AllowDegraded,
-			Seccomp:    sb.filter,
-			ModeWall:   sb.modeWall,
-			Skip:       sb.policy.SkipLayers,
-			Rlimits:    sb.rlimits,
-			Landlock:   sb.landlock,
+			Unprivileged: !initHoldsSetpcap(),
+			Mounts:       mounts.Plan{},
+			Degradable:   sb.policy.AllowDegraded,
+			Seccomp:      sb.filter,
+			ModeWall:     sb.modeWall,
+			Skip:         sb.policy.SkipLayers,
+			Rlimits:      sb.rlimits,
+			Landlock:     sb.landlock,
 		}
 	}
 	var egress *nsinit.Egress
@@ -241,4 +244,20 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Landlock:   sb.landlock,
 		UnixWall:   wall,
 	}
+}
+
+// initHoldsSetpcap reports whether an init in the host's user namespace
+// (LevelLandlock) holds CAP_SETPCAP, which emptying its bounding set and
+// locking its securebits need. The init is a child of the zygote, this
+// binary started again: as root it holds the bounding set, otherwise only
+// what this process passes on as ambient capabilities.
+func initHoldsSetpcap() bool {
+	if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, unix.CAP_SETPCAP, 0, 0, 0); err != nil || in != 1 {
+		return false
+	}
+	if os.Geteuid() == 0 {
+		return true
+	}
+	amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, unix.CAP_SETPCAP, 0, 0)
+	return err == nil && amb == 1
 }

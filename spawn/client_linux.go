@@ -133,15 +133,12 @@ func (c *Client) Spawn(r Request) (*Init, error) {
 	cn.mu.Unlock()
 
 	fds := []int{int(r.Stdin.Fd()), int(r.Stdout.Fd()), int(r.Stderr.Fd()), int(r.Control.Fd()), int(r.Status.Fd())}
-	var opts, ambient uint64
+	var opts uint64
 	if r.Cgroup != nil {
 		opts |= nsinit.ZygIntoCgroup
 		fds = append(fds, int(r.Cgroup.Fd()))
 	}
-	if r.Cloneflags&unix.CLONE_NEWUSER != 0 && r.UID != 0 {
-		ambient = initCaps
-	}
-	req := nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{id, uint64(r.Cloneflags), uint64(r.UID), uint64(r.GID), opts, ambient}}
+	req := nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{id, uint64(r.Cloneflags), uint64(r.UID), uint64(r.GID), opts}}
 	if err := c.sendOn(cn, req, fds); err != nil {
 		cn.drop(id)
 		return nil, err
@@ -320,12 +317,3 @@ func (c *Client) readLoop(cn *conn) {
 		}
 	}
 }
-
-// initCaps are the capabilities the init keeps across its exec when it
-// runs as a non-root uid inside its user namespace (an unprivileged host):
-// exactly what building the sandbox needs, dropped again before the
-// command. The zygote raises them as ambient capabilities.
-const initCaps = 1<<unix.CAP_SYS_ADMIN | // mounts, pivot_root, sethostname
-	1<<unix.CAP_NET_ADMIN | // bring up loopback
-	1<<unix.CAP_SETPCAP | // empty the bounding set, securebits
-	1<<unix.CAP_DAC_OVERRIDE // build the new root in tmpfs owned by us

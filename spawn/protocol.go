@@ -15,7 +15,8 @@
 // pipe (and, on cgroup v2, the cgroup to clone it into) as SCM_RIGHTS.
 // Configuration, the command and its stdio, and status flow straight
 // between the host and the init through those; the zygote only clones,
-// signals and reaps.
+// signals and reaps. Its clone child runs the sandbox init (C too, see
+// nsinit/init.c) without an exec.
 //
 // The zygote is started lazily, restarted when it dies, and dies with the
 // host: it exits on EOF of its socket, and the kernel sends it SIGKILL

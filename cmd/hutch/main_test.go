@@ -161,7 +161,7 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"hutch-no-such-command"}, exitNotFound, `hutch: exec: look up command hutch-no-such-command: "hutch-no-such-command" not found in PATH: no such file or directory`},
 		{[]string{"./missing"}, exitNotFound, "hutch: exec: look up command ./missing: no such file or directory"},
 		{[]string{"./script"}, exitCannotExec, "hutch: exec: look up command ./script: permission denied"},
-		{[]string{"./dir"}, exitCannotExec, "hutch: exec: exec ./dir: fork/exec ./dir: permission denied"},
+		{[]string{"./dir"}, exitCannotExec, "hutch: exec: exec ./dir: permission denied"},
 		{[]string{"sh", "-c", "exit 3"}, 3, ""},
 	}
 	for _, tt := range tests {

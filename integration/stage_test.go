@@ -1,0 +1,134 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/integration/internal/initcount"
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// The host program's side of TestHostProgramRunsOnce.
+const (
+	initPhasesEnv = "HUTCH_IT_INIT_PHASES"
+	initWsEnv     = "HUTCH_IT_INIT_WORKSPACE"
+)
+
+// initSleep is long against a spawn even under load, so that a "spawn"
+// phase that held it could not pass for one that did not.
+const initSleep = 2 * time.Second
+
+// TestHostProgramRunsOnce: a host program (a copy of this test binary,
+// with package initcount) runs 20 sandboxed commands, and its Go code runs
+// in one process only, its own. The zygote and every init are C that
+// takes over before the Go runtime starts, so neither the host's package
+// init functions nor its runtime cost a spawn anything; an init function
+// that sleeps shows up in no command's "spawn" phase.
+func TestHostProgramRunsOnce(t *testing.T) {
+	ws := dir(t, "ws")
+	scratch := dir(t, "hostprog")
+	// The copy has counter and sleep files of its own, so that no other
+	// test's processes count.
+	prog := filepath.Join(scratch, "host-program")
+	copyFile(t, os.Args[0], prog, 0o755)
+	counter := prog + initcount.CounterSuffix
+	// Writable by whoever might run the program's code, in or out of a
+	// sandbox, so that a missing line means the code did not run.
+	must(os.WriteFile(counter, nil, 0o666))
+	must(os.Chmod(counter, 0o666))
+	must(os.WriteFile(prog+initcount.SleepSuffix, []byte(initSleep.String()), 0o644))
+	phases := filepath.Join(scratch, "phases.json")
+	must(os.WriteFile(phases, nil, 0o666))
+	must(os.Chmod(phases, 0o666))
+
+	cmd := exec.Command(prog, "-test.run=^TestHostProgramChild$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), initPhasesEnv+"="+phases, initWsEnv+"="+ws, "HUTCH_BIN="+hutchBin)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("host program: %v\n%s", err, out)
+	}
+
+	b, err := os.ReadFile(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) != 1 || lines[0] != fmt.Sprint(cmd.Process.Pid) {
+		t.Errorf("the host program's init functions ran in %d processes (%v), want 1: its own (%d)", len(lines), lines, cmd.Process.Pid)
+	}
+
+	var results [][]runtime.Phase
+	b, err = os.ReadFile(phases)
+	if err == nil {
+		err = json.Unmarshal(b, &results)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 20 {
+		t.Fatalf("%d results, want 20", len(results))
+	}
+	for i, ps := range results {
+		if len(ps) == 0 || ps[0].Name != "spawn" {
+			t.Fatalf("command %d: phases %v, want spawn first", i, ps)
+		}
+		if d := time.Duration(ps[0].Nanos); d >= initSleep {
+			t.Errorf("command %d: spawn phase %v holds the host program's %v init", i, d, initSleep)
+		}
+	}
+}
+
+// TestHostProgramChild is TestHostProgramRunsOnce's host program.
+func TestHostProgramChild(t *testing.T) {
+	ws, out := os.Getenv(initWsEnv), os.Getenv(initPhasesEnv)
+	if ws == "" || out == "" {
+		t.Skip("run by TestHostProgramRunsOnce")
+	}
+	sb := newSandbox(t, ws)
+	defer sb.Close()
+	var results [][]runtime.Phase
+	for range 20 {
+		c := sb.Command(context.Background(), "/bin/true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, c.Result.Phases)
+	}
+	b, err := json.Marshal(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyFile copies src to a new file dst with mode perm.
+func copyFile(t *testing.T, src, dst string, perm os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
