@@ -85,7 +85,9 @@ bench: deps
 	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg
 
 # fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,
-# held to the Go decoder) for FUZZTIME, built with AddressSanitizer so that
+# held to the Go decoder) and of the checks the init and the filesystem
+# executor run on a message before anything of it (init.c's init_check,
+# mounts.c's mnt_check) for FUZZTIME, built with AddressSanitizer so that
 # a read past a message is caught, not only a crash. make test runs it for
 # 10 s without.
 FUZZTIME ?= 10m
