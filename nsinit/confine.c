@@ -329,19 +329,13 @@ static int run(const struct wire_record *r, int *ruleset, int *listener, struct 
 int step_run(const uint8_t *msg, size_t len, struct step_err *e, int *listener)
 {
 	*listener = -1;
-	/* The header's record count sizes the array; wire_decode checks it. */
-	size_t cap = len >= WIRE_HEADER ? (size_t)(msg[6] | msg[7] << 8) : 0;
-	if (cap > STEP_MAX_RECORDS)
-		return step_fail(e, EINVAL, NULL, "refuse step message: too many records");
-	struct wire_record *recs = calloc(cap ? cap : 1, sizeof *recs);
-	if (recs == NULL)
-		return step_fail(e, ENOMEM, NULL, "decode step message");
 	size_t n;
 	const char *why;
 	int ret = -1;
-	if (wire_decode(msg, len, recs, cap, &n, &why) < 0)
-		step_fail(e, EINVAL, NULL, "refuse step message: %s", why);
-	else if (check(recs, n, e) == 0) {
+	struct wire_record *recs = wire_decode_alloc(msg, len, STEP_MAX_RECORDS, &n, &why);
+	if (recs == NULL)
+		return step_fail(e, EINVAL, NULL, "refuse step message: %s", why);
+	if (check(recs, n, e) == 0) {
 		int ruleset = -1;
 		size_t i = 0;
 		while (i < n && run(&recs[i], &ruleset, listener, e) == 0)

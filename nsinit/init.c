@@ -385,8 +385,6 @@ static const char *check_plan(const struct wire_record *recs, size_t n)
 	return NULL;
 }
 
-static struct wire_record *decode(const uint8_t *msg, size_t len, size_t *n, const char **why);
-
 static int run_record(const struct wire_record *r)
 {
 	switch (r->kind) {
@@ -428,12 +426,8 @@ static int run_record(const struct wire_record *r)
 
 int init_check(const uint8_t *msg, size_t len, const char **why)
 {
-	if (len < WIRE_HEADER) {
-		*why = "short message";
-		return -1;
-	}
 	size_t n;
-	struct wire_record *recs = decode(msg, len, &n, why);
+	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, &n, why);
 	if (recs == NULL)
 		return -1;
 	*why = check_plan(recs, n);
@@ -517,22 +511,6 @@ static void close_all(const int *fds, size_t n)
 		close(fds[i]);
 }
 
-/* decode decodes a message into a new array of records. */
-static struct wire_record *decode(const uint8_t *msg, size_t len, size_t *n, const char **why)
-{
-	size_t cap = (size_t)(msg[6] | msg[7] << 8);
-	struct wire_record *recs = calloc(cap ? cap : 1, sizeof *recs);
-	if (recs == NULL) {
-		*why = "out of memory";
-		return NULL;
-	}
-	if (wire_decode(msg, len, recs, cap, n, why) < 0) {
-		free(recs);
-		return NULL;
-	}
-	return recs;
-}
-
 /* build reads and runs the plan. It returns 0 when the sandbox is
  * built, -1 when the init must end (the error was reported). */
 static int build(void)
@@ -567,7 +545,7 @@ static int build(void)
 	}
 	size_t n;
 	const char *why = NULL;
-	struct wire_record *recs = decode(msg, len, &n, &why);
+	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, &n, &why);
 	if (recs == NULL || (why = check_plan(recs, n)) != NULL) {
 		init_error("filesystem", "read config", EINVAL, why, NULL);
 		return -1;

@@ -647,17 +647,10 @@ static int decode(const uint8_t *msg, size_t len, struct wire_record **out, size
 {
 	memset(res, 0, sizeof *res);
 	res->index = -1;
-	struct wire_record *recs = calloc(WIRE_MAX_RECORDS, sizeof *recs);
-	if (recs == NULL) {
-		res->err = ENOMEM;
-		snprintf(res->op, sizeof res->op, "allocate");
-		return -1;
-	}
 	const char *why;
-	if (wire_decode(msg, len, recs, WIRE_MAX_RECORDS, n, &why) < 0) {
-		free(recs);
+	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, n, &why);
+	if (recs == NULL)
 		return refuse(res, -1, why);
-	}
 	if (*n < 3) {
 		free(recs);
 		return refuse(res, -1, "fewer than three records (prepare, root, enter)");

@@ -1,5 +1,7 @@
 //go:build linux && cgo
 
+#include <stdlib.h>
+
 #include "wire.h"
 
 #include <string.h>
@@ -93,6 +95,28 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_record *records, siz
 	}
 	*nrecords = n;
 	return 0;
+}
+
+struct wire_record *wire_decode_alloc(const uint8_t *buf, size_t len, size_t max, size_t *nrecords, const char **why)
+{
+	*nrecords = 0;
+	/* The header's count sizes the array (wire_decode checks it against
+	 * the message); a missing header decodes into one slot and fails. */
+	size_t cap = len >= WIRE_HEADER ? get16(buf + 6) : 1;
+	if (cap > max) {
+		*why = "too many records";
+		return NULL;
+	}
+	struct wire_record *recs = calloc(cap ? cap : 1, sizeof *recs);
+	if (recs == NULL) {
+		*why = "out of memory";
+		return NULL;
+	}
+	if (wire_decode(buf, len, recs, cap, nrecords, why) < 0) {
+		free(recs);
+		return NULL;
+	}
+	return recs;
 }
 
 const char *wire_path(const struct wire_record *r, unsigned i)

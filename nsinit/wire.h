@@ -54,6 +54,14 @@ struct wire_msg {
 int wire_decode(const uint8_t *buf, size_t len, struct wire_record *records, size_t cap, size_t *nrecords,
 		const char **why);
 
+/*
+ * wire_decode_alloc decodes buf[0:len] into a new array (free it) of as
+ * many records as the header says, refusing more than max. It returns the
+ * array, or NULL with *why naming the first problem.
+ */
+struct wire_record *wire_decode_alloc(const uint8_t *buf, size_t len, size_t max, size_t *nrecords,
+				      const char **why);
+
 /* wire_path returns blob i of r as a C string, or NULL when it is missing
  * or holds a NUL of its own. */
 const char *wire_path(const struct wire_record *r, unsigned i);

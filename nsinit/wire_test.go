@@ -120,7 +120,12 @@ func FuzzWire(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		goRecs, goErr := DecodeWire(b)
-		cRecs, cErr := decodeWireC(b, wireMaxRecords)
+		// As the stage sizes its arrays: by the header's count.
+		capacity := wireMaxRecords
+		if len(b) >= 8 {
+			capacity = min(int(binary.LittleEndian.Uint16(b[6:])), wireMaxRecords)
+		}
+		cRecs, cErr := decodeWireC(b, capacity)
 		if (goErr == nil) != (cErr == nil) {
 			t.Fatalf("go: %v, C: %v", goErr, cErr)
 		}
