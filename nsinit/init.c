@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -681,9 +682,25 @@ static void child_fail(int errpipe, int step)
 	_exit(127);
 }
 
-/* command is the forked child until its exec. */
-static void command(const char *path, char *const *argv, char *const *env, const int *stdio, int errpipe)
+/* What the command's child needs until its exec. */
+struct command_args {
+	const char *path;
+	char *const *argv, *const *env;
+	const int *stdio;
+	int errpipe;
+};
+
+/* command is the command's child until its exec. It shares the init's
+ * memory (CLONE_VM, see run) and runs on its own stack while the init
+ * waits: it makes system calls only, and leaves through execve or
+ * _exit. Its fd table and signal dispositions are its own copies. */
+static int command(void *arg)
 {
+	const struct command_args *a = arg;
+	const char *path = a->path;
+	char *const *argv = a->argv, *const *env = a->env;
+	const int *stdio = a->stdio;
+	int errpipe = a->errpipe;
 	/* A new session without a controlling terminal: TIOCSTI has no
 	 * terminal to inject into. */
 	if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -699,7 +716,12 @@ static void command(const char *path, char *const *argv, char *const *env, const
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(path, argv, env);
 	child_fail(errpipe, 1);
+	return 127;
 }
+
+/* The command's child runs on this stack until its exec; the init, its
+ * only other user, is suspended meanwhile (CLONE_VFORK). */
+static char command_stack[64 << 10] __attribute__((aligned(16)));
 
 /* pid_state reads the parent and the state of process pid from
  * /proc/pid/stat. */
@@ -847,11 +869,11 @@ static int run(int sfd)
 		init_error("exec", "exec", errno, "pipe", path);
 		return 1;
 	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(errp[0]);
-		command(path, argv, env, stdio, errp[1]);
-	}
+	/* As posix_spawn does: the child borrows the init's memory until its
+	 * exec instead of a copy of it, so neither the copy nor its teardown
+	 * at the exec is paid, and the init sleeps until the exec is done. */
+	struct command_args args = {path, argv, env, stdio, errp[1]};
+	pid_t pid = clone(command, command_stack + sizeof command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
 	int err = errno;
 	close(errp[1]);
 	close_all(stdio, 3); /* the init keeps no copy: output reaches EOF with the command's tree */
