@@ -37,13 +37,6 @@ type Group struct {
 // die before it ends.
 const destroyTimeout = 5 * time.Second
 
-// Destroy's pace: the grace a leftover process gets before the first kill,
-// and how often the kill is repeated for anything that slipped through.
-const (
-	exitingGrace = 20 * time.Millisecond
-	killEvery    = 50 * time.Millisecond
-)
-
 // group describes the group name below the Manager's parents; nothing is
 // created. With l, a v1 group leaves out the hierarchies only a limit l
 // does not set would need (cpu without a CPU limit, blkio without an io
@@ -295,9 +288,9 @@ func (g *Group) Add(pid int) error {
 }
 
 // OpenTasks opens, on v1 and hybrid, the group's "tasks" file in each
-// hierarchy for writing, for the thread that will fork the command (the
-// sandbox init's, which writes "0" to each to move itself): pass the files along like its stdio and
-// close them here once sent. They are O_CLOEXEC.
+// hierarchy for writing, for the process that will fork the command (the
+// sandbox init, which writes "0" to each to move itself): pass the files
+// along like its stdio and close them here once sent. They are O_CLOEXEC.
 //
 // Why: Add writes a pid to cgroup.procs, which moves a whole thread group
 // and so takes the kernel's global cgroup_threadgroup_rwsem for writing;
@@ -487,11 +480,7 @@ func (g *Group) Destroy() error {
 	}
 	deadline := time.Now().Add(destroyTimeout)
 	delay := 50 * time.Microsecond
-	// What is left is usually a process on its way out (a sandbox's init
-	// exits right after reporting its command's end): it gets
-	// exitingGrace to leave on its own before the group is frozen and
-	// killed, which costs a v1 freezer milliseconds of CPU.
-	lastKill := time.Now().Add(exitingGrace - killEvery)
+	var lastKill time.Time
 	for {
 		if !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOTEMPTY) {
 			return fmt.Errorf("cgroups: destroy %s: %w", g.name, err)
@@ -499,7 +488,7 @@ func (g *Group) Destroy() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("cgroups: destroy %s: still not empty after %v: %w", g.name, destroyTimeout, err)
 		}
-		if time.Since(lastKill) > killEvery {
+		if time.Since(lastKill) > 50*time.Millisecond {
 			// Killed processes take a moment to exit; kill again only
 			// now and then, for anything that slipped through.
 			_ = g.Kill()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +39,9 @@ func TestHostProgramRunsOnce(t *testing.T) {
 	// The copy has counter and sleep files of its own, so that no other
 	// test's processes count.
 	prog := filepath.Join(scratch, "host-program")
-	copyFile(t, os.Args[0], prog, 0o755)
+	bin, err := os.ReadFile(os.Args[0])
+	must(err)
+	must(os.WriteFile(prog, bin, 0o755))
 	counter := prog + initcount.CounterSuffix
 	// Writable by whoever might run the program's code, in or out of a
 	// sandbox, so that a missing line means the code did not run.
@@ -108,27 +109,6 @@ func TestHostProgramChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyFile copies src to a new file dst with mode perm.
-func copyFile(t *testing.T, src, dst string, perm os.FileMode) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -79,11 +79,8 @@ int step_fail(struct step_err *e, int err, const char *path, const char *fmt, ..
 	return -1;
 }
 
-/* The shape of each kind: how many ints and blobs it carries. */
-static const struct {
-	uint16_t kind;
-	uint8_t nints, nblobs;
-} shapes[] = {
+/* The shape of each kind. */
+static const struct wire_shape shapes[] = {
 	{STEP_KEYRING, 0, 0},	  {STEP_HOSTNAME, 0, 1},   {STEP_LOOPBACK, 0, 0}, {STEP_RLIMIT, 4, 0},
 	{STEP_CGROUP_JOIN, 1, 0}, {STEP_CAPS, 2, 0},	   {STEP_LL_RULESET, 5, 0}, {STEP_LL_PATH, 2, 1},
 	{STEP_LL_PORT, 2, 0},	  {STEP_LL_RESTRICT, 0, 0}, {STEP_SECCOMP, 1, 1},
@@ -101,13 +98,9 @@ static int check(const struct wire_record *recs, size_t n, struct step_err *e)
 	int ruleset = 0, listeners = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct wire_record *r = &recs[i];
-		size_t k = 0;
-		while (k < sizeof shapes / sizeof shapes[0] && shapes[k].kind != r->kind)
-			k++;
-		if (k == sizeof shapes / sizeof shapes[0])
-			return refuse(e, i, "unknown kind");
-		if (r->nints != shapes[k].nints || r->nblobs != shapes[k].nblobs)
-			return refuse(e, i, "wrong number of fields");
+		const char *why = wire_check_shape(r, shapes, sizeof shapes / sizeof shapes[0]);
+		if (why != NULL)
+			return refuse(e, i, why);
 		switch (r->kind) {
 		case STEP_HOSTNAME:
 			if (wire_path(r, 0) == NULL || r->blobs[0].len > HOST_NAME_MAX)

@@ -32,14 +32,9 @@
 #include <unistd.h>
 
 #include "confine.h"
-#include "fds.h"
 #include "init.h"
 #include "mounts.h"
 #include "wire.h"
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 #define CONTROL_FD 3
 #define STATUS_FD 4
@@ -63,25 +58,19 @@ struct phase {
 	int64_t start, ns;
 };
 
-/* The init's one run. Texts point into the config message, which lives as
- * long as the init. */
+/* The init's one run. Texts and records point into the config message,
+ * which lives as long as the init. */
 static struct {
+	const struct wire_record *recs; /* the plan */
+	size_t nrecs;
 	struct text layers[MAX_LAYERS];
 	size_t nlayers;
 	struct text skipped[MAX_SKIPPED][2]; /* layer, reason */
-	char *reasons[MAX_SKIPPED];	     /* owned copies of built reasons */
 	size_t nskipped;
 	struct phase phases[MAX_PHASES];
 	size_t nphases;
 	int64_t last;
 	struct text unix_wall;
-	/* INIT_CHILD_RLIMIT records, applied to the command. */
-	const struct wire_record **child_rlimits;
-	size_t nchild_rlimits;
-	/* INIT_WALL_ROOT records since the last INIT_WALL. */
-	const struct wire_record **wall_roots;
-	size_t nwall_roots;
-	int wall_failed;
 } st;
 
 static int64_t monotonic(void)
@@ -114,15 +103,21 @@ static void add_layer(struct text layer)
 		st.layers[st.nlayers++] = layer;
 }
 
-static void add_skipped(struct text layer, struct text reason, char *owned)
+static void add_skipped(struct text layer, struct text reason)
 {
-	if (st.nskipped == MAX_SKIPPED) {
-		free(owned);
+	if (st.nskipped == MAX_SKIPPED)
 		return;
-	}
 	st.skipped[st.nskipped][0] = layer;
-	st.skipped[st.nskipped][1] = reason;
-	st.reasons[st.nskipped++] = owned;
+	st.skipped[st.nskipped++][1] = reason;
+}
+
+/* reported says whether layer was reported enforced. */
+static int reported(struct text layer)
+{
+	for (size_t i = 0; i < st.nlayers; i++)
+		if (st.layers[i].len == layer.len && memcmp(st.layers[i].p, layer.p, layer.len) == 0)
+			return 1;
+	return 0;
 }
 
 /* write_all writes one whole event; the host reads every event, so a
@@ -209,12 +204,12 @@ static int step_failed(const struct wire_record *r, int executor, uint64_t index
 {
 	struct text layer = blob_text(r, 0), op = blob_text(r, 1);
 	if (r->ints[0] & INIT_DEGRADABLE) {
+		/* The reason lives as long as the init, like the plan. */
 		char *reason = NULL;
-		int n = asprintf(&reason, "%.*s: %s%s%s: %s", (int)op.len, op.p, step_op ? step_op : "",
-				 path && *path ? " " : "", path ? path : "", strerror(err));
-		if (n < 0)
+		if (asprintf(&reason, "%.*s: %s%s%s: %s", (int)op.len, op.p, step_op ? step_op : "",
+			     path && *path ? " " : "", path ? path : "", strerror(err)) < 0)
 			reason = NULL;
-		add_skipped(layer, reason ? text(reason) : op, reason);
+		add_skipped(layer, reason ? text(reason) : op);
 		return 0;
 	}
 	send_error(layer, op, err, executor, index, refused, step_op, path);
@@ -312,9 +307,11 @@ static int run_wall(const struct wire_record *r)
 	int sock = (int)r->ints[1];
 	struct step_err e;
 	int listener;
-	size_t nroots = st.nwall_roots;
-	st.nwall_roots = 0;
-	st.wall_failed = 1;
+	/* Its trees are the INIT_WALL_ROOT records right before it. */
+	const struct wire_record *roots = r;
+	while (roots > st.recs && roots[-1].kind == INIT_WALL_ROOT)
+		roots--;
+	size_t nroots = (size_t)(r - roots);
 	if (step_run(r->blobs[2].p, r->blobs[2].len, &e, &listener) < 0) {
 		if (e.err != EINVAL || step_run(r->blobs[3].p, r->blobs[3].len, &e, &listener) < 0)
 			return step_failed(r, EV_EXEC_STEPS, 0, 0, e.err, e.op, e.path);
@@ -322,7 +319,7 @@ static int run_wall(const struct wire_record *r)
 	if (listener < 0)
 		return step_failed(r, EV_EXEC_INIT, 0, 0, EINVAL, "load the filter: no listener", NULL);
 	for (size_t i = 0; i < nroots; i++) {
-		const char *path = wire_path(st.wall_roots[i], 0);
+		const char *path = wire_path(&roots[i], 0);
 		int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 && errno == ENOENT)
 			continue;
@@ -331,7 +328,7 @@ static int run_wall(const struct wire_record *r)
 			close(listener);
 			return step_failed(r, EV_EXEC_INIT, 0, 0, err, "open", path);
 		}
-		struct wire_blob b = st.wall_roots[i]->blobs[0];
+		struct wire_blob b = roots[i].blobs[0];
 		int rc = handoff(sock, HANDOFF_WALL_ROOT, &b, 1, fd);
 		int err = errno;
 		close(fd);
@@ -345,19 +342,15 @@ static int run_wall(const struct wire_record *r)
 	close(listener);
 	if (rc < 0)
 		return step_failed(r, EV_EXEC_INIT, 0, 0, err, "hand off to the host", NULL);
-	st.wall_failed = 0;
 	step_done(r);
 	return 0;
 }
 
-/* The shape of each config record: ints and blobs. */
-static const struct {
-	uint16_t kind;
-	uint8_t nints, nblobs;
-} shapes[] = {
+/* The shape of each config record. */
+static const struct wire_shape shapes[] = {
 	{INIT_LAYER, 0, 1},	{INIT_SKIP, 0, 2},	{INIT_PHASE, 0, 1},	   {INIT_STEPS, 1, 3},
 	{INIT_MOUNTS, 1, 3},	{INIT_EGRESS, 3, 2},	{INIT_WALL_ROOT, 0, 1},	   {INIT_WALL, 2, 4},
-	{INIT_SUBREAPER, 1, 2}, {INIT_CHILD_RLIMIT, 3, 0}, {INIT_UNIX_WALL, 0, 1},
+	{INIT_SUBREAPER, 1, 2}, {INIT_CHILD_RLIMIT, 3, 0}, {INIT_UNIX_WALL, 0, 2},
 };
 
 /* check_plan refuses a plan with a record of the wrong shape, or a path or
@@ -366,13 +359,9 @@ static const char *check_plan(const struct wire_record *recs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct wire_record *r = &recs[i];
-		size_t k = 0;
-		while (k < sizeof shapes / sizeof shapes[0] && shapes[k].kind != r->kind)
-			k++;
-		if (k == sizeof shapes / sizeof shapes[0])
-			return "a record of unknown kind";
-		if (r->nints != shapes[k].nints || r->nblobs != shapes[k].nblobs)
-			return "a record of the wrong shape";
+		const char *why = wire_check_shape(r, shapes, sizeof shapes / sizeof shapes[0]);
+		if (why != NULL)
+			return why;
 		/* Layer, op, names and paths are C strings; nested
 		 * messages (blobs 2 and 3 of steps, mounts and the wall)
 		 * are not. */
@@ -393,7 +382,7 @@ static int run_record(const struct wire_record *r)
 		add_layer(blob_text(r, 0));
 		return 0;
 	case INIT_SKIP:
-		add_skipped(blob_text(r, 0), blob_text(r, 1), NULL);
+		add_skipped(blob_text(r, 0), blob_text(r, 1));
 		return 0;
 	case INIT_PHASE:
 		phase(wire_path(r, 0));
@@ -404,8 +393,8 @@ static int run_record(const struct wire_record *r)
 		return run_mounts(r);
 	case INIT_EGRESS:
 		return run_egress(r);
-	case INIT_WALL_ROOT:
-		st.wall_roots[st.nwall_roots++] = r;
+	case INIT_WALL_ROOT: /* read by the INIT_WALL after it */
+	case INIT_CHILD_RLIMIT: /* read once the command exists */
 		return 0;
 	case INIT_WALL:
 		return run_wall(r);
@@ -414,26 +403,32 @@ static int run_record(const struct wire_record *r)
 			return step_failed(r, EV_EXEC_INIT, 0, 0, errno, "prctl", NULL);
 		step_done(r);
 		return 0;
-	case INIT_CHILD_RLIMIT:
-		st.child_rlimits[st.nchild_rlimits++] = r;
-		return 0;
 	case INIT_UNIX_WALL:
-		if (!st.wall_failed)
-			st.unix_wall = blob_text(r, 0);
+		if (reported(blob_text(r, 0)))
+			st.unix_wall = blob_text(r, 1);
 		return 0;
 	}
 	return -1; /* check_plan let nothing else through */
 }
 
+/* decode_plan decodes and checks a config message into a new array of
+ * records, or returns NULL with *why set. */
+static struct wire_record *decode_plan(const uint8_t *msg, size_t len, size_t *n, const char **why)
+{
+	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, n, why);
+	if (recs != NULL && (*why = check_plan(recs, *n)) != NULL) {
+		free(recs);
+		recs = NULL;
+	}
+	return recs;
+}
+
 int init_check(const uint8_t *msg, size_t len, const char **why)
 {
 	size_t n;
-	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, &n, why);
-	if (recs == NULL)
-		return -1;
-	*why = check_plan(recs, n);
+	struct wire_record *recs = decode_plan(msg, len, &n, why);
 	free(recs);
-	return *why ? -1 : 0;
+	return recs ? 0 : -1;
 }
 
 /* read_frame reads one frame (u32 length, message) from the control
@@ -540,28 +535,17 @@ static int build(void)
 			return -1;
 		}
 	}
-	if (mark_cloexec(CONTROL_FD) < 0) {
-		init_error("filesystem", "close_range", errno, NULL, NULL);
-		return -1;
-	}
-	size_t n;
 	const char *why = NULL;
-	struct wire_record *recs = wire_decode_alloc(msg, len, WIRE_MAX_RECORDS, &n, &why);
-	if (recs == NULL || (why = check_plan(recs, n)) != NULL) {
+	struct wire_record *recs = decode_plan(msg, len, &st.nrecs, &why);
+	if (recs == NULL) {
 		init_error("filesystem", "read config", EINVAL, why, NULL);
 		return -1;
 	}
-	st.child_rlimits = calloc(n ? n : 1, sizeof *st.child_rlimits);
-	st.wall_roots = calloc(n ? n : 1, sizeof *st.wall_roots);
-	if (st.child_rlimits == NULL || st.wall_roots == NULL) {
-		init_error("filesystem", "read config", ENOMEM, NULL, NULL);
-		return -1;
-	}
+	st.recs = recs; /* kept, with msg: events name layers by pointers into them */
 	phase("config");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < st.nrecs; i++)
 		if (run_record(&recs[i]) < 0)
 			return -1;
-	/* msg and recs stay: the events name layers by pointers into them. */
 	return 0;
 }
 
@@ -896,8 +880,10 @@ static int run(int sfd)
 	/* Microseconds after its exec, before the dynamic loader is done: the
 	 * command cannot have grown much yet. (Only the rlimit fallback for
 	 * hosts without cgroups takes this path.) */
-	for (size_t i = 0; i < st.nchild_rlimits; i++) {
-		const uint64_t *v = st.child_rlimits[i]->ints;
+	for (size_t i = 0; i < st.nrecs; i++) {
+		if (st.recs[i].kind != INIT_CHILD_RLIMIT)
+			continue;
+		const uint64_t *v = st.recs[i].ints;
 		struct step_err e;
 		if (step_rlimit(pid, (int)v[0], v[1], v[2], &e) < 0) {
 			kill(pid, SIGKILL);

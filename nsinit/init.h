@@ -7,7 +7,10 @@
  * and reports what happened as events; it decides nothing itself.
  *
  * Fds: 0-2 /dev/null, 3 the control socket (SOCK_STREAM), 4 the status
- * pipe. Everything else the zygote had is closed before the plan runs.
+ * pipe, all close-on-exec; everything else the zygote had is closed before
+ * init_main runs, and every fd the init opens is close-on-exec, so no fd
+ * of the init's reaches its command but the stdio it dup2s
+ * (CVE-2024-21626; TestNoLeakedFds checks it from the host).
  *
  * Control socket, host to init: two frames, each a u32 little-endian
  * length and a wire message (wire.h) of that length. The config frame
@@ -43,7 +46,7 @@
 #define INIT_MOUNTS 5    /* ints: flags; blobs: layer, op, a mounts.h message */
 #define INIT_EGRESS 6    /* ints: flags, port, handoff fd; blobs: layer, op
 			  * listen on 127.0.0.1:port, hand the listener to the host */
-#define INIT_WALL_ROOT 7 /* blobs: path; a tree the next INIT_WALL allows */
+#define INIT_WALL_ROOT 7 /* blobs: path; a tree the INIT_WALL right after these allows */
 #define INIT_WALL 8      /* ints: flags, handoff fd; blobs: layer, op, a confine.h
 			  * message loading one filter with a listener, and
 			  * the same for when the first fails with EINVAL;
@@ -51,7 +54,8 @@
 			  * left out), hand each and then the listener over */
 #define INIT_SUBREAPER 9 /* ints: flags; blobs: layer, op; become a child subreaper */
 #define INIT_CHILD_RLIMIT 10 /* ints: resource, soft, hard; lowered on the command once it exists */
-#define INIT_UNIX_WALL 11    /* blobs: how the unix-sockets layer is enforced, for EV_STARTED */
+#define INIT_UNIX_WALL 11    /* blobs: layer, how it is enforced; reported in EV_STARTED
+			      * when the layer was reported enforced by then */
 
 /* INIT_* flags. */
 #define INIT_DEGRADABLE 0x1 /* a failure skips the layer */

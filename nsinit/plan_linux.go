@@ -279,8 +279,8 @@ func (p *planner) confine() {
 // filter, whose listener the host answers for the sandbox's life. The
 // init hands the host the allowed trees, opened in its view (the private
 // /tmp and /dev/shm exist only there), then the listener. INIT_UNIX_WALL
-// says how the layer is enforced; the init ignores it when the wall
-// before it failed (and was degraded).
+// says how the layer is enforced; the init reports it only if the layer
+// was reported enforced (a wall that failed may have been degraded).
 func (p *planner) unixWall() {
 	flags, ok := p.try(LayerUnixSockets)
 	if !ok {
@@ -288,7 +288,7 @@ func (p *planner) unixWall() {
 	}
 	if ll := p.c.Landlock; ll != nil && ll.ABI >= landlock.ResolveUnixABI {
 		p.layer(LayerUnixSockets)
-		p.add(initUnixWall, nil, []byte(UnixWallLandlock))
+		p.add(initUnixWall, nil, []byte(LayerUnixSockets), []byte(UnixWallLandlock))
 		return
 	}
 	w := p.c.UnixWall
@@ -297,7 +297,7 @@ func (p *planner) unixWall() {
 	}
 	first, fallback := listenerSteps(w.Filter)
 	p.step(initWall, LayerUnixSockets, "wall off unix sockets", flags, []uint64{p.handoff()}, p.message(first), p.message(fallback))
-	p.add(initUnixWall, nil, []byte(UnixWallNotify))
+	p.add(initUnixWall, nil, []byte(LayerUnixSockets), []byte(UnixWallNotify))
 }
 
 // EncodeCommand writes cmd as the command frame's payload. Args, Env and

@@ -55,7 +55,7 @@ func planLines(t *testing.T, msg []byte) []string {
 		case initChildRlimit:
 			s = fmt.Sprintf("child rlimit %d %d %d", r.Int(0), r.Int(1), r.Int(2))
 		case initUnixWall:
-			s = fmt.Sprintf("unix wall %s", r.Blob(0))
+			s = fmt.Sprintf("unix wall %s if %s", r.Blob(1), r.Blob(0))
 		default:
 			t.Fatalf("record of kind %d", r.Kind)
 		}
@@ -167,7 +167,7 @@ func TestEncodeConfig(t *testing.T) {
 			"wall root /w",
 			"wall root /tmp",
 			`wall unix-sockets "wall off unix sockets" report fd 12 [seccomp 0x28 "wall"] or [seccomp 0x8 "wall"]`,
-			"unix wall seccomp-notify",
+			"unix wall seccomp-notify if unix-sockets",
 			`steps seccomp "load filter" report [seccomp 0x0 "profile"]`,
 			"phase confine",
 		)},
@@ -206,7 +206,7 @@ func TestEncodeConfig(t *testing.T) {
 			"layer no-new-privs",
 			fmt.Sprintf(`steps landlock "restrict" report [ruleset abi %d, restrict]`, landlock.ResolveUnixABI),
 			"layer unix-sockets",
-			"unix wall landlock",
+			"unix wall landlock if unix-sockets",
 			`steps seccomp "load filter" report [seccomp 0x0 "profile"]`,
 			"phase confine",
 		)},

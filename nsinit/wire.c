@@ -119,6 +119,15 @@ struct wire_record *wire_decode_alloc(const uint8_t *buf, size_t len, size_t max
 	return recs;
 }
 
+const char *wire_check_shape(const struct wire_record *r, const struct wire_shape *shapes, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (shapes[k].kind == r->kind)
+			return r->nints == shapes[k].nints && r->nblobs == shapes[k].nblobs ? NULL
+											  : "wrong number of fields";
+	return "unknown kind";
+}
+
 const char *wire_path(const struct wire_record *r, unsigned i)
 {
 	if (i >= r->nblobs)

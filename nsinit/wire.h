@@ -62,6 +62,16 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_record *records, siz
 struct wire_record *wire_decode_alloc(const uint8_t *buf, size_t len, size_t max, size_t *nrecords,
 				      const char **why);
 
+/* The shape of one record kind: how many ints and blobs it carries. */
+struct wire_shape {
+	uint16_t kind;
+	uint8_t nints, nblobs;
+};
+
+/* wire_check_shape returns NULL when r's kind is among shapes[0:n] and r
+ * carries exactly that kind's ints and blobs, or says why not. */
+const char *wire_check_shape(const struct wire_record *r, const struct wire_shape *shapes, size_t n);
+
 /* wire_path returns blob i of r as a C string, or NULL when it is missing
  * or holds a NUL of its own. */
 const char *wire_path(const struct wire_record *r, unsigned i);

@@ -396,6 +396,10 @@ func (c *Cmd) notStarted(err error) error {
 	return &ExitError{Result: r, killErr: killErr}
 }
 
+// initExitWait bounds Wait's wait for an init that reported its
+// command's end to exit itself.
+const initExitWait = time.Second
+
 // refillAfter is how long a command runs before the pool's refill
 // starts beside it: the agent's usual command (ls, cat, git status) is
 // over by then, and its refill comes after it instead of competing with
@@ -629,9 +633,20 @@ func (c *Cmd) Wait() error {
 	}
 	c.Result = r
 	// What the command was charged to goes before Wait returns: nothing
-	// of it stays on the host (a CLI run exits right after). Usually the
-	// init is exiting already; Destroy kills it if not, and waits.
+	// of it stays on the host (a CLI run exits right after). The init is
+	// in the group and exits right after its "exited" event: its end is
+	// awaited here, briefly, so that Destroy finds the group empty instead
+	// of freezing and killing a process on its way out (milliseconds of
+	// CPU on a v1 freezer). Destroy kills whatever is still there.
 	if g != nil {
+		if exited != nil {
+			t := time.NewTimer(initExitWait)
+			select {
+			case <-c.in.proc.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		if err := g.Destroy(); err != nil {
 			c.sb.policy.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
 		}

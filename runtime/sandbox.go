@@ -34,6 +34,9 @@ type Sandbox struct {
 	deepRepos []gitRepo
 	env       []string // the base environment of every command
 	uid, gid  int
+	// initSetpcap: at LevelLandlock, the init holds CAP_SETPCAP (see
+	// initHoldsSetpcap); read once, it is this process's.
+	initSetpcap bool
 	// filter is the compiled system-call filter, loaded by every init;
 	// filterName says which profile it is, for results.
 	filter     []byte
@@ -118,6 +121,7 @@ func (sb *Sandbox) setup() error {
 		if err := sb.makeLandlockTmp(); err != nil {
 			return err
 		}
+		sb.initSetpcap = initHoldsSetpcap()
 	}
 	sb.setupEnv()
 	if err := sb.setupLandlock(); err != nil {
@@ -208,7 +212,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		// and the host's credentials, with which the init may hold no
 		// capability at all.
 		return nsinit.Config{
-			Unprivileged: !initHoldsSetpcap(),
+			Unprivileged: !sb.initSetpcap,
 			Mounts:       mounts.Plan{},
 			Degradable:   sb.policy.AllowDegraded,
 			Seccomp:      sb.filter,
