@@ -8,6 +8,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require golang.org/x/image v0.47.0
+
 require (
 	github.com/cilium/ebpf v0.16.0 // indirect
 	github.com/containerd/cgroups/v3 v3.1.3

@@ -214,6 +214,76 @@ func (p Plan) Validate() error {
 	return nil
 }
 
+// Reach is what a path of the view is on the host.
+type Reach int
+
+const (
+	// OnHost: the host's file, at Place.HostPath.
+	OnHost Reach = iota
+	// Masked: hidden by a Mask; the view shows an empty file or directory.
+	Masked
+	// Private: in a filesystem of the sandbox's own (Tmpfs, EmptyRO, Dev,
+	// Proc), which exists only inside a running sandbox.
+	Private
+)
+
+// Place is where a path of the view lies: what Lookup returns.
+type Place struct {
+	Reach Reach
+	// HostPath is the path's host file when Reach is OnHost.
+	HostPath string
+	// Writable says the mount the path lies on is read-write.
+	Writable bool
+	// Mount is the plan's step that decided (for errors).
+	Mount Mount
+}
+
+// Lookup says what path p (absolute, clean, symlinks resolved) is in the
+// view p builds, as the mount table would: each step whose target contains
+// p replaces what was there before it, in plan order (a later step on an
+// ancestor buries an earlier one on a descendant), except ReadOnly, which
+// only takes writing away, and Pin and Dir, which change neither. It is the
+// view a command sees, read on the host, for those who must act on it
+// without a command (the sandbox's file operations).
+func (p Plan) Lookup(target string) Place {
+	var pl Place
+	for _, m := range p.Mounts {
+		rel, ok := within(target, m.Target)
+		if !ok {
+			continue
+		}
+		switch m.Kind {
+		case HostRoot, BindRW, BindRO:
+			src := m.Source
+			if src == "" {
+				src = m.Target
+			}
+			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW, Mount: m}
+		case Tmpfs, EmptyRO, Dev, Proc:
+			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs, Mount: m}
+		case Mask:
+			pl = Place{Reach: Masked, Mount: m}
+		case ReadOnly:
+			pl.Writable, pl.Mount = false, m
+		case Pin, Dir:
+		}
+	}
+	return pl
+}
+
+// HostBelow reports whether a tree of the host's is bound somewhere
+// strictly below target and not buried by a later step: a path on the way
+// to it, private as it may be (a workspace under the private /tmp), holds
+// the way there.
+func (p Plan) HostBelow(target string) bool {
+	for _, m := range p.Mounts {
+		if (m.Kind == BindRW || m.Kind == BindRO) && m.Target != target && Within(m.Target, target) && p.Lookup(m.Target).Reach == OnHost {
+			return true
+		}
+	}
+	return false
+}
+
 func isAbsClean(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
 
 // within reports whether p is dir or below it, and p relative to dir.

@@ -384,3 +384,64 @@ func TestMountString(t *testing.T) {
 		}
 	}
 }
+
+// TestLookup: what a path of the view is follows the mount table's rule,
+// the last step covering it decides, on a plan built the way sandboxes
+// build theirs.
+func TestLookup(t *testing.T) {
+	p := Build(Spec{
+		Workspace: "/w",
+		Writable:  []string{"/data", "/tmp/ws"},
+		Deny:      []string{"/home/u/.ssh", "/w/.env", "/w/sub/.git/config"},
+		ReadOnly:  []string{"/w/sub/.git"},
+		Pins:      []string{"/w/sub"},
+		HideDirs:  []string{"/run"},
+	})
+	tests := []struct {
+		path     string
+		reach    Reach
+		host     string
+		writable bool
+	}{
+		{"/", OnHost, "/", false},
+		{"/etc/passwd", OnHost, "/etc/passwd", false},
+		{"/home/u/notes", OnHost, "/home/u/notes", false},
+		{"/home/u/.ssh", Masked, "", false},
+		{"/home/u/.ssh/id", Masked, "", false},
+		{"/home/u/.sshx", OnHost, "/home/u/.sshx", false},
+		{"/w", OnHost, "/w", true},
+		{"/w/a/b", OnHost, "/w/a/b", true},
+		{"/w/.env", Masked, "", false},
+		{"/w/.envrc", OnHost, "/w/.envrc", true},
+		{"/w/sub", OnHost, "/w/sub", true},                      // pinned: still writable
+		{"/w/sub/.git/HEAD", OnHost, "/w/sub/.git/HEAD", false}, // read-only rebind
+		{"/w/sub/.git/config", Masked, "", false},               // masked inside it
+		{"/data/x", OnHost, "/data/x", true},
+		{"/tmp", Private, "", true},
+		{"/tmp/x", Private, "", true},
+		{"/tmp/ws/f", OnHost, "/tmp/ws/f", true}, // a writable tree inside the private /tmp
+		{"/dev/null", Private, "", false},
+		{"/proc/self", Private, "", false},
+		{"/run/dbus", Private, "", false},
+		{"/running", OnHost, "/running", false},
+	}
+	for _, tt := range tests {
+		got := p.Lookup(tt.path)
+		if got.Reach != tt.reach || got.HostPath != tt.host || got.Writable != tt.writable {
+			t.Errorf("Lookup(%q) = reach %d, host %q, writable %v (by %v); want %d, %q, %v", tt.path, got.Reach, got.HostPath, got.Writable, got.Mount, tt.reach, tt.host, tt.writable)
+		}
+	}
+	for path, want := range map[string]bool{"/tmp": true, "/tmp/ws": false, "/": true, "/data": false, "/run": false} {
+		if got := p.HostBelow(path); got != want {
+			t.Errorf("HostBelow(%q) = %v", path, got)
+		}
+	}
+	// A later mount on an ancestor buries an earlier one beneath it.
+	buried := Plan{Mounts: []Mount{{Kind: HostRoot, Source: "/", Target: "/"}, {Kind: BindRW, Source: "/a/b", Target: "/a/b"}, {Kind: Mask, Target: "/a"}}}
+	if got := buried.Lookup("/a/b/c"); got.Reach != Masked {
+		t.Errorf("a mask over /a left /a/b/c %d", got.Reach)
+	}
+	if buried.HostBelow("/a") {
+		t.Error("a buried bind counts as a way below /a")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -136,4 +137,43 @@ func ExamplePolicyError() {
 	// Output:
 	// Cmd.Env[PYTHONPATH]
 	// hutch: Cmd.Env[PYTHONPATH]: may not be set: the interpreter loads code it names at startup
+}
+
+// An agent's file tools use the same boundary as its commands, without
+// starting one: ReadFile and WriteFile see what a command of the Sandbox
+// would, and refuse what it could not read or write.
+func ExampleSandbox_ReadFile() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	os.WriteFile(ws+"/.env", []byte("API_KEY=secret\n"), 0o600)
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sb.Close()
+
+	if _, err := sb.WriteFile(ws+"/notes/todo.txt", []byte("ship it\n"), runtime.WriteOptions{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := sb.ReadFile("notes/todo.txt", runtime.ReadOptions{}) // relative to the workspace
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s: %q\n", c.Kind, c.Data)
+
+	_, err = sb.ReadFile(".env", runtime.ReadOptions{}) // masked, as for commands
+	fmt.Println(errors.Is(err, runtime.ErrDenied))
+	_, err = sb.WriteFile("/etc/motd", []byte("hi"), runtime.WriteOptions{}) // read-only for commands
+	fmt.Println(errors.Is(err, fs.ErrPermission))
+	// Output:
+	// text: "ship it\n"
+	// true
+	// true
 }

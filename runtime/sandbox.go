@@ -63,6 +63,10 @@ type Sandbox struct {
 	landlock     *landlock.Ruleset
 	landlockSkip string
 
+	// files is the file operations' view of the host, kept while the
+	// host's trees it comes from do not change.
+	files viewCache
+
 	// netRules is the parsed allow-list of Network "allow".
 	netRules *netns.Rules
 

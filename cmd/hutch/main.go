@@ -33,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
@@ -61,6 +62,7 @@ func execute(args []string) int {
 	debug := root.PersistentFlags().Bool("debug", false, "log hutch's own steps on stderr (as HUTCH_LOG=debug; HUTCH_LOG takes debug, info, warn or error, default warn)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
+	root.AddCommand(fileCommands(&code)...)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
@@ -96,7 +98,7 @@ type runFlags struct {
 }
 
 func runCommand(code *int) *cobra.Command {
-	f := runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
+	f := newRunFlags()
 	c := &cobra.Command{
 		Use:   "run [flags] -- CMD ARGS...",
 		Short: "Run a command in the sandbox with the default policy",
@@ -120,6 +122,18 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// Everything after the command is the command's: `hutch run ls -la`
 	// works as well as `hutch run -- ls -la`.
 	fl.SetInterspersed(false)
+	addRunFlags(fl, &f)
+	return c
+}
+
+// newRunFlags are run's flags at their defaults.
+func newRunFlags() runFlags {
+	return runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
+}
+
+// addRunFlags registers run's flags, which the file commands share: the
+// same flags make the same Sandbox.
+func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
@@ -144,7 +158,6 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// No default value: the policy's own ("") is namespaces on Linux and
 	// the Seatbelt profile on macOS, where naming namespaces would refuse.
 	fl.StringVar(&f.minLevel, "min-level", "", "weakest isolation level accepted: namespaces (the default on Linux), namespaces-no-proc or landlock (hosts without user namespaces); macOS always runs its Seatbelt profile; see hutch doctor")
-	return c
 }
 
 func policyFrom(f runFlags) (runtime.Policy, error) {

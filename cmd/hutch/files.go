@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// The file commands give an agent that drives the CLI the library's file
+// door: the same flags as run make the same Sandbox, whose ReadFile,
+// WriteFile, ReadDir and Stat see what its commands would see. Each prints
+// one JSON object on stdout; a refusal is an error on stderr with exit
+// status 1 (exitHutchFailed for hutch's own failures).
+
+// fileOutput is what read prints: the content as text when it is text,
+// base64 otherwise (encoding/json's []byte).
+type fileOutput struct {
+	*runtime.FileContent
+	Data   []byte  `json:"data,omitempty"`
+	Text   *string `json:"text,omitempty"`
+	Length int     `json:"length"`
+}
+
+func fileCommands(code *int) []*cobra.Command {
+	var (
+		rf            = newRunFlags()
+		offset, limit int64
+		mode          string
+		noFollow      bool
+		appendTo      bool
+		content, perm string
+		fromStdin     bool
+		wf, lf, sf    = newRunFlags(), newRunFlags(), newRunFlags()
+		wNoFollow     bool
+	)
+	withSandbox := func(f runFlags, do func(*runtime.Sandbox) (any, error)) error {
+		p, err := policyFrom(f)
+		if err != nil {
+			return f.flagError(err)
+		}
+		sb, err := runtime.New(p)
+		if err != nil {
+			return f.flagError(err)
+		}
+		defer sb.Close()
+		v, err := do(sb)
+		if err != nil {
+			*code = 1
+			return err
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	read := &cobra.Command{
+		Use:   "read [flags] PATH",
+		Short: "Read a file as a command in the sandbox would see it (JSON on stdout)",
+		Long: `Read a file as a command in the sandbox would see it: the same flags as run
+make the same policy. PATH is absolute or relative to the workspace. The file
+is printed as JSON: "text" for text (whole UTF-8 characters), "data" (base64)
+for binary content and images (kind "image" with mime, width and height).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return withSandbox(rf, func(sb *runtime.Sandbox) (any, error) {
+				c, err := sb.ReadFile(args[0], runtime.ReadOptions{Offset: offset, Limit: limit, Mode: runtime.ReadMode(mode), NoFollow: noFollow})
+				if err != nil {
+					return nil, err
+				}
+				out := fileOutput{FileContent: c, Length: len(c.Data)}
+				if c.Kind == runtime.ContentText && utf8.Valid(c.Data) {
+					s := string(c.Data)
+					out.Text = &s
+				} else {
+					out.Data = c.Data
+				}
+				return out, nil
+			})
+		},
+	}
+	addRunFlags(read.Flags(), &rf)
+	read.Flags().Int64Var(&offset, "offset", 0, "first byte to read")
+	read.Flags().Int64Var(&limit, "limit", 0, fmt.Sprintf("most bytes to read (default %d)", runtime.DefaultReadLimit))
+	read.Flags().StringVar(&mode, "mode", "", `"text" or "binary" instead of detecting the content`)
+	read.Flags().BoolVar(&noFollow, "no-follow", false, "refuse a PATH that is itself a symlink")
+
+	write := &cobra.Command{
+		Use:   "write [flags] PATH",
+		Short: "Write a file as a command in the sandbox could (JSON on stdout)",
+		Long: `Write a file as a command in the sandbox could: the same flags as run make
+the same policy. PATH must be absolute; missing parent directories are
+created. The content is --content, or stdin with --stdin.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var data []byte
+			switch {
+			case fromStdin && c.Flags().Changed("content"):
+				return errors.New("write: --content and --stdin together")
+			case fromStdin:
+				b, err := io.ReadAll(os.Stdin)
+				if err != nil {
+					return fmt.Errorf("write: read stdin: %w", err)
+				}
+				data = b
+			default:
+				data = []byte(content)
+			}
+			var mode os.FileMode
+			if perm != "" {
+				var m uint32
+				if _, err := fmt.Sscanf(perm, "%o", &m); err != nil || m > 0o777 {
+					return &flagErr{"--perm", perm, "not an octal mode such as 644"}
+				}
+				mode = os.FileMode(m)
+			}
+			return withSandbox(wf, func(sb *runtime.Sandbox) (any, error) {
+				return sb.WriteFile(args[0], data, runtime.WriteOptions{Append: appendTo, Perm: mode, NoFollow: wNoFollow})
+			})
+		},
+	}
+	addRunFlags(write.Flags(), &wf)
+	write.Flags().StringVar(&content, "content", "", "what to write")
+	write.Flags().BoolVar(&fromStdin, "stdin", false, "write what comes on stdin")
+	write.Flags().BoolVar(&appendTo, "append", false, "add to the end of the file instead of replacing it")
+	write.Flags().StringVar(&perm, "perm", "", "octal mode of a file the write creates (default 644)")
+	write.Flags().BoolVar(&wNoFollow, "no-follow", false, "refuse a PATH that is itself a symlink")
+
+	ls := &cobra.Command{
+		Use:   "ls [flags] [DIR]",
+		Short: "List a directory as a command in the sandbox would see it (JSON on stdout)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return withSandbox(lf, func(sb *runtime.Sandbox) (any, error) { return sb.ReadDir(dir) })
+		},
+	}
+	addRunFlags(ls.Flags(), &lf)
+
+	stat := &cobra.Command{
+		Use:   "stat [flags] PATH",
+		Short: "Describe a file as a command in the sandbox would see it (JSON on stdout)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return withSandbox(sf, func(sb *runtime.Sandbox) (any, error) { return sb.Stat(args[0]) })
+		},
+	}
+	addRunFlags(stat.Flags(), &sf)
+	return []*cobra.Command{read, write, ls, stat}
+}

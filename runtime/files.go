@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The file door: a Sandbox's ReadFile, WriteFile and Stat act on the host's
+// files as a command of the same Sandbox would see them, without starting
+// one. They resolve a path the way the kernel does in the sandbox's view
+// (the mount plan of the next command: what is read-only, writable,
+// masked, or the sandbox's own), one component at a time from open
+// directory handles, and act on the handle they opened, never on a path
+// checked earlier.
+
+// ErrDenied is matched (errors.Is) by a file operation the sandbox's
+// policy does not allow: a masked path (the deny-list, deny names), or a
+// write outside the writable trees. It wraps fs.ErrPermission.
+var ErrDenied = fmt.Errorf("denied by the sandbox's policy: %w", fs.ErrPermission)
+
+// ErrPrivate is matched by a file operation on a path in a filesystem of
+// the sandbox's own (its /tmp, /dev, /proc, the hidden directories): each
+// command gets its own, which exists only while the command runs, so there
+// is nothing there on the host to read or write.
+var ErrPrivate = errors.New("in a filesystem private to each command (its /tmp, /dev, /proc or a hidden directory), not on the host")
+
+// maxPathLen is the longest path the file door takes (PATH_MAX).
+const maxPathLen = 4096
+
+// DefaultReadLimit is how much ReadFile returns when ReadOptions.Limit is 0.
+const DefaultReadLimit = 1 << 20
+
+// FileInfo describes a file the file door reached.
+type FileInfo struct {
+	// Path is the file's path as a command of the Sandbox names it, every
+	// symlink resolved.
+	Path string `json:"path"`
+	// HostPath is the same file's path on the host.
+	HostPath string      `json:"host_path"`
+	Size     int64       `json:"size"`
+	Mode     fs.FileMode `json:"mode"`
+	ModTime  time.Time   `json:"mod_time"`
+	// Writable says a command may write it (WriteFile may).
+	Writable bool `json:"writable"`
+	// In a ReadDir listing: Denied, the entry is masked (a command sees
+	// an empty file or directory there, and ReadFile refuses it); Private,
+	// a command sees a filesystem of its own there (/tmp, /dev, /proc),
+	// not this host entry.
+	Denied  bool `json:"denied,omitempty"`
+	Private bool `json:"private,omitempty"`
+}
+
+// ReadMode says how ReadFile presents a file.
+type ReadMode string
+
+const (
+	// ReadAuto detects the content: an image (PNG, JPEG, GIF, WebP) is
+	// returned whole as ContentImage, text as ContentText, anything else as
+	// ContentBinary.
+	ReadAuto ReadMode = ""
+	// ReadText returns the window as text, trimmed to whole UTF-8
+	// characters, whatever the content.
+	ReadText ReadMode = "text"
+	// ReadBinary returns the window's bytes as they are.
+	ReadBinary ReadMode = "binary"
+)
+
+// ContentKind is what ReadFile found.
+type ContentKind string
+
+const (
+	ContentText   ContentKind = "text"
+	ContentBinary ContentKind = "binary"
+	ContentImage  ContentKind = "image"
+)
+
+// ReadOptions are ReadFile's.
+type ReadOptions struct {
+	// Offset is the first byte to return; Limit the most bytes to return
+	// (0: DefaultReadLimit). An image is returned whole, up to Limit.
+	Offset, Limit int64
+	Mode          ReadMode
+	// NoFollow refuses a path whose last component is a symlink, as some
+	// agents' file tools do; its target is never read.
+	NoFollow bool
+}
+
+// FileContent is what ReadFile returns.
+type FileContent struct {
+	FileInfo
+	Kind ContentKind `json:"kind"`
+	// Data is the bytes read; for text, whole UTF-8 characters, starting
+	// at Offset (which may lie past ReadOptions.Offset, by at most 3 bytes,
+	// when that fell inside a character).
+	Data   []byte `json:"data"`
+	Offset int64  `json:"offset"`
+	// EOF says Data reaches the end of the file.
+	EOF bool `json:"eof"`
+	// MIME, Width and Height describe an image.
+	MIME   string `json:"mime,omitempty"`
+	Width  int    `json:"width,omitempty"`
+	Height int    `json:"height,omitempty"`
+}
+
+// WriteOptions are WriteFile's.
+type WriteOptions struct {
+	// Append adds to the end of the file instead of replacing it.
+	Append bool
+	// Perm is the mode of a file the write creates (0: 0644); missing
+	// parent directories are created 0755. Both are subject to the umask.
+	Perm fs.FileMode
+	// NoFollow refuses a path whose last component is a symlink.
+	NoFollow bool
+}
+
+// FilePathError is a path the file door refuses as written, before
+// looking at any file: Field names the argument, Reason says why.
+type FilePathError struct {
+	Field, Path, Reason string
+}
+
+func (e *FilePathError) Error() string {
+	return fmt.Sprintf("hutch: %s %q: %s", e.Field, e.Path, e.Reason)
+}
+
+// checkFilePath refuses what no file operation takes: an empty path, a NUL,
+// a control character other than tab, one longer than PATH_MAX, and a
+// string that is not UTF-8.
+func checkFilePath(field, p string) error {
+	bad := func(why string) error { return &FilePathError{Field: field, Path: p, Reason: why} }
+	switch {
+	case p == "":
+		return bad("empty")
+	case len(p) > maxPathLen:
+		return bad(fmt.Sprintf("longer than %d bytes", maxPathLen))
+	case !utf8.ValidString(p):
+		return bad("not valid UTF-8")
+	}
+	if i := strings.IndexFunc(p, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
+		if p[i] == 0 {
+			return bad("holds a NUL byte")
+		}
+		return bad(fmt.Sprintf("holds the control character %#02x", p[i]))
+	}
+	return nil
+}

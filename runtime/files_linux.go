@@ -1,0 +1,598 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// maxSymlinks is how many symlinks one resolution follows, as the kernel
+// (ELOOP past 40).
+const maxSymlinks = 40
+
+// fileView is the view a file operation resolves against: the mount plan
+// the next command would get.
+type fileView struct {
+	plan mounts.Plan
+	dir  string // where relative paths start: the workspace
+}
+
+func (sb *Sandbox) fileView(op string) (*fileView, error) {
+	if sb.level == LevelLandlock {
+		return nil, &fs.PathError{Op: op, Path: "", Err: fmt.Errorf("%w: the file operations need the namespaces' view, and this Sandbox runs at level %s", errors.ErrUnsupported, sb.level)}
+	}
+	return sb.files.view(sb)
+}
+
+// viewCache keeps the last fileView while what it was read from is
+// unchanged: the writable trees' top levels (their deny-name matches and
+// repositories; see fresh) are read again only when one of the roots, or
+// its .git, has changed since (a stat each). A directory changed within
+// racyWindow of its reading may change again within the same timestamp
+// tick, which a stamp could not show: such a reading is used once, as git
+// treats its index.
+type viewCache struct {
+	mu     sync.Mutex
+	v      *fileView
+	stamps []stamp
+	readAt time.Time
+}
+
+// stamp is what says a path is as it was: the same inode, not modified.
+type stamp struct {
+	dev, ino uint64
+	mtime    unix.Timespec
+	ok       bool
+}
+
+func stampOf(p string) stamp {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return stamp{}
+	}
+	return stamp{dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ok: true}
+}
+
+// racyWindow is longer than any filesystem's timestamp tick.
+const racyWindow = 50 * time.Millisecond
+
+// watched are the paths a view's fresh inputs are read from.
+func (sb *Sandbox) watched() []string {
+	var ps []string
+	for _, r := range sb.roots() {
+		ps = append(ps, r, r+"/.git")
+	}
+	return ps
+}
+
+func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	watched := sb.watched()
+	if c.v != nil && len(c.stamps) == len(watched) {
+		current := true
+		for i, p := range watched {
+			s := c.stamps[i]
+			if s != stampOf(p) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
+				current = false
+				break
+			}
+		}
+		if current {
+			return c.v, nil
+		}
+	}
+	readAt := time.Now()
+	stamps := make([]stamp, len(watched))
+	for i, p := range watched {
+		stamps[i] = stampOf(p)
+	}
+	// What the next command's view holds now: the top levels' deny-name
+	// matches are read again, as for a command.
+	f, err := sb.scanFresh()
+	if err != nil {
+		c.v = nil
+		return nil, err
+	}
+	c.v, c.stamps, c.readAt = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace}, stamps, readAt
+	return c.v, nil
+}
+
+// walked is where a resolution ended: dir, an open O_PATH handle on the
+// directory (with its path in the view), and the last component's name
+// in it, which may not exist.
+type walked struct {
+	dir     int
+	dirPath string
+	name    string
+}
+
+func (r *walked) path() string { return path.Join(r.dirPath, r.name) }
+
+func (r *walked) close() { unix.Close(r.dir) }
+
+// place says what p is in the view, refusing what is not the host's.
+func (v *fileView) place(p string) (mounts.Place, error) {
+	pl := v.plan.Lookup(p)
+	switch {
+	case pl.Reach == mounts.Masked:
+		return pl, ErrDenied
+	case pl.Reach == mounts.Private:
+		return pl, ErrPrivate
+	case pl.HostPath != p:
+		// The plans bind host trees at their own paths; a plan that did
+		// not would need another walk.
+		return pl, fmt.Errorf("hutch: %s is the host's %s, which the file operations do not follow", p, pl.HostPath)
+	}
+	return pl, nil
+}
+
+// walk resolves name (absolute, or relative to the workspace) as the kernel
+// would in the view, from the view's root, opening each directory from
+// the one before it with O_NOFOLLOW and following symlinks itself. Every
+// directory it enters and the path it ends on are checked against the
+// plan on the way: a masked or private component stops it. With follow,
+// a symlink as the last component is followed too. With mkdir, missing
+// directories on the way are created (each in a writable place).
+func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
+	if !path.IsAbs(name) {
+		name = v.dir + "/" + name // not path.Join: .. is resolved on the way, after symlinks
+	}
+	// A trailing / (or /.) asks for a directory, as in the kernel.
+	mustDir := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.")
+	cur, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	curPath := "/"
+	fail := func(err error) (*walked, error) {
+		unix.Close(cur)
+		return nil, err
+	}
+	comps := strings.Split(name, "/")
+	links := 0
+	for len(comps) > 0 {
+		c := comps[0]
+		comps = comps[1:]
+		last := !moreNames(comps)
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if curPath != "/" {
+				parent, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return fail(err)
+				}
+				unix.Close(cur)
+				cur, curPath = parent, path.Dir(curPath)
+			}
+			continue
+		}
+		child := path.Join(curPath, c)
+		// A private directory holding the way to a host tree bound below it
+		// (a workspace under the private /tmp) is crossed, by directories
+		// only: in the view it holds nothing else.
+		_, err := v.place(child)
+		crossing := errors.Is(err, ErrPrivate) && !last && v.plan.HostBelow(child)
+		if err != nil && !crossing {
+			return fail(err)
+		}
+		if last && !follow && !mustDir {
+			return &walked{dir: cur, dirPath: curPath, name: c}, nil
+		}
+		// A directory opens with O_DIRECTORY; anything else fails with
+		// ENOTDIR, and readlink tells a symlink from a file: no stat.
+		fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && last && !mustDir {
+			return &walked{dir: cur, dirPath: curPath, name: c}, nil
+		}
+		if err == unix.ENOENT && mkdir && !crossing {
+			if pl, _ := v.place(child); !pl.Writable {
+				return fail(ErrDenied)
+			}
+			if err := unix.Mkdirat(cur, c, 0o755); err != nil && err != unix.EEXIST {
+				return fail(err)
+			}
+			fd, err = unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		}
+		switch {
+		case err == nil: // a directory
+			if last {
+				unix.Close(fd)
+				return &walked{dir: cur, dirPath: curPath, name: c}, nil
+			}
+			unix.Close(cur)
+			cur, curPath = fd, child
+		case err == unix.ENOTDIR && crossing:
+			return fail(ErrPrivate)
+		case err == unix.ENOTDIR:
+			target, err := readlinkAt(cur, c)
+			if err == unix.EINVAL { // not a symlink: a file
+				if !last || mustDir {
+					return fail(unix.ENOTDIR)
+				}
+				return &walked{dir: cur, dirPath: curPath, name: c}, nil
+			}
+			if err != nil {
+				return fail(err)
+			}
+			if links++; links > maxSymlinks {
+				return fail(unix.ELOOP)
+			}
+			if path.IsAbs(target) {
+				root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return fail(err)
+				}
+				unix.Close(cur)
+				cur, curPath = root, "/"
+			}
+			comps = append(strings.Split(target, "/"), comps...)
+		default:
+			return fail(err)
+		}
+	}
+	return v.walkDone(cur, curPath)
+}
+
+// walkDone ends a walk on the directory cur itself (a path ending in /,
+// . or ..): it is named as its parent's entry.
+func (v *fileView) walkDone(cur int, curPath string) (*walked, error) {
+	if curPath == "/" {
+		return &walked{dir: cur, dirPath: "/", name: "."}, nil
+	}
+	parent, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(cur)
+	if err != nil {
+		return nil, err
+	}
+	return &walked{dir: parent, dirPath: path.Dir(curPath), name: path.Base(curPath)}, nil
+}
+
+// moreNames reports whether comps has a component left that names something
+// ("" and "." do not).
+func moreNames(comps []string) bool {
+	for _, c := range comps {
+		if c != "" && c != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// readlinkAt reads the symlink name in dir; EINVAL: it is not one.
+func readlinkAt(dir int, name string) (string, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		if len(buf) >= maxPathLen {
+			return "", unix.ENAMETOOLONG
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// info describes the open file f, which lies at p in the view.
+func (v *fileView) info(p string, f *os.File) (FileInfo, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return FileInfo{}, err
+	}
+	pl := v.plan.Lookup(p)
+	return FileInfo{Path: p, HostPath: pl.HostPath, Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime(), Writable: pl.Writable}, nil
+}
+
+// pathErr wraps err for the operation op on name as the caller wrote it.
+func pathErr(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	var fe *FilePathError
+	if errors.As(err, &pe) || errors.As(err, &fe) {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// openIn opens r's entry with flags, never following a symlink: one that
+// appeared there since the walk (a swap) fails the open, and the caller
+// resolves again.
+//
+// O_NONBLOCK keeps the open from waiting on a FIFO; on the regular file
+// it then must be, it changes nothing.
+func openIn(r *walked, flags int, perm uint32) (*os.File, *unix.Stat_t, error) {
+	fd, err := unix.Openat(r.dir, r.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(fd), r.path())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return nil, nil, unix.EISDIR
+		}
+		return nil, nil, errors.New("not a regular file")
+	}
+	return f, &st, nil
+}
+
+// maxRaces bounds how often an operation resolves again after its entry
+// turned into a symlink between the walk and the open.
+const maxRaces = 8
+
+// open resolves name and opens the regular file it names with flags
+// (O_CREAT: creating missing parent directories, and only where the view
+// is writable, as for any write), returning it with its path in the view.
+// An entry that became a symlink after the walk is resolved again, unless
+// follow is off: a symlink is then refused.
+func (v *fileView) open(op, name string, follow bool, flags int, perm uint32) (*os.File, *FileInfo, error) {
+	write := flags&(unix.O_WRONLY|unix.O_RDWR) != 0
+	for race := 0; ; race++ {
+		r, err := v.walk(name, follow, write)
+		if err != nil {
+			return nil, nil, pathErr(op, name, err)
+		}
+		p := r.path()
+		if write {
+			if pl, err := v.place(p); err != nil || !pl.Writable {
+				r.close()
+				if err == nil {
+					err = ErrDenied
+				}
+				return nil, nil, pathErr(op, name, err)
+			}
+		}
+		f, st, err := openIn(r, flags, perm)
+		r.close()
+		switch {
+		case err == unix.ELOOP && follow && race < maxRaces:
+			continue
+		case err == unix.ELOOP && !follow:
+			err = errors.New("is a symlink, and NoFollow is set")
+		}
+		if err != nil {
+			return nil, nil, pathErr(op, name, err)
+		}
+		return f, v.statInfo(p, st), nil
+	}
+}
+
+// ReadFile reads name as a command of the Sandbox could: name is absolute
+// or relative to the workspace, resolved in the sandbox's view, and read
+// only if that view lets commands read it. It returns ErrDenied (masked),
+// ErrPrivate (the sandbox's own /tmp, /dev, /proc) or the system's error
+// (fs.ErrNotExist, ...), as an *fs.PathError naming name.
+func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) {
+	if err := checkFilePath("name", name); err != nil {
+		return nil, err
+	}
+	if opt.Offset < 0 || opt.Limit < 0 {
+		return nil, &FilePathError{Field: "ReadOptions", Path: name, Reason: fmt.Sprintf("negative offset %d or limit %d", opt.Offset, opt.Limit)}
+	}
+	switch opt.Mode {
+	case ReadAuto, ReadText, ReadBinary:
+	default:
+		return nil, &FilePathError{Field: "ReadOptions.Mode", Path: string(opt.Mode), Reason: `not "", "text" or "binary"`}
+	}
+	v, err := sb.fileView("read")
+	if err != nil {
+		return nil, err
+	}
+	f, fi, err := v.open("read", name, !opt.NoFollow, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return read(*fi, f, opt)
+}
+
+// read reads the window opt asks for of f, described by fi.
+func read(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) {
+	p := fi.Path
+	limit := opt.Limit
+	if limit == 0 {
+		limit = DefaultReadLimit
+	}
+	c := &FileContent{FileInfo: fi, Offset: opt.Offset}
+	if opt.Mode == ReadAuto && opt.Offset == 0 {
+		if img, ok := detectImage(f, fi.Size); ok && fi.Size <= limit {
+			c.Kind, c.MIME, c.Width, c.Height = ContentImage, img.MIME, img.Width, img.Height
+			data, err := io.ReadAll(io.NewSectionReader(f, 0, fi.Size))
+			if err != nil {
+				return nil, pathErr("read", p, err)
+			}
+			c.Data, c.EOF = data, true
+			return c, nil
+		}
+	}
+	// One byte past the window says whether it reached the end; a small
+	// file gets a small buffer, whatever the limit.
+	want := limit
+	if left := fi.Size - opt.Offset; left >= 0 && left < want {
+		want = left
+	}
+	buf := make([]byte, want+1)
+	n, err := f.ReadAt(buf, opt.Offset)
+	if err != nil && err != io.EOF {
+		return nil, pathErr("read", p, err)
+	}
+	c.EOF = int64(n) <= limit
+	data := buf[:min(int64(n), limit)]
+	switch {
+	case opt.Mode == ReadBinary:
+		c.Kind = ContentBinary
+	case opt.Mode == ReadText || isText(data, c.EOF):
+		c.Kind = ContentText
+		var head, tail int
+		data, head, tail = utf8Window(data, opt.Offset == 0, c.EOF)
+		c.Offset += int64(head)
+		if tail > 0 {
+			c.EOF = false
+		}
+	default:
+		c.Kind = ContentBinary
+	}
+	c.Data = data
+	return c, nil
+}
+
+// WriteFile writes data to name as a command of the Sandbox could: name
+// must be absolute; it is resolved in the sandbox's view, and written only
+// if that view lets commands write it (a writable tree, not masked, not
+// made read-only). Missing parent directories are created. The write goes
+// through the handle the check was made on.
+func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileInfo, error) {
+	if err := checkFilePath("name", name); err != nil {
+		return nil, err
+	}
+	if !path.IsAbs(name) {
+		return nil, &FilePathError{Field: "name", Path: name, Reason: "not absolute: WriteFile takes absolute paths only"}
+	}
+	if opt.Perm&^fs.ModePerm != 0 {
+		return nil, &FilePathError{Field: "WriteOptions.Perm", Path: opt.Perm.String(), Reason: "not permission bits"}
+	}
+	perm := uint32(opt.Perm)
+	if perm == 0 {
+		perm = 0o644
+	}
+	flags := unix.O_WRONLY | unix.O_CREAT
+	if opt.Append {
+		flags |= unix.O_APPEND
+	} else {
+		flags |= unix.O_TRUNC
+	}
+	v, err := sb.fileView("write")
+	if err != nil {
+		return nil, err
+	}
+	f, opened, err := v.open("write", name, !opt.NoFollow, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	var fi FileInfo
+	if err == nil {
+		fi, err = v.info(opened.Path, f) // of the handle written, not of the path
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, pathErr("write", name, err)
+	}
+	return &fi, nil
+}
+
+// Stat describes name as a command of the Sandbox would see it, every
+// symlink followed.
+func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
+	if err := checkFilePath("name", name); err != nil {
+		return nil, err
+	}
+	v, err := sb.fileView("stat")
+	if err != nil {
+		return nil, err
+	}
+	r, err := v.walk(name, true, false)
+	if err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	defer r.close()
+	var st unix.Stat_t
+	if err := unix.Fstatat(r.dir, r.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	return v.statInfo(r.path(), &st), nil
+}
+
+// ReadDir lists the directory name as a command of the Sandbox would see
+// it, sorted by name: masked and private entries are listed (a command
+// sees something there too), marked Denied or Private, with nothing of
+// theirs read.
+func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
+	if err := checkFilePath("name", name); err != nil {
+		return nil, err
+	}
+	v, err := sb.fileView("readdir")
+	if err != nil {
+		return nil, err
+	}
+	r, err := v.walk(name, true, false)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	dir := r.path()
+	fd, err := unix.Openat(r.dir, r.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	r.close()
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	slices.Sort(names)
+	out := make([]FileInfo, 0, len(names))
+	for _, n := range names {
+		p := path.Join(dir, n)
+		pl := v.plan.Lookup(p)
+		if pl.Reach != mounts.OnHost {
+			out = append(out, FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private})
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone since the listing
+		}
+		out = append(out, *v.statInfo(p, &st))
+	}
+	return out, nil
+}
+
+func (v *fileView) statInfo(p string, st *unix.Stat_t) *FileInfo {
+	pl := v.plan.Lookup(p)
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	return &FileInfo{Path: p, HostPath: pl.HostPath, Size: st.Size, Mode: mode, ModTime: time.Unix(st.Mtim.Unix()), Writable: pl.Writable}
+}
