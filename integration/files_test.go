@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image"
 	pngenc "image/png"
+	"io"
 	"io/fs"
 	"math/rand"
 	"os"
@@ -25,7 +26,9 @@ import (
 
 // fileFixture is a tree that puts every kind of path the file door must
 // judge within reach: files inside and outside the workspace, masked deny
-// names at the top and deeper, a denied path outside (a Landlock
+// names at the top and deeper, app directories (the Sandbox runs as app
+// a1: its directory read-only, its data writable, a2's hidden), a denied
+// path outside (a Landlock
 // carve-out and a mask), planted secrets in $HOME, symlinks and hard links
 // in and out, chains and loops, and a path into the private /tmp. Every
 // file holds content of its own, so a read proves which file it reached.
@@ -49,8 +52,11 @@ func newFileFixture(t *testing.T) *fileFixture {
 	file(filepath.Join(fx.ws, "a.txt"))
 	file(filepath.Join(fx.ws, "sub", "b.txt"))
 	file(filepath.Join(fx.ws, "sub", "deep", "c.txt"))
-	file(filepath.Join(fx.ws, ".env"))              // a deny name at the top: masked per command
-	file(filepath.Join(fx.ws, "sub", ".env.local")) // deeper: masked from New on
+	file(filepath.Join(fx.ws, ".env"))                        // a deny name at the top: masked per command
+	file(filepath.Join(fx.ws, "sub", ".env.local"))           // deeper: masked from New on
+	file(filepath.Join(fx.ws, "apps", "a1", "x.txt"))         // the sandbox's own app: read-only
+	file(filepath.Join(fx.ws, "apps", "a1", "data", "y.txt")) // its data: writable
+	file(filepath.Join(fx.ws, "apps", "a2", "z.txt"))         // another app's: hidden
 	file(filepath.Join(fx.out, "o.txt"))
 	file(filepath.Join(fx.out, "denied", "d.txt"))
 	file(filepath.Join(fx.out, "sib.txt"))
@@ -78,6 +84,7 @@ func newFileFixture(t *testing.T) *fileFixture {
 	fx.sb = newSandbox(t, fx.ws, func(p *runtime.Policy) {
 		p.Deny = append(p.Deny, filepath.Join(fx.out, "denied"))
 		p.Writable = append(p.Writable, fx.results)
+		p.Apps = &runtime.AppIsolation{ID: "a1"}
 	})
 	t.Cleanup(func() { fx.sb.Close() })
 	return fx
@@ -105,7 +112,9 @@ func generatePaths(fx *fileFixture, n int, denyNames bool) []string {
 		"ln_dir_denied/d.txt", "ln_tmp", "ln_ws/a.txt", "ln_ws/ln_ws/ln_in", "c1", "l1", "ln_dotdot", "sub/ln_up_denied",
 		"ln_dangling", "hl_out", "ln_dir_out/../ws/a.txt", "ln_dir_out/ln_back_in/b.txt", "../outside/o.txt", "c1/../a.txt",
 		"{out}/o.txt", "{out}/denied/d.txt", "{out}/sib.txt", fakeHome + "/.ssh/id_ed25519", fakeHome + "/.netrc",
-		fakeHome + "/.aws/credentials", "/etc/hostname", "/etc/shadow", "/tmp/hutch-files-x", "sub", "/", "sub/", "a.txt/"} {
+		fakeHome + "/.aws/credentials", "/etc/hostname", "/etc/shadow", "/tmp/hutch-files-x", "sub", "/", "sub/", "a.txt/",
+		"apps/a1/x.txt", "apps/a1/data/y.txt", "apps/a2/z.txt", "apps/a1/../a2/z.txt", "apps/a1/data/../x.txt", "{ws}/apps/a2",
+		"apps/a1/data/new/f", "apps/a1/new", "apps/a2/data/f", "apps/new"} {
 		if denyNames || !strings.Contains(p, "env") && !strings.Contains(p, "ssh") && !strings.Contains(p, "netrc") && !strings.Contains(p, "aws") {
 			add(p)
 		}
@@ -613,6 +622,41 @@ func TestFileReadContent(t *testing.T) {
 		}
 		if c.Offset < int64(len(text)) && !bytes.Equal(c.Data, []byte(text)[c.Offset:c.Offset+int64(len(c.Data))]) {
 			t.Errorf("offset %d: %q is not the file's bytes at %d", tt.offset, c.Data, c.Offset)
+		}
+	}
+}
+
+// TestOpenForSend: only a regular file of the workspace, within the size
+// limit, may leave the machine, and the handle returned is the file's.
+func TestOpenForSend(t *testing.T) {
+	fx := newFileFixture(t)
+	f, fi, err := fx.sb.OpenForSend("sub/b.txt", 0)
+	if err != nil {
+		t.Fatalf("a workspace file: %v", err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if want, _ := os.ReadFile(filepath.Join(fx.ws, "sub", "b.txt")); !bytes.Equal(b, want) || fi.HostPath != filepath.Join(fx.ws, "sub", "b.txt") {
+		t.Errorf("sent %q from %s", b, fi.HostPath)
+	}
+	for _, c := range []struct{ name, why string }{
+		{"ln_out", "a symlink to a readable file outside"},
+		{"hl_out", "a hard link the host made: in the workspace, allowed"},
+		{fx.out + "/o.txt", "outside"},
+		{".env", "masked"},
+		{"sub", "a directory"},
+		{"a.txt", "over a 10-byte limit"},
+	} {
+		limit := int64(0)
+		if c.name == "a.txt" {
+			limit = 10
+		}
+		f, _, err := fx.sb.OpenForSend(c.name, limit)
+		if f != nil {
+			f.Close()
+		}
+		if allowed := err == nil; allowed != (c.name == "hl_out") {
+			t.Errorf("%s (%s): %v", c.name, c.why, err)
 		}
 	}
 }

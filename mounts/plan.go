@@ -110,10 +110,20 @@ type Spec struct {
 	// HideDirs are host directories replaced by an empty read-only tmpfs,
 	// typically the host's socket directories (/run).
 	HideDirs []string
+	// Apps, when set, hides a directory of app directories in a writable
+	// tree but for one of them.
+	Apps *Apps
 	// NoProc leaves /proc an empty read-only directory instead of a fresh
 	// procfs, for hosts where procfs cannot be mounted (nested in a
 	// container whose /proc has masked submounts).
 	NoProc bool
+}
+
+// Apps hides Dir (absolute, in a writable tree) behind an empty
+// read-only tmpfs, and shows in it only the app directory named ID (none
+// when ID is empty), read-only, with its "data" directory writable.
+type Apps struct {
+	Dir, ID string
 }
 
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
@@ -148,6 +158,16 @@ func Build(s Spec) Plan {
 				cur = path.Join(cur, c)
 				add(Mount{Kind: Dir, Target: cur, Mode: 0o700})
 			}
+		}
+	}
+	if a := s.Apps; a != nil {
+		// Over the writable binds, under the pins, read-only paths and
+		// masks (which may lie in the app's directory).
+		add(Mount{Kind: EmptyRO, Target: a.Dir, Optional: true})
+		if a.ID != "" {
+			app := path.Join(a.Dir, a.ID)
+			add(Mount{Kind: BindRO, Source: app, Target: app, Optional: true})
+			add(Mount{Kind: BindRW, Source: path.Join(app, "data"), Target: path.Join(app, "data"), Optional: true})
 		}
 	}
 	// A masked or read-only path inside a writable tree could otherwise
@@ -220,10 +240,11 @@ type Reach int
 const (
 	// OnHost: the host's file, at Place.HostPath.
 	OnHost Reach = iota
-	// Masked: hidden by a Mask; the view shows an empty file or directory.
+	// Masked: hidden by a Mask or an EmptyRO; the view shows an empty file
+	// or directory.
 	Masked
-	// Private: in a filesystem of the sandbox's own (Tmpfs, EmptyRO, Dev,
-	// Proc), which exists only inside a running sandbox.
+	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc),
+	// which exists only inside a running sandbox.
 	Private
 )
 
@@ -259,9 +280,9 @@ func (p Plan) Lookup(target string) Place {
 				src = m.Target
 			}
 			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW, Mount: m}
-		case Tmpfs, EmptyRO, Dev, Proc:
+		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs, Mount: m}
-		case Mask:
+		case Mask, EmptyRO:
 			pl = Place{Reach: Masked, Mount: m}
 		case ReadOnly:
 			pl.Writable, pl.Mount = false, m

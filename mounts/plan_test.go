@@ -422,7 +422,7 @@ func TestLookup(t *testing.T) {
 		{"/tmp/ws/f", OnHost, "/tmp/ws/f", true}, // a writable tree inside the private /tmp
 		{"/dev/null", Private, "", false},
 		{"/proc/self", Private, "", false},
-		{"/run/dbus", Private, "", false},
+		{"/run/dbus", Masked, "", false}, // hidden
 		{"/running", OnHost, "/running", false},
 	}
 	for _, tt := range tests {
@@ -435,6 +435,28 @@ func TestLookup(t *testing.T) {
 		if got := p.HostBelow(path); got != want {
 			t.Errorf("HostBelow(%q) = %v", path, got)
 		}
+	}
+	// App directories: only the app's own shows, read-only, its data
+	// writable; an ordinary agent sees none.
+	app := Build(Spec{Workspace: "/w", Apps: &Apps{Dir: "/w/apps", ID: "a1"}})
+	for _, tt := range []struct {
+		path     string
+		reach    Reach
+		writable bool
+	}{
+		{"/w/apps", Masked, false}, {"/w/apps/a2/x", Masked, false}, {"/w/apps/a1/x", OnHost, false},
+		{"/w/apps/a1/data/x", OnHost, true}, {"/w/other", OnHost, true},
+	} {
+		if got := app.Lookup(tt.path); got.Reach != tt.reach || got.Writable != tt.writable {
+			t.Errorf("app a1: Lookup(%q) = %d writable %v", tt.path, got.Reach, got.Writable)
+		}
+	}
+	if !app.HostBelow("/w/apps") || app.HostBelow("/w/apps/a2") {
+		t.Error("app a1: HostBelow")
+	}
+	none := Build(Spec{Workspace: "/w", Apps: &Apps{Dir: "/w/apps"}})
+	if got := none.Lookup("/w/apps/a1/data/x"); got.Reach != Masked {
+		t.Errorf("no app: apps/a1/data/x is %d", got.Reach)
 	}
 	// A later mount on an ancestor buries an earlier one beneath it.
 	buried := Plan{Mounts: []Mount{{Kind: HostRoot, Source: "/", Target: "/"}, {Kind: BindRW, Source: "/a/b", Target: "/a/b"}, {Kind: Mask, Target: "/a"}}}

@@ -158,6 +158,20 @@ var refusedEnv = []envRule{
 
 // refusedEnvReason says why the variable name may not be set, or "" if it
 // may. It is the one test both backends apply.
+// rustupHome is the host's rustup home: $RUSTUP_HOME, or ~/.rustup when
+// it exists; "" without rustup.
+func rustupHome() string {
+	if r := os.Getenv("RUSTUP_HOME"); r != "" {
+		return r
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		if fi, err := os.Stat(h + "/.rustup"); err == nil && fi.IsDir() {
+			return h + "/.rustup"
+		}
+	}
+	return ""
+}
+
 func refusedEnvReason(name string) string {
 	for _, r := range refusedEnv {
 		if name == r.Name || r.Prefix && strings.HasPrefix(name, r.Name) {
@@ -188,7 +202,12 @@ func checkEnv(field string, env []string) error {
 // baseEnv is the clean environment every command starts from: a few
 // host variables that describe the terminal and locale, the sandbox's own
 // HOME and caches, and the policy's additions.
-func baseEnv(p *Policy) []string { return baseEnvAt(p, Home) }
+func baseEnv(p *Policy) []string {
+	if p.Home != "" {
+		return baseEnvAt(p, p.Home)
+	}
+	return baseEnvAt(p, Home)
+}
 
 // baseEnvAt is baseEnv with HOME at home.
 func baseEnvAt(p *Policy, Home string) []string {
@@ -207,7 +226,10 @@ func baseEnvAt(p *Policy, Home string) []string {
 	}
 	env = append(env,
 		"HOME="+Home,
+		"USERPROFILE="+Home, // what tools written for Windows as well read
 		"TMPDIR=/tmp",
+		"TMP=/tmp",
+		"TEMP=/tmp",
 		"XDG_CONFIG_HOME="+Home+"/.config",
 		"XDG_CACHE_HOME="+Home+"/.cache",
 		"XDG_DATA_HOME="+Home+"/.local/share",
@@ -221,5 +243,10 @@ func baseEnvAt(p *Policy, Home string) []string {
 		"CARGO_HOME="+Home+"/.cargo",
 		"HUTCH_SANDBOX=1",
 	)
+	if r := rustupHome(); r != "" {
+		// rustup's toolchains stay the host's, read-only in the view: the
+		// cargo and rustc on PATH are its proxies, which find them there.
+		env = append(env, "RUSTUP_HOME="+r)
+	}
 	return mergeEnv(env, p.Env)
 }

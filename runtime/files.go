@@ -34,11 +34,18 @@ const maxPathLen = 4096
 // DefaultReadLimit is how much ReadFile returns when ReadOptions.Limit is 0.
 const DefaultReadLimit = 1 << 20
 
+// DefaultSendLimit is the largest file OpenForSend lets leave the machine
+// when its caller gives no limit: 25 MiB.
+const DefaultSendLimit = 25 << 20
+
 // FileInfo describes a file the file door reached.
 type FileInfo struct {
 	// Path is the file's path as a command of the Sandbox names it, every
 	// symlink resolved.
 	Path string `json:"path"`
+	// HomePath is Path as ~/... when it lies in the sandbox's HOME
+	// (Policy.Home), as agents show it; empty otherwise.
+	HomePath string `json:"home_path,omitempty"`
 	// HostPath is the same file's path on the host.
 	HostPath string      `json:"host_path"`
 	Size     int64       `json:"size"`

@@ -28,6 +28,18 @@ const maxSymlinks = 40
 type fileView struct {
 	plan mounts.Plan
 	dir  string // where relative paths start: the workspace
+	home string // Policy.Home, or ""
+}
+
+// homePath is p as ~/... when it lies in v.home.
+func (v *fileView) homePath(p string) string {
+	switch {
+	case v.home == "" || !mounts.Within(p, v.home):
+		return ""
+	case p == v.home:
+		return "~"
+	}
+	return "~/" + p[len(v.home)+1:]
 }
 
 func (sb *Sandbox) fileView(op string) (*fileView, error) {
@@ -107,7 +119,7 @@ func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
 		c.v = nil
 		return nil, err
 	}
-	c.v, c.stamps, c.readAt = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace}, stamps, readAt
+	c.v, c.stamps, c.readAt = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}, stamps, readAt
 	return c.v, nil
 }
 
@@ -183,11 +195,12 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 			continue
 		}
 		child := path.Join(curPath, c)
-		// A private directory holding the way to a host tree bound below it
-		// (a workspace under the private /tmp) is crossed, by directories
+		// A private or hidden directory holding the way to a host tree
+		// bound below it (a workspace under the private /tmp, an app's
+		// own directory among hidden ones) is crossed, by directories
 		// only: in the view it holds nothing else.
 		_, err := v.place(child)
-		crossing := errors.Is(err, ErrPrivate) && !last && v.plan.HostBelow(child)
+		crossing := (errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && !last && v.plan.HostBelow(child)
 		if err != nil && !crossing {
 			return fail(err)
 		}
@@ -299,7 +312,7 @@ func (v *fileView) info(p string, f *os.File) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	pl := v.plan.Lookup(p)
-	return FileInfo{Path: p, HostPath: pl.HostPath, Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime(), Writable: pl.Writable}, nil
+	return FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime(), Writable: pl.Writable}, nil
 }
 
 // pathErr wraps err for the operation op on name as the caller wrote it.
@@ -509,6 +522,42 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 	return &fi, nil
 }
 
+// OpenForSend opens name for a tool that sends a file off the machine (a
+// chat attachment, an upload): on top of ReadFile's rules the file must
+// lie in the workspace, every symlink resolved, be a regular file, and
+// hold at most maxBytes (0: DefaultSendLimit). The caller sends from the
+// returned handle, the one that was checked, and closes it.
+func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo, error) {
+	if err := checkFilePath("name", name); err != nil {
+		return nil, nil, err
+	}
+	if maxBytes < 0 {
+		return nil, nil, &FilePathError{Field: "maxBytes", Path: name, Reason: fmt.Sprintf("negative: %d", maxBytes)}
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultSendLimit
+	}
+	v, err := sb.fileView("send")
+	if err != nil {
+		return nil, nil, err
+	}
+	f, fi, err := v.open("send", name, true, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case !mounts.Within(fi.Path, sb.spec.Workspace):
+		err = fmt.Errorf("%w: only files in the workspace %s leave the machine, and this is %s", ErrDenied, sb.spec.Workspace, fi.Path)
+	case fi.Size > maxBytes:
+		err = fmt.Errorf("%s, over the limit of %s", FormatSize(fi.Size), FormatSize(maxBytes))
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, pathErr("send", name, err)
+	}
+	return f, fi, nil
+}
+
 // Stat describes name as a command of the Sandbox would see it, every
 // symlink followed.
 func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
@@ -594,5 +643,5 @@ func (v *fileView) statInfo(p string, st *unix.Stat_t) *FileInfo {
 	case unix.S_IFBLK:
 		mode |= fs.ModeDevice
 	}
-	return &FileInfo{Path: p, HostPath: pl.HostPath, Size: st.Size, Mode: mode, ModTime: time.Unix(st.Mtim.Unix()), Writable: pl.Writable}
+	return &FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: st.Size, Mode: mode, ModTime: time.Unix(st.Mtim.Unix()), Writable: pl.Writable}
 }

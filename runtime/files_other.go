@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 )
 
@@ -28,6 +29,11 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 // ReadDir is not implemented on this platform.
 func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 	return nil, unsupportedFiles("readdir", name)
+}
+
+// OpenForSend is not implemented on this platform.
+func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo, error) {
+	return nil, nil, unsupportedFiles("send", name)
 }
 
 // Stat is not implemented on this platform.

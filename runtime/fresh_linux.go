@@ -112,5 +112,6 @@ func (sb *Sandbox) plan(f fresh) mounts.Plan {
 	spec.Deny = append(slices.Clone(spec.Deny), sb.deep.paths...)
 	spec.Deny = append(spec.Deny, f.named.paths...)
 	spec.ReadOnly, spec.Pins = gitGuard(sb.repos(f), sb.policy.AllowGitWrite)
+	spec.ReadOnly = append(spec.ReadOnly, sb.policy.ReadOnly...)
 	return mounts.Build(spec)
 }

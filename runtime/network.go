@@ -160,13 +160,19 @@ func closeFds(fds []int) {
 	}
 }
 
+// tmpEnv points the temporary-directory variables at dir.
+func tmpEnv(dir string) []string { return []string{"TMPDIR=" + dir, "TMP=" + dir, "TEMP=" + dir} }
+
 // setupEnv makes the base environment of every command: the clean one,
 // HOME and TMPDIR in the private temporary directory at LevelLandlock,
 // the proxy variables with NetworkAllow, and the policy's Env over all.
 func (sb *Sandbox) setupEnv() {
 	p := &sb.policy
-	if sb.level == LevelLandlock {
-		sb.env = mergeEnv(baseEnvAt(p, filepath.Join(sb.tmpDir, "home")), []string{"TMPDIR=" + sb.tmpDir})
+	if sb.level == LevelLandlock && p.Home == "" {
+		sb.env = mergeEnv(baseEnvAt(p, filepath.Join(sb.tmpDir, "home")), tmpEnv(sb.tmpDir))
+		sb.env = mergeEnv(sb.env, p.Env)
+	} else if sb.level == LevelLandlock {
+		sb.env = mergeEnv(baseEnv(p), tmpEnv(sb.tmpDir))
 		sb.env = mergeEnv(sb.env, p.Env)
 	} else {
 		sb.env = baseEnv(p)

@@ -82,6 +82,14 @@ type Policy struct {
 	// resolved against Workspace.
 	Writable []string
 
+	// ReadOnly are paths inside the writable trees (the workspace,
+	// Writable, Home) that commands and the file operations may read but
+	// not change, nor anything below them: an agent's identity files, a
+	// data directory it must not rewrite. Relative paths are resolved
+	// against Workspace; a path missing when a command starts is skipped.
+	// Mounts enforce them, so level landlock refuses them.
+	ReadOnly []string
+
 	// Deny are masked in addition to DefaultDeny (unless NoDefaultDeny):
 	// unreadable even through symlinks. Relative paths are resolved
 	// against Workspace.
@@ -120,6 +128,20 @@ type Policy struct {
 
 	// Tools is a host directory prepended to PATH inside the sandbox.
 	Tools string
+
+	// Apps, when set, keeps the agents of an app platform out of each
+	// other's directories in the workspace (see AppIsolation).
+	Apps *AppIsolation
+
+	// Home, when set, is a host directory that is the sandbox's HOME and
+	// stays across its commands: writable like the workspace, with XDG_*
+	// and the language caches (GOCACHE, GOPATH, npm_config_cache,
+	// PIP_CACHE_DIR, CARGO_HOME, ...) inside it, so package managers keep
+	// their caches between commands and never touch the real home. It
+	// must be an absolute path to an existing directory, neither the host's
+	// home nor holding it. Empty: HOME is runtime.Home, in the private
+	// /tmp, fresh for every command.
+	Home string
 
 	// Network says what commands can reach. NetworkNone (the default,
 	// also for "") is a network namespace of their own with only
@@ -242,8 +264,27 @@ func (p *Policy) logger() *slog.Logger {
 }
 
 // clone returns p with every slice (and the seccomp profile) copied.
+// AppIsolation is Policy.Apps: the workspace's directory of app
+// directories, <Workspace>/<Dir>/<id>, is hidden from the sandbox (an
+// empty read-only directory in its place), but for the app the sandbox
+// runs as, whose directory it reads and whose <id>/data alone it writes.
+// Mounts enforce it, so level landlock refuses it.
+type AppIsolation struct {
+	// Dir is the directory of app directories, relative to the
+	// workspace; "apps" when empty.
+	Dir string
+	// ID is the app the sandbox runs as; empty for an ordinary agent,
+	// which reaches no app directory.
+	ID string
+}
+
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
+	p.ReadOnly = slices.Clone(p.ReadOnly)
+	if p.Apps != nil {
+		a := *p.Apps
+		p.Apps = &a
+	}
 	p.Deny = slices.Clone(p.Deny)
 	p.DenyNames = slices.Clone(p.DenyNames)
 	p.Env = slices.Clone(p.Env)

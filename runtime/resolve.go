@@ -98,6 +98,15 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if err := resolveWritable(&r, host); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveHome(&r, host); err != nil {
+		return resolved{}, err
+	}
+	if err := resolveReadOnly(&r); err != nil {
+		return resolved{}, err
+	}
+	if err := resolveApps(&r); err != nil {
+		return resolved{}, err
+	}
 	if err := checkEnv("Env", p.Env); err != nil {
 		return resolved{}, err
 	}
@@ -264,6 +273,106 @@ func resolveWritable(r *resolved, host hostRules) error {
 		writable = append(writable, res)
 		r.policy.Writable[i] = res
 	}
+	return nil
+}
+
+// resolveHome checks Policy.Home as a writable tree of its own (see
+// checkWritableTree) and resolves it in place: absolute, an existing
+// directory, neither the host's home nor holding it, not denied.
+func resolveHome(r *resolved, host hostRules) error {
+	h := r.policy.Home
+	if h == "" {
+		return nil
+	}
+	if err := checkPath("Home", h); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(h) {
+		return &PolicyError{Field: "Home", Value: h, Reason: "must be an absolute path"}
+	}
+	res := resolve(h, "/")
+	if err := checkWritableTree(host, "Home", h, filepath.Clean(h), res); err != nil {
+		return err
+	}
+	fi, err := os.Stat(res)
+	switch {
+	case err != nil:
+		return &PolicyError{Field: "Home", Value: h, Reason: pathReason(err)}
+	case !fi.IsDir():
+		return &PolicyError{Field: "Home", Value: h, Reason: "not a directory"}
+	}
+	if host.home != "" && mounts.Within(resolve(host.home, "/"), res) {
+		return &PolicyError{Field: "Home", Value: h, Reason: "is or contains the host's home directory " + host.home + ": a sandbox's home must be a directory of its own"}
+	}
+	for _, d := range r.deny {
+		if mounts.Within(res, d) {
+			return &PolicyError{Field: "Home", Value: h, Reason: "lies under the denied path " + d}
+		}
+	}
+	r.policy.Home = res
+	return nil
+}
+
+// resolveReadOnly checks Policy.ReadOnly and resolves it in place: each
+// path lies in a writable tree (the workspace, Writable, Home), by the
+// path as given and as resolved, so that a symlink there cannot point the
+// carve-out elsewhere.
+func resolveReadOnly(r *resolved) error {
+	ws := r.policy.Workspace
+	roots := r.roots()
+	if r.policy.Home != "" {
+		roots = append(roots, r.policy.Home)
+	}
+	for i, ro := range r.policy.ReadOnly {
+		field := fmt.Sprintf("ReadOnly[%d]", i)
+		if err := checkPath(field, ro); err != nil {
+			return err
+		}
+		lex, res := lexical(ro, ws), resolve(ro, ws)
+		in := func(p string) bool {
+			return slices.ContainsFunc(roots, func(root string) bool { return mounts.Within(p, root) && p != root })
+		}
+		switch {
+		case !in(lex):
+			return &PolicyError{Field: field, Value: ro, Reason: "not inside the workspace, a Writable path or Home: everything else is read-only already"}
+		case !in(res):
+			return &PolicyError{Field: field, Value: ro, Reason: "resolves through a symlink to " + res + ", outside the writable trees"}
+		}
+		r.policy.ReadOnly[i] = res
+	}
+	return nil
+}
+
+// resolveApps checks Policy.Apps: Dir a relative path that stays in the
+// workspace, resolved too, ID a single name. Dir is made absolute.
+func resolveApps(r *resolved) error {
+	a := r.policy.Apps
+	if a == nil {
+		return nil
+	}
+	ws := r.policy.Workspace
+	if a.Dir == "" {
+		a.Dir = "apps"
+	}
+	if err := checkPath("Apps.Dir", a.Dir); err != nil {
+		return err
+	}
+	if filepath.IsAbs(a.Dir) || !filepath.IsLocal(a.Dir) {
+		return &PolicyError{Field: "Apps.Dir", Value: a.Dir, Reason: "must be a relative path inside the workspace"}
+	}
+	res := resolve(a.Dir, ws)
+	if !mounts.Within(res, ws) || res == ws {
+		return &PolicyError{Field: "Apps.Dir", Value: a.Dir, Reason: "resolves through a symlink to " + res + ", outside the workspace"}
+	}
+	if a.ID != "" {
+		if err := checkPath("Apps.ID", a.ID); err != nil {
+			return err
+		}
+		if strings.ContainsRune(a.ID, '/') || a.ID == "." || a.ID == ".." {
+			return &PolicyError{Field: "Apps.ID", Value: a.ID, Reason: "must be a single name, the app's directory in Apps.Dir"}
+		}
+	}
+	a.Dir = res
 	return nil
 }
 

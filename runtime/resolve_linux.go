@@ -36,12 +36,28 @@ func (sb *Sandbox) validate(r resolved) error {
 		if p.Network == NetworkAllow {
 			return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "the allow-list needs a network namespace of the sandbox's own, which level landlock does not have"}
 		}
+		if p.Apps != nil {
+			return &PolicyError{Field: "Apps", Reason: "app isolation needs mounts, which level landlock does not have"}
+		}
+		if len(p.ReadOnly) > 0 {
+			return &PolicyError{Field: "ReadOnly", Value: p.ReadOnly[0], Reason: "read-only paths inside writable trees need mounts, which level landlock does not have (Landlock cannot take back what a tree grants)"}
+		}
+	}
+	home, writable := Home, slices.Clone(p.Writable)
+	if p.Home != "" {
+		// A writable tree of its own, bound like the others.
+		home, writable = p.Home, append(writable, p.Home)
+	}
+	var apps *mounts.Apps
+	if p.Apps != nil {
+		apps = &mounts.Apps{Dir: p.Apps.Dir, ID: p.Apps.ID}
 	}
 	sb.spec = mounts.Spec{
+		Apps:         apps,
 		Workspace:    p.Workspace,
-		Writable:     slices.Clone(p.Writable),
+		Writable:     writable,
 		Deny:         r.deny,
-		Home:         Home,
+		Home:         home,
 		TmpSizeBytes: enforced(p.TmpSize),
 		HideDirs:     resolveAll(hiddenDirs),
 		NoProc:       sb.level == LevelNamespacesNoProc,

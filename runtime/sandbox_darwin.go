@@ -48,6 +48,9 @@ func New(p Policy) (*Sandbox, error) {
 	if err := seatbeltLevel(p.MinLevel); err != nil {
 		return nil, err
 	}
+	if p.Apps != nil {
+		return nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
+	}
 	dp, repos := seatbeltPolicy(r)
 	// Everything is checked but the profile, which needs the private
 	// temporary directory's path: what New makes is removed if that fails.
@@ -58,6 +61,10 @@ func New(p Policy) (*Sandbox, error) {
 	home := filepath.Join(tmp, "home")
 	_ = os.Mkdir(home, 0o700)
 	dp.Writable = append(dp.Writable, tmp)
+	if p.Home != "" {
+		home = p.Home
+		dp.Writable = append(dp.Writable, home)
+	}
 	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp}
 	// Compiled once here; only a command with its own proxy port needs
 	// a profile of its own.

@@ -41,6 +41,7 @@ func seatbeltPolicy(r resolved) (darwin.Policy, []gitRepo) {
 	roots := r.roots()
 	repos := append(topRepos(roots), deepRepos(roots)...)
 	readOnly, pins := gitGuard(repos, r.policy.AllowGitWrite)
+	readOnly = append(readOnly, r.policy.ReadOnly...)
 	return darwin.Policy{
 		Workspace: r.policy.Workspace,
 		Writable:  slices.Clone(r.policy.Writable),

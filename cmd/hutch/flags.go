@@ -143,6 +143,10 @@ func (f runFlags) byField() map[string]typedFlag {
 		"DenyNames": {name: "--deny-name", list: f.denyNames},
 		"Env":       {name: "--env", list: f.env},
 		"Seccomp":   {name: "--seccomp", one: &f.seccomp},
+		"Home":      {name: "--home", one: &f.home},
+		"ReadOnly":  {name: "--read-only", list: f.readOnly},
+		"Apps.Dir":  {name: "--apps-dir", one: &f.appsDir},
+		"Apps.ID":   {name: "--app", one: &f.app},
 
 		"Timeout":     {name: "--timeout", one: &f.timeout},
 		"OutputLimit": {name: "--output-limit", one: &f.outputLimit},

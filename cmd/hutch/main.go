@@ -95,6 +95,10 @@ type runFlags struct {
 	allowDomain []string
 	packageMgrs []string
 	allowLocal  []string
+	home        string
+	readOnly    []string
+	appsDir     string
+	app         string
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -141,6 +145,10 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command (repeatable)")
+	fl.StringArrayVar(&f.readOnly, "read-only", nil, "a path inside the workspace or a --write or --home tree that stays read-only (repeatable)")
+	fl.StringVar(&f.appsDir, "apps-dir", "", "hide the workspace's directory of app directories (relative to it; with --app, \"apps\" by default) but for --app's")
+	fl.StringVar(&f.app, "app", "", "the app the sandbox runs as: it reads only its own directory in --apps-dir and writes only its data directory there")
+	fl.StringVar(&f.home, "home", "", "a directory of the host that is the sandbox's HOME across commands, with XDG_* and the language caches in it (default: a fresh HOME in the private /tmp for every command)")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
 	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
 	// Every limit: 0 means none (see Long).
@@ -177,11 +185,22 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	}
 	p := runtime.DefaultPolicy(ws)
 	p.Writable = f.write
+	p.ReadOnly = f.readOnly
+	if f.appsDir != "" || f.app != "" {
+		p.Apps = &runtime.AppIsolation{Dir: f.appsDir, ID: f.app}
+	}
 	p.Deny = f.deny
 	p.DenyNames = f.denyNames
 	p.NoDefaultDeny = f.noDefDeny
 	p.AllowGitWrite = f.gitWrite
 	p.Env = f.env
+	if f.home != "" {
+		h, err := filepath.Abs(f.home)
+		if err != nil {
+			return p, err
+		}
+		p.Home = h
+	}
 	p.MinLevel = runtime.Level(f.minLevel)
 	p.Network = runtime.NetworkMode(f.network)
 	p.AllowDomains, p.PackageManagers, p.AllowLocal = f.allowDomain, f.packageMgrs, f.allowLocal
