@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -658,5 +659,85 @@ func TestOpenForSend(t *testing.T) {
 		if allowed := err == nil; allowed != (c.name == "hl_out") {
 			t.Errorf("%s (%s): %v", c.name, c.why, err)
 		}
+	}
+}
+
+// TestFileOverwriteMatchesCommand: for every generated path, overwriting
+// it with WriteFile changes exactly what a sandboxed `echo >` of the same
+// path changes. Each side writes into a fixture of its own, the same
+// tokens in the same order (two paths naming one file leave the last
+// token on both sides); then every file of the two fixtures, and the
+// home's secrets, are compared on the host.
+func TestFileOverwriteMatchesCommand(t *testing.T) {
+	cmdFx, apiFx := newFileFixture(t), newFileFixture(t)
+	tmpls := generatePaths(cmdFx, 1500, true) // nothing new is named: deny names are fine
+	abs := func(fx *fileFixture, p string) string {
+		p = fx.path(p)
+		if !strings.HasPrefix(p, "/") {
+			p = fx.ws + "/" + p // WriteFile takes absolute paths only
+		}
+		return p
+	}
+	var cmdPaths []string
+	for _, p := range tmpls {
+		cmdPaths = append(cmdPaths, abs(cmdFx, p))
+	}
+	list := filepath.Join(cmdFx.results, "paths")
+	must(os.WriteFile(list, []byte(strings.Join(cmdPaths, "\n")+"\n"), 0o644))
+	// Only existing files are overwritten: echo > creates a missing one
+	// without its parents, WriteFile with them (TestFileWriteMatchesCommand).
+	script := fmt.Sprintf(`i=0; while IFS= read -r p; do [ -f "$p" ] && (echo "token $i" > "$p") 2>/dev/null; i=$((i+1)); done < %s; exit 0`, list)
+	secrets := listTree(t, fakeHome)
+	if err := cmdFx.sb.Command(context.Background(), "sh", "-c", script).Run(); err != nil {
+		t.Fatalf("sandboxed overwrite loop: %v", err)
+	}
+	var written int
+	for i, p := range tmpls {
+		p = abs(apiFx, p)
+		if st, err := apiFx.sb.Stat(p); err != nil || !st.Mode.IsRegular() {
+			continue
+		}
+		if _, err := apiFx.sb.WriteFile(p, []byte(fmt.Sprintf("token %d\n", i)), runtime.WriteOptions{}); err == nil {
+			written++
+		}
+	}
+	contents := func(fx *fileFixture) map[string]string {
+		m := map[string]string{}
+		_ = filepath.WalkDir(fx.base, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || strings.HasPrefix(p, fx.results) {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(fx.base, p)
+			m[rel] = strings.ReplaceAll(string(b), fx.base, "{base}")
+			return nil
+		})
+		return m
+	}
+	cmdFiles, apiFiles := contents(cmdFx), contents(apiFx)
+	var changed int
+	for rel, c := range cmdFiles {
+		if a, ok := apiFiles[rel]; !ok || a != c {
+			t.Errorf("%s: the command left %q, WriteFile %q", rel, c, a)
+		}
+		if strings.HasPrefix(c, "token ") {
+			changed++
+			// Unless it is one inode with a file of the workspace (the
+			// host's hard link hl_out): the kernel writes it through that
+			// name too.
+			if st, err := os.Stat(filepath.Join(cmdFx.base, rel)); !strings.HasPrefix(rel, "ws/") && (err != nil || st.Sys().(*syscall.Stat_t).Nlink < 2) {
+				t.Errorf("%s, outside the writable trees, was overwritten", rel)
+			}
+		}
+	}
+	if len(apiFiles) != len(cmdFiles) {
+		t.Errorf("%d files after the command, %d after WriteFile", len(cmdFiles), len(apiFiles))
+	}
+	if after := listTree(t, fakeHome); !slices.Equal(after, secrets) {
+		t.Errorf("the home's secrets changed: %v", after)
+	}
+	t.Logf("%d paths; %d files overwritten the same way by both (%d WriteFile calls succeeded)", len(tmpls), changed, written)
+	if changed < 5 {
+		t.Errorf("a weak sample: %d files overwritten", changed)
 	}
 }

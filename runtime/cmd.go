@@ -99,8 +99,11 @@ type Cmd struct {
 
 	startCalled bool
 
-	mu       sync.Mutex
-	running  bool // the init reported the command started
+	mu      sync.Mutex
+	running bool // the init reported the command started
+	// sent: the command was handed to its init, which starts it at once
+	// and holds a signal until the command exists to pass it to.
+	sent     bool
 	limitHit bool // output went past the limit
 	// reason is why hutch ends the command (the first one given);
 	// killErr what its ExitError then wraps for errors.Is: the context's
@@ -198,7 +201,8 @@ func (c *Cmd) check() error {
 
 // testHookStart, when a test sets it, runs at named points of Start:
 // "init" before the command's init is taken or made, "send" before the
-// command is handed to it. Tests use it to land a kill at a known point.
+// command is handed to it, "sent" after. Tests use it to land a kill or a
+// signal at a known point.
 var testHookStart func(stage string, c *Cmd)
 
 // Start starts the command and returns once it runs in its sandbox, or
@@ -307,6 +311,14 @@ func (c *Cmd) Start() error {
 		f.Close()
 	}
 	childEnds = nil
+	if err == nil {
+		c.mu.Lock()
+		c.sent = true
+		c.mu.Unlock()
+		if testHookStart != nil {
+			testHookStart("sent", c)
+		}
+	}
 	if err != nil {
 		// The init is gone; it may have said why.
 		for ev := range in.events {

@@ -391,3 +391,40 @@ func TestHandoffServedForTheSandboxLife(t *testing.T) {
 		t.Errorf("after the commands: %d wall goroutines (want %d) and %d handoff readers (want 0)", n, before, h)
 	}
 }
+
+// TestStopRightAfterSend: a Stop that lands once the command was handed
+// to its init, before Start heard that it started (a caller's ^C just as
+// the command starts), reaches the command: it ends by the signal, as
+// stopped, instead of the signal being refused or the run cancelled.
+func TestStopRightAfterSend(t *testing.T) {
+	sb, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	defer func() { testHookStart = nil }()
+	var stopErr error
+	testHookStart = func(stage string, c *Cmd) {
+		if stage == "sent" {
+			stopErr = c.Stop(syscall.SIGTERM)
+		}
+	}
+	c := sb.Command(context.Background(), "sleep", "60")
+	c.WaitDelay = 30 * time.Second // a SIGKILL would not say the SIGTERM arrived
+	start := time.Now()
+	err = c.Run()
+	testHookStart = nil
+	if stopErr != nil {
+		t.Fatalf("Stop after the command was sent: %v", stopErr)
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := c.Result; r.Signal != syscall.SIGTERM || !r.Killed || r.KillReason != KilledStopped {
+		t.Errorf("Result: signal %v, killed %v, reason %q; want SIGTERM, killed, %q", r.Signal, r.Killed, r.KillReason, KilledStopped)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the command ran %v: the signal did not reach it", d)
+	}
+}

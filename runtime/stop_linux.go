@@ -22,8 +22,10 @@ import (
 // so with KillReason KilledStopped: the caller ended it. The signals the
 // sandbox's init can pass on are SIGTERM, SIGINT, SIGHUP, SIGQUIT,
 // SIGUSR1, SIGUSR2, SIGWINCH and SIGCONT; others are refused. Signal
-// returns os.ErrProcessDone once the command has ended, and an error
-// before Start returned successfully.
+// returns os.ErrProcessDone once the command has ended, and an error while
+// its sandbox is being built. Once the command is handed to its init,
+// which starts it at once, a signal is passed on as soon as the command
+// exists, even if Start has not returned yet.
 func (c *Cmd) Signal(sig os.Signal) error {
 	s, err := passable(sig)
 	if err != nil {
@@ -31,7 +33,8 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	}
 	c.mu.Lock()
 	switch {
-	case !c.running:
+	case !c.running && !c.sent:
+		// Its sandbox is being built: there is nothing to signal yet.
 		c.mu.Unlock()
 		return errNotRunning
 	case c.ended || c.killed:
@@ -80,7 +83,7 @@ func (c *Cmd) Stop(sig os.Signal) error {
 	// The reason comes first: the command may end as soon as the signal
 	// is out.
 	c.mu.Lock()
-	if c.running && !c.ended && !c.killed && c.reason == "" {
+	if (c.running || c.sent) && !c.ended && !c.killed && c.reason == "" {
 		c.reason = KilledStopped
 	}
 	c.mu.Unlock()
