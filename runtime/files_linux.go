@@ -165,16 +165,18 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 	}
 	// A trailing / (or /.) asks for a directory, as in the kernel.
 	mustDir := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.")
-	cur, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+	cur, curPath, comps := v.openPrefix(name)
+	if cur < 0 {
+		var err error
+		if cur, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+		curPath, comps = "/", strings.Split(name, "/")
 	}
-	curPath := "/"
 	fail := func(err error) (*walked, error) {
 		unix.Close(cur)
 		return nil, err
 	}
-	comps := strings.Split(name, "/")
 	links := 0
 	for len(comps) > 0 {
 		c := comps[0]
@@ -260,6 +262,32 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 		}
 	}
 	return v.walkDone(cur, curPath)
+}
+
+// openPrefix is the walk's shortcut for the usual path: clean, with no
+// symlink on the way to its directory. It checks each directory of the
+// way against the plan, as the walk does, then opens the directory in one
+// openat2 that fails on any symlink (RESOLVE_NO_SYMLINKS), and returns it
+// with the components left (the last). -1: take the long way (a symlink
+// or .. on the way, a missing directory, no openat2).
+func (v *fileView) openPrefix(name string) (int, string, []string) {
+	dir, base := path.Dir(name), path.Base(name)
+	if path.Clean(name) != name || dir == "/" {
+		return -1, "", nil
+	}
+	for p := dir; p != "/"; p = path.Dir(p) {
+		if _, err := v.place(p); err != nil && !((errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && v.plan.HostBelow(p)) {
+			return -1, "", nil // the long way says why
+		}
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return -1, "", nil
+	}
+	return fd, dir, []string{base}
 }
 
 // walkDone ends a walk on the directory cur itself (a path ending in /,
