@@ -741,3 +741,40 @@ func TestFileOverwriteMatchesCommand(t *testing.T) {
 		t.Errorf("a weak sample: %d files overwritten", changed)
 	}
 }
+
+// TestFileViewFollowsGitDirs: the file door keeps its view while the
+// trees it was read from are unchanged, and those include the git
+// directories a .git file names: a commondir created there (a linked
+// worktree's, inside the workspace) makes its common directory read-only
+// for the next command, and for the next WriteFile too.
+func TestFileViewFollowsGitDirs(t *testing.T) {
+	ws := dir(t, "ws-")
+	wt, common := filepath.Join(ws, "sub", "wtgit"), filepath.Join(ws, "sub", "maingit")
+	must(os.MkdirAll(wt, 0o755))
+	must(os.MkdirAll(common, 0o755))
+	must(os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: sub/wtgit\n"), 0o644))
+	sb := newSandbox(t, ws)
+	defer sb.Close()
+	if _, err := sb.WriteFile(filepath.Join(common, "before"), []byte("x"), runtime.WriteOptions{}); err != nil {
+		t.Fatalf("a plain directory of the workspace: %v", err)
+	}
+	// Long enough that the view read above is trusted, not re-read anyway.
+	time.Sleep(100 * time.Millisecond)
+	if _, err := sb.WriteFile(filepath.Join(common, "before2"), []byte("x"), runtime.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	must(os.WriteFile(filepath.Join(wt, "commondir"), []byte("../maingit\n"), 0o644))
+	_, err := sb.WriteFile(filepath.Join(common, "after"), []byte("x"), runtime.WriteOptions{})
+	if !errors.Is(err, runtime.ErrDenied) {
+		t.Errorf("WriteFile into the common git directory after commondir named it: %v, want ErrDenied", err)
+	}
+	if out, err := sb.Command(context.Background(), "sh", "-c", "echo x > sub/maingit/cmd; exit 0").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, f := range []string{"after", "cmd"} {
+		if _, err := os.Stat(filepath.Join(common, f)); err == nil {
+			t.Errorf("%s was written into the read-only common git directory", f)
+		}
+	}
+}

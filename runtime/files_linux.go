@@ -42,25 +42,28 @@ func (v *fileView) homePath(p string) string {
 	return "~/" + p[len(v.home)+1:]
 }
 
-func (sb *Sandbox) fileView(op string) (*fileView, error) {
+// fileView is the view the file operation op on name resolves against.
+func (sb *Sandbox) fileView(op, name string) (*fileView, error) {
 	if sb.level == LevelLandlock {
-		return nil, &fs.PathError{Op: op, Path: "", Err: fmt.Errorf("%w: the file operations need the namespaces' view, and this Sandbox runs at level %s", errors.ErrUnsupported, sb.level)}
+		return nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: the file operations need the namespaces' view, and this Sandbox runs at level %s", errors.ErrUnsupported, sb.level)}
 	}
 	return sb.files.view(sb)
 }
 
 // viewCache keeps the last fileView while what it was read from is
 // unchanged: the writable trees' top levels (their deny-name matches and
-// repositories; see fresh) are read again only when one of the roots, or
-// its .git, has changed since (a stat each). A directory changed within
+// repositories; see fresh) are read again only when one of the roots, its
+// .git, or the git directories of the repositories found there has changed
+// since (a stat each). A directory changed within
 // racyWindow of its reading may change again within the same timestamp
 // tick, which a stamp could not show: such a reading is used once, as git
 // treats its index.
 type viewCache struct {
-	mu     sync.Mutex
-	v      *fileView
-	stamps []stamp
-	readAt time.Time
+	mu      sync.Mutex
+	v       *fileView
+	watched []string // what v was read from
+	stamps  []stamp  // each watched path's, when v was read
+	readAt  time.Time
 }
 
 // stamp is what says a path is as it was: the same inode, not modified.
@@ -93,34 +96,45 @@ func (sb *Sandbox) watched() []string {
 func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	watched := sb.watched()
-	if c.v != nil && len(c.stamps) == len(watched) {
-		current := true
-		for i, p := range watched {
-			s := c.stamps[i]
-			if s != stampOf(p) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
-				current = false
-				break
-			}
-		}
-		if current {
-			return c.v, nil
-		}
+	if c.v != nil && c.current() {
+		return c.v, nil
 	}
 	readAt := time.Now()
+	watched := sb.watched()
 	stamps := make([]stamp, len(watched))
 	for i, p := range watched {
 		stamps[i] = stampOf(p)
 	}
 	// What the next command's view holds now: the top levels' deny-name
-	// matches are read again, as for a command.
+	// matches and repositories are read again, as for a command.
 	f, err := sb.scanFresh()
 	if err != nil {
 		c.v = nil
 		return nil, err
 	}
-	c.v, c.stamps, c.readAt = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}, stamps, readAt
+	// Those repositories' git directories (which may lie elsewhere, for a
+	// linked worktree) decide their guards too. Stamped after the scan but
+	// against readAt, a change during it makes the reading used once.
+	for _, r := range f.repos {
+		for _, d := range r.Dirs {
+			watched, stamps = append(watched, d), append(stamps, stampOf(d))
+		}
+	}
+	c.v = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}
+	c.watched, c.stamps, c.readAt = watched, stamps, readAt
 	return c.v, nil
+}
+
+// current reports whether nothing the cached view was read from has
+// changed since.
+func (c *viewCache) current() bool {
+	for i, p := range c.watched {
+		s := c.stamps[i]
+		if s != stampOf(p) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
+			return false
+		}
+	}
+	return true
 }
 
 // walked is where a resolution ended: dir, an open O_PATH handle on the
@@ -441,7 +455,7 @@ func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) 
 	default:
 		return nil, &FilePathError{Field: "ReadOptions.Mode", Path: string(opt.Mode), Reason: `not "", "text" or "binary"`}
 	}
-	v, err := sb.fileView("read")
+	v, err := sb.fileView("read", name)
 	if err != nil {
 		return nil, err
 	}
@@ -450,11 +464,11 @@ func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) 
 		return nil, err
 	}
 	defer f.Close()
-	return read(*fi, f, opt)
+	return readWindow(*fi, f, opt)
 }
 
-// read reads the window opt asks for of f, described by fi.
-func read(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) {
+// readWindow reads the window opt asks for of f, described by fi.
+func readWindow(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) {
 	p := fi.Path
 	limit := opt.Limit
 	if limit == 0 {
@@ -528,7 +542,7 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 	} else {
 		flags |= unix.O_TRUNC
 	}
-	v, err := sb.fileView("write")
+	v, err := sb.fileView("write", name)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +579,7 @@ func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo
 	if maxBytes == 0 {
 		maxBytes = DefaultSendLimit
 	}
-	v, err := sb.fileView("send")
+	v, err := sb.fileView("send", name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -592,7 +606,7 @@ func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
-	v, err := sb.fileView("stat")
+	v, err := sb.fileView("stat", name)
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +630,7 @@ func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
-	v, err := sb.fileView("readdir")
+	v, err := sb.fileView("readdir", name)
 	if err != nil {
 		return nil, err
 	}
