@@ -193,6 +193,28 @@ func (fx *fileFixture) path(tmpl string) string {
 	return strings.NewReplacer("{ws}", fx.ws, "{out}", fx.out, "{base}", fx.base).Replace(tmpl)
 }
 
+// abs instantiates tmpl for fx as an absolute path: WriteFile takes
+// absolute paths only, relative ones are the workspace's.
+func (fx *fileFixture) abs(tmpl string) string {
+	p := fx.path(tmpl)
+	if !strings.HasPrefix(p, "/") {
+		p = fx.ws + "/" + p
+	}
+	return p
+}
+
+// eachPath runs body for each of paths in one sandboxed shell of fx, with
+// $p the path and $i its index; whatever body does is judged on the host.
+func (fx *fileFixture) eachPath(t *testing.T, paths []string, body string) {
+	t.Helper()
+	list := filepath.Join(fx.results, "paths")
+	must(os.WriteFile(list, []byte(strings.Join(paths, "\n")+"\n"), 0o644))
+	script := fmt.Sprintf(`i=0; while IFS= read -r p; do %s; i=$((i+1)); done < %s; exit 0`, body, list)
+	if err := fx.sb.Command(context.Background(), "sh", "-c", script).Run(); err != nil {
+		t.Fatalf("sandboxed loop over the paths: %v", err)
+	}
+}
+
 // TestFileReadMatchesCommand: for every generated path, ReadFile reads it
 // exactly when a sandboxed cat of the same path does, and returns the very
 // bytes cat got. cat's verdict is judged on the host: it copies what it
@@ -203,18 +225,12 @@ func TestFileReadMatchesCommand(t *testing.T) {
 	for _, p := range generatePaths(fx, 2000, true) {
 		paths = append(paths, fx.path(p))
 	}
-	list := filepath.Join(fx.results, "paths")
-	must(os.WriteFile(list, []byte(strings.Join(paths, "\n")+"\n"), 0o644))
 	got := filepath.Join(fx.results, "got")
 	must(os.Mkdir(got, 0o777))
-	script := fmt.Sprintf(`i=0; while IFS= read -r p; do i=$((i+1)); cat -- "$p" > %s/$i 2>/dev/null; done < %s; exit 0`, got, list)
-	cmd := fx.sb.Command(context.Background(), "sh", "-c", script)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sandboxed cat loop: %v", err)
-	}
+	fx.eachPath(t, paths, fmt.Sprintf(`cat -- "$p" > %s/$i 2>/dev/null`, got))
 	var reads, refusals, private, mismatches int
 	for i, p := range paths {
-		catBytes, err := os.ReadFile(filepath.Join(got, fmt.Sprint(i+1)))
+		catBytes, err := os.ReadFile(filepath.Join(got, fmt.Sprint(i)))
 		if err != nil {
 			t.Fatalf("path %q: no result file: %v", p, err)
 		}
@@ -286,25 +302,13 @@ func TestFileWriteMatchesCommand(t *testing.T) {
 	// whatever comes after, so neither side may see the other's.
 	cmdFx, apiFx := newFileFixture(t), newFileFixture(t)
 	dirs := generatePaths(cmdFx, 600, false)
-	abs := func(fx *fileFixture, d string) string {
-		d = fx.path(d)
-		if !strings.HasPrefix(d, "/") {
-			d = fx.ws + "/" + d // WriteFile takes absolute paths only
-		}
-		return d
-	}
 	var cmdPaths []string
 	for i, d := range dirs {
-		cmdPaths = append(cmdPaths, fmt.Sprintf("%s/w-%d", abs(cmdFx, d), i))
+		cmdPaths = append(cmdPaths, fmt.Sprintf("%s/w-%d", cmdFx.abs(d), i))
 	}
-	list := filepath.Join(cmdFx.results, "paths")
-	must(os.WriteFile(list, []byte(strings.Join(cmdPaths, "\n")+"\n"), 0o644))
-	script := fmt.Sprintf(`i=0; while IFS= read -r p; do (mkdir -p -- "$(dirname -- "$p")" && echo "token $i" > "$p") 2>/dev/null; i=$((i+1)); done < %s; exit 0`, list)
-	if err := cmdFx.sb.Command(context.Background(), "sh", "-c", script).Run(); err != nil {
-		t.Fatalf("sandboxed write loop: %v", err)
-	}
+	cmdFx.eachPath(t, cmdPaths, `(mkdir -p -- "$(dirname -- "$p")" && echo "token $i" > "$p") 2>/dev/null`)
 	for i, d := range dirs {
-		_, _ = apiFx.sb.WriteFile(fmt.Sprintf("%s/w-%d", abs(apiFx, d), i), []byte(fmt.Sprintf("token %d\n", i)), runtime.WriteOptions{})
+		_, _ = apiFx.sb.WriteFile(fmt.Sprintf("%s/w-%d", apiFx.abs(d), i), []byte(fmt.Sprintf("token %d\n", i)), runtime.WriteOptions{})
 	}
 	// Where each landed, on the host, relative to its fixture (or the
 	// shared home and the host's own trees, where nothing may land).
@@ -671,29 +675,17 @@ func TestOpenForSend(t *testing.T) {
 func TestFileOverwriteMatchesCommand(t *testing.T) {
 	cmdFx, apiFx := newFileFixture(t), newFileFixture(t)
 	tmpls := generatePaths(cmdFx, 1500, true) // nothing new is named: deny names are fine
-	abs := func(fx *fileFixture, p string) string {
-		p = fx.path(p)
-		if !strings.HasPrefix(p, "/") {
-			p = fx.ws + "/" + p // WriteFile takes absolute paths only
-		}
-		return p
-	}
 	var cmdPaths []string
 	for _, p := range tmpls {
-		cmdPaths = append(cmdPaths, abs(cmdFx, p))
+		cmdPaths = append(cmdPaths, cmdFx.abs(p))
 	}
-	list := filepath.Join(cmdFx.results, "paths")
-	must(os.WriteFile(list, []byte(strings.Join(cmdPaths, "\n")+"\n"), 0o644))
+	secrets := listTree(t, fakeHome)
 	// Only existing files are overwritten: echo > creates a missing one
 	// without its parents, WriteFile with them (TestFileWriteMatchesCommand).
-	script := fmt.Sprintf(`i=0; while IFS= read -r p; do [ -f "$p" ] && (echo "token $i" > "$p") 2>/dev/null; i=$((i+1)); done < %s; exit 0`, list)
-	secrets := listTree(t, fakeHome)
-	if err := cmdFx.sb.Command(context.Background(), "sh", "-c", script).Run(); err != nil {
-		t.Fatalf("sandboxed overwrite loop: %v", err)
-	}
+	cmdFx.eachPath(t, cmdPaths, `[ -f "$p" ] && (echo "token $i" > "$p") 2>/dev/null`)
 	var written int
 	for i, p := range tmpls {
-		p = abs(apiFx, p)
+		p = apiFx.abs(p)
 		if st, err := apiFx.sb.Stat(p); err != nil || !st.Mode.IsRegular() {
 			continue
 		}

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -196,10 +197,16 @@ func TestAppIsolation(t *testing.T) {
 			if out, err := sb.Command(context.Background(), "sh", "-c", script).CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			for _, f := range []string{"code.txt", "d.txt", "secret.txt"} {
-				b, _ := os.ReadFile(filepath.Join(ws, "seen-"+f))
-				if read := len(b) > 0; read != slices.Contains(tt.seen, f) {
+			for _, f := range []string{"apps/a1/code.txt", "apps/a1/data/d.txt", "apps/a2/secret.txt"} {
+				// What the command copied out, against the host's file: only
+				// the very bytes prove it was read.
+				b, _ := os.ReadFile(filepath.Join(ws, "seen-"+filepath.Base(f)))
+				real, _ := os.ReadFile(filepath.Join(ws, f))
+				if read := len(b) > 0 && bytes.Equal(b, real); read != slices.Contains(tt.seen, filepath.Base(f)) {
 					t.Errorf("the command read %s: %v (%q)", f, read, b)
+				}
+				if len(b) > 0 && !bytes.Equal(b, real) {
+					t.Errorf("the command copied %q out of %s, which holds %q", b, f, real)
 				}
 			}
 			for _, f := range []string{"apps/a1/data/new", "apps/a1/new", "apps/a2/new", "apps/new"} {

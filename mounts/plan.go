@@ -255,8 +255,6 @@ type Place struct {
 	HostPath string
 	// Writable says the mount the path lies on is read-write.
 	Writable bool
-	// Mount is the plan's step that decided (for errors).
-	Mount Mount
 }
 
 // Lookup says what path p (absolute, clean, symlinks resolved) is in the
@@ -279,13 +277,13 @@ func (p Plan) Lookup(target string) Place {
 			if src == "" {
 				src = m.Target
 			}
-			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW, Mount: m}
+			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW}
 		case Tmpfs, Dev, Proc:
-			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs, Mount: m}
+			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
 		case Mask, EmptyRO:
-			pl = Place{Reach: Masked, Mount: m}
+			pl = Place{Reach: Masked}
 		case ReadOnly:
-			pl.Writable, pl.Mount = false, m
+			pl.Writable = false
 		case Pin, Dir:
 		}
 	}

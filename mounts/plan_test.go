@@ -428,7 +428,7 @@ func TestLookup(t *testing.T) {
 	for _, tt := range tests {
 		got := p.Lookup(tt.path)
 		if got.Reach != tt.reach || got.HostPath != tt.host || got.Writable != tt.writable {
-			t.Errorf("Lookup(%q) = reach %d, host %q, writable %v (by %v); want %d, %q, %v", tt.path, got.Reach, got.HostPath, got.Writable, got.Mount, tt.reach, tt.host, tt.writable)
+			t.Errorf("Lookup(%q) = reach %d, host %q, writable %v; want %d, %q, %v", tt.path, got.Reach, got.HostPath, got.Writable, tt.reach, tt.host, tt.writable)
 		}
 	}
 	for path, want := range map[string]bool{"/tmp": true, "/tmp/ws": false, "/": true, "/data": false, "/run": false} {

@@ -102,7 +102,8 @@ type Cmd struct {
 	mu      sync.Mutex
 	running bool // the init reported the command started
 	// sent: the command was handed to its init, which starts it at once
-	// and holds a signal until the command exists to pass it to.
+	// and holds a signal until the command exists to pass it to (so sent
+	// holds whenever running does).
 	sent     bool
 	limitHit bool // output went past the limit
 	// reason is why hutch ends the command (the first one given);

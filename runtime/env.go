@@ -156,8 +156,6 @@ var refusedEnv = []envRule{
 	{Name: "BROWSER", Why: whyHelper},
 }
 
-// refusedEnvReason says why the variable name may not be set, or "" if it
-// may. It is the one test both backends apply.
 // rustupHome is the host's rustup home: $RUSTUP_HOME, or ~/.rustup when
 // it exists; "" without rustup.
 func rustupHome() string {
@@ -172,6 +170,8 @@ func rustupHome() string {
 	return ""
 }
 
+// refusedEnvReason says why the variable name may not be set, or "" if it
+// may. It is the one test both backends apply.
 func refusedEnvReason(name string) string {
 	for _, r := range refusedEnv {
 		if name == r.Name || r.Prefix && strings.HasPrefix(name, r.Name) {
@@ -199,17 +199,9 @@ func checkEnv(field string, env []string) error {
 	return nil
 }
 
-// baseEnv is the clean environment every command starts from: a few
-// host variables that describe the terminal and locale, the sandbox's own
-// HOME and caches, and the policy's additions.
-func baseEnv(p *Policy) []string {
-	if p.Home != "" {
-		return baseEnvAt(p, p.Home)
-	}
-	return baseEnvAt(p, Home)
-}
-
-// baseEnvAt is baseEnv with HOME at home.
+// baseEnvAt is the clean environment every command starts from: a few
+// host variables that describe the terminal and locale, HOME (at home) and
+// the caches in it, and the policy's additions.
 func baseEnvAt(p *Policy, Home string) []string {
 	path := os.Getenv("PATH")
 	if path == "" {

@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// The file door: a Sandbox's ReadFile, WriteFile and Stat act on the host's
-// files as a command of the same Sandbox would see them, without starting
-// one. They resolve a path the way the kernel does in the sandbox's view
+// The file door: a Sandbox's ReadFile, WriteFile, ReadDir, Stat and
+// OpenForSend act on the host's files as a command of the same Sandbox
+// would see them, without starting one. They resolve a path the way the kernel does in the sandbox's view
 // (the mount plan of the next command: what is read-only, writable,
 // masked, or the sandbox's own), one component at a time from open
 // directory handles, and act on the handle they opened, never on a path
@@ -23,13 +21,11 @@ import (
 var ErrDenied = fmt.Errorf("denied by the sandbox's policy: %w", fs.ErrPermission)
 
 // ErrPrivate is matched by a file operation on a path in a filesystem of
-// the sandbox's own (its /tmp, /dev, /proc, the hidden directories): each
-// command gets its own, which exists only while the command runs, so there
-// is nothing there on the host to read or write.
-var ErrPrivate = errors.New("in a filesystem private to each command (its /tmp, /dev, /proc or a hidden directory), not on the host")
-
-// maxPathLen is the longest path the file door takes (PATH_MAX).
-const maxPathLen = 4096
+// the sandbox's own (its /tmp, /dev, /proc): each command gets its own,
+// which exists only while the command runs, so there is nothing there on
+// the host to read or write. (A hidden directory, such as /run, is
+// ErrDenied: the view shows it empty.)
+var ErrPrivate = errors.New("in a filesystem private to each command (its /tmp, /dev or /proc), not on the host")
 
 // DefaultReadLimit is how much ReadFile returns when ReadOptions.Limit is 0.
 const DefaultReadLimit = 1 << 20
@@ -134,24 +130,11 @@ func (e *FilePathError) Error() string {
 	return fmt.Sprintf("hutch: %s %q: %s", e.Field, e.Path, e.Reason)
 }
 
-// checkFilePath refuses what no file operation takes: an empty path, a NUL,
-// a control character other than tab, one longer than PATH_MAX, and a
-// string that is not UTF-8.
+// checkFilePath refuses what no file operation takes (pathFault), before
+// looking at any file.
 func checkFilePath(field, p string) error {
-	bad := func(why string) error { return &FilePathError{Field: field, Path: p, Reason: why} }
-	switch {
-	case p == "":
-		return bad("empty")
-	case len(p) > maxPathLen:
-		return bad(fmt.Sprintf("longer than %d bytes", maxPathLen))
-	case !utf8.ValidString(p):
-		return bad("not valid UTF-8")
-	}
-	if i := strings.IndexFunc(p, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
-		if p[i] == 0 {
-			return bad("holds a NUL byte")
-		}
-		return bad(fmt.Sprintf("holds the control character %#02x", p[i]))
+	if why := pathFault(p); why != "" {
+		return &FilePathError{Field: field, Path: p, Reason: why}
 	}
 	return nil
 }

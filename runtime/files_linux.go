@@ -59,39 +59,30 @@ func (sb *Sandbox) fileView(op, name string) (*fileView, error) {
 // tick, which a stamp could not show: such a reading is used once, as git
 // treats its index.
 type viewCache struct {
-	mu      sync.Mutex
-	v       *fileView
-	watched []string // what v was read from
-	stamps  []stamp  // each watched path's, when v was read
-	readAt  time.Time
+	mu     sync.Mutex
+	v      *fileView
+	stamps []stamp // of what v was read from, when it was
+	readAt time.Time
 }
 
 // stamp is what says a path is as it was: the same inode, not modified.
 type stamp struct {
+	path     string
 	dev, ino uint64
 	mtime    unix.Timespec
-	ok       bool
+	ok       bool // it existed
 }
 
 func stampOf(p string) stamp {
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) != nil {
-		return stamp{}
+		return stamp{path: p}
 	}
-	return stamp{dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ok: true}
+	return stamp{path: p, dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ok: true}
 }
 
 // racyWindow is longer than any filesystem's timestamp tick.
 const racyWindow = 50 * time.Millisecond
-
-// watched are the paths a view's fresh inputs are read from.
-func (sb *Sandbox) watched() []string {
-	var ps []string
-	for _, r := range sb.roots() {
-		ps = append(ps, r, r+"/.git")
-	}
-	return ps
-}
 
 func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
 	c.mu.Lock()
@@ -100,10 +91,9 @@ func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
 		return c.v, nil
 	}
 	readAt := time.Now()
-	watched := sb.watched()
-	stamps := make([]stamp, len(watched))
-	for i, p := range watched {
-		stamps[i] = stampOf(p)
+	var stamps []stamp
+	for _, r := range sb.roots() {
+		stamps = append(stamps, stampOf(r), stampOf(r+"/.git"))
 	}
 	// What the next command's view holds now: the top levels' deny-name
 	// matches and repositories are read again, as for a command.
@@ -117,20 +107,19 @@ func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
 	// against readAt, a change during it makes the reading used once.
 	for _, r := range f.repos {
 		for _, d := range r.Dirs {
-			watched, stamps = append(watched, d), append(stamps, stampOf(d))
+			stamps = append(stamps, stampOf(d))
 		}
 	}
 	c.v = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}
-	c.watched, c.stamps, c.readAt = watched, stamps, readAt
+	c.stamps, c.readAt = stamps, readAt
 	return c.v, nil
 }
 
 // current reports whether nothing the cached view was read from has
 // changed since.
 func (c *viewCache) current() bool {
-	for i, p := range c.watched {
-		s := c.stamps[i]
-		if s != stampOf(p) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
+	for _, s := range c.stamps {
+		if s != stampOf(s.path) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
 			return false
 		}
 	}
@@ -149,6 +138,20 @@ type walked struct {
 func (r *walked) path() string { return path.Join(r.dirPath, r.name) }
 
 func (r *walked) close() { unix.Close(r.dir) }
+
+// crossable says whether the walk may cross p although place refused it
+// (err): a private or hidden directory holding the way to a host tree
+// bound below it (a workspace under the private /tmp, an app's own
+// directory among hidden ones), which the walk crosses by directories only:
+// in the view it holds nothing else.
+func (v *fileView) crossable(p string, err error) bool {
+	return (errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && v.plan.HostBelow(p)
+}
+
+// openRoot opens the view's root, the host's.
+func openRoot() (int, error) {
+	return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
 
 // place says what p is in the view, refusing what is not the host's.
 func (v *fileView) place(p string) (mounts.Place, error) {
@@ -182,7 +185,7 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 	cur, curPath, comps := v.openPrefix(name)
 	if cur < 0 {
 		var err error
-		if cur, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		if cur, err = openRoot(); err != nil {
 			return nil, err
 		}
 		curPath, comps = "/", strings.Split(name, "/")
@@ -211,14 +214,10 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 			continue
 		}
 		child := path.Join(curPath, c)
-		// A private or hidden directory holding the way to a host tree
-		// bound below it (a workspace under the private /tmp, an app's
-		// own directory among hidden ones) is crossed, by directories
-		// only: in the view it holds nothing else.
-		_, err := v.place(child)
-		crossing := (errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && !last && v.plan.HostBelow(child)
-		if err != nil && !crossing {
-			return fail(err)
+		pl, placeErr := v.place(child)
+		crossing := placeErr != nil && !last && v.crossable(child, placeErr)
+		if placeErr != nil && !crossing {
+			return fail(placeErr)
 		}
 		if last && !follow && !mustDir {
 			return &walked{dir: cur, dirPath: curPath, name: c}, nil
@@ -230,7 +229,7 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 			return &walked{dir: cur, dirPath: curPath, name: c}, nil
 		}
 		if err == unix.ENOENT && mkdir && !crossing {
-			if pl, _ := v.place(child); !pl.Writable {
+			if !pl.Writable {
 				return fail(ErrDenied)
 			}
 			if err := unix.Mkdirat(cur, c, 0o755); err != nil && err != unix.EEXIST {
@@ -247,7 +246,7 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 			unix.Close(cur)
 			cur, curPath = fd, child
 		case err == unix.ENOTDIR && crossing:
-			return fail(ErrPrivate)
+			return fail(placeErr) // not a directory: nothing the view shows
 		case err == unix.ENOTDIR:
 			target, err := readlinkAt(cur, c)
 			if err == unix.EINVAL { // not a symlink: a file
@@ -263,7 +262,7 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 				return fail(unix.ELOOP)
 			}
 			if path.IsAbs(target) {
-				root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+				root, err := openRoot()
 				if err != nil {
 					return fail(err)
 				}
@@ -290,7 +289,7 @@ func (v *fileView) openPrefix(name string) (int, string, []string) {
 		return -1, "", nil
 	}
 	for p := dir; p != "/"; p = path.Dir(p) {
-		if _, err := v.place(p); err != nil && !((errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && v.plan.HostBelow(p)) {
+		if _, err := v.place(p); err != nil && !v.crossable(p, err) {
 			return -1, "", nil // the long way says why
 		}
 	}
@@ -340,21 +339,29 @@ func readlinkAt(dir int, name string) (string, error) {
 		if n < len(buf) {
 			return string(buf[:n]), nil
 		}
-		if len(buf) >= maxPathLen {
+		if len(buf) >= maxPath {
 			return "", unix.ENAMETOOLONG
 		}
 		buf = make([]byte, 2*len(buf))
 	}
 }
 
-// info describes the open file f, which lies at p in the view.
-func (v *fileView) info(p string, f *os.File) (FileInfo, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return FileInfo{}, err
-	}
+// fileInfo describes fi, the file at p in the view.
+func (v *fileView) fileInfo(p string, fi fs.FileInfo) FileInfo {
 	pl := v.plan.Lookup(p)
-	return FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime(), Writable: pl.Writable}, nil
+	return FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), Writable: pl.Writable}
+}
+
+// statAt describes the entry name of dir, not following a symlink, through
+// a handle of its own (what os.File.Stat reports), never by path.
+func statAt(dir int, name string) (fs.FileInfo, error) {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return f.Stat()
 }
 
 // pathErr wraps err for the operation op on name as the caller wrote it.
@@ -376,25 +383,25 @@ func pathErr(op, name string, err error) error {
 //
 // O_NONBLOCK keeps the open from waiting on a FIFO; on the regular file
 // it then must be, it changes nothing.
-func openIn(r *walked, flags int, perm uint32) (*os.File, *unix.Stat_t, error) {
+func openIn(r *walked, flags int, perm uint32) (*os.File, fs.FileInfo, error) {
 	fd, err := unix.Openat(r.dir, r.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, nil, err
 	}
 	f := os.NewFile(uintptr(fd), r.path())
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = unix.EISDIR
+	case !fi.Mode().IsRegular():
+		err = errors.New("not a regular file")
+	}
+	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		f.Close()
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return nil, nil, unix.EISDIR
-		}
-		return nil, nil, errors.New("not a regular file")
-	}
-	return f, &st, nil
+	return f, fi, nil
 }
 
 // maxRaces bounds how often an operation resolves again after its entry
@@ -434,7 +441,8 @@ func (v *fileView) open(op, name string, follow bool, flags int, perm uint32) (*
 		if err != nil {
 			return nil, nil, pathErr(op, name, err)
 		}
-		return f, v.statInfo(p, st), nil
+		fi := v.fileInfo(p, st)
+		return f, &fi, nil
 	}
 }
 
@@ -553,7 +561,10 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 	_, err = f.Write(data)
 	var fi FileInfo
 	if err == nil {
-		fi, err = v.info(opened.Path, f) // of the handle written, not of the path
+		var st fs.FileInfo
+		if st, err = f.Stat(); err == nil { // of the handle written, not of the path
+			fi = v.fileInfo(opened.Path, st)
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -615,11 +626,12 @@ func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
 		return nil, pathErr("stat", name, err)
 	}
 	defer r.close()
-	var st unix.Stat_t
-	if err := unix.Fstatat(r.dir, r.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	st, err := statAt(r.dir, r.name)
+	if err != nil {
 		return nil, pathErr("stat", name, err)
 	}
-	return v.statInfo(r.path(), &st), nil
+	fi := v.fileInfo(r.path(), st)
+	return &fi, nil
 }
 
 // ReadDir lists the directory name as a command of the Sandbox would see
@@ -659,31 +671,11 @@ func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 			out = append(out, FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private})
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		st, err := statAt(fd, n)
+		if err != nil {
 			continue // gone since the listing
 		}
-		out = append(out, *v.statInfo(p, &st))
+		out = append(out, v.fileInfo(p, st))
 	}
 	return out, nil
-}
-
-func (v *fileView) statInfo(p string, st *unix.Stat_t) *FileInfo {
-	pl := v.plan.Lookup(p)
-	mode := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		mode |= fs.ModeDir
-	case unix.S_IFLNK:
-		mode |= fs.ModeSymlink
-	case unix.S_IFIFO:
-		mode |= fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		mode |= fs.ModeSocket
-	case unix.S_IFCHR:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		mode |= fs.ModeDevice
-	}
-	return &FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: st.Size, Mode: mode, ModTime: time.Unix(st.Mtim.Unix()), Writable: pl.Writable}
 }

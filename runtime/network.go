@@ -164,18 +164,23 @@ func closeFds(fds []int) {
 func tmpEnv(dir string) []string { return []string{"TMPDIR=" + dir, "TMP=" + dir, "TEMP=" + dir} }
 
 // setupEnv makes the base environment of every command: the clean one,
-// HOME and TMPDIR in the private temporary directory at LevelLandlock,
+// HOME in Policy.Home, or else in the private /tmp (the private temporary
+// directory at LevelLandlock, where TMPDIR goes too),
 // the proxy variables with NetworkAllow, and the policy's Env over all.
 func (sb *Sandbox) setupEnv() {
 	p := &sb.policy
-	if sb.level == LevelLandlock && p.Home == "" {
-		sb.env = mergeEnv(baseEnvAt(p, filepath.Join(sb.tmpDir, "home")), tmpEnv(sb.tmpDir))
-		sb.env = mergeEnv(sb.env, p.Env)
-	} else if sb.level == LevelLandlock {
-		sb.env = mergeEnv(baseEnv(p), tmpEnv(sb.tmpDir))
-		sb.env = mergeEnv(sb.env, p.Env)
-	} else {
-		sb.env = baseEnv(p)
+	home := p.Home
+	switch {
+	case home != "":
+	case sb.level == LevelLandlock:
+		home = filepath.Join(sb.tmpDir, "home")
+	default:
+		home = Home
+	}
+	sb.env = baseEnvAt(p, home)
+	if sb.level == LevelLandlock {
+		// The host's /tmp is not private at this level.
+		sb.env = mergeEnv(mergeEnv(sb.env, tmpEnv(sb.tmpDir)), p.Env)
 	}
 	if p.Network == NetworkHost {
 		// Info, not Warn: the caller chose it, and every Result says it.

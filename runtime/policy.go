@@ -263,7 +263,6 @@ func (p *Policy) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// clone returns p with every slice (and the seccomp profile) copied.
 // AppIsolation is Policy.Apps: the workspace's directory of app
 // directories, <Workspace>/<Dir>/<id>, is hidden from the sandbox (an
 // empty read-only directory in its place), but for the app the sandbox
@@ -278,6 +277,7 @@ type AppIsolation struct {
 	ID string
 }
 
+// clone returns p with every slice (and the seccomp profile) copied.
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
 	p.ReadOnly = slices.Clone(p.ReadOnly)
@@ -492,22 +492,35 @@ func checkSize(field string, v, least int64, why string) error {
 // maxPath is PATH_MAX: longer paths are refused outright.
 const maxPath = 4096
 
-// checkPath sanitizes a path given by the caller.
-func checkPath(field, p string) error {
+// pathFault says what makes p unusable as a path, whoever gives it (a
+// policy field, a file operation): empty, longer than PATH_MAX, a NUL or
+// another control character. "" when nothing does.
+func pathFault(p string) string {
 	switch {
 	case p == "":
-		return &PolicyError{Field: field, Reason: "empty path"}
+		return "empty path"
 	case len(p) > maxPath:
-		return &PolicyError{Field: field, Value: p[:64] + "...", Reason: fmt.Sprintf("longer than %d bytes", maxPath)}
+		return fmt.Sprintf("longer than %d bytes", maxPath)
 	case strings.IndexByte(p, 0) >= 0:
-		return &PolicyError{Field: field, Value: p, Reason: "contains a NUL byte"}
+		return "contains a NUL byte"
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "contains a control character"
 	}
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f {
-			return &PolicyError{Field: field, Value: p, Reason: "contains a control character"}
-		}
+	return ""
+}
+
+// checkPath sanitizes a path given by the caller.
+func checkPath(field, p string) error {
+	why := pathFault(p)
+	switch {
+	case why == "":
+		return nil
+	case p == "":
+		return &PolicyError{Field: field, Reason: why}
+	case len(p) > maxPath:
+		return &PolicyError{Field: field, Value: p[:64] + "...", Reason: why}
 	}
-	return nil
+	return &PolicyError{Field: field, Value: p, Reason: why}
 }
 
 // lexical is p made absolute against base, without resolving anything.

@@ -239,46 +239,55 @@ func resolveDeny(r *resolved, host hostRules) ([]string, error) {
 
 // resolveWritable checks r.policy.Writable and resolves it in place.
 func resolveWritable(r *resolved, host hostRules) error {
-	ws := r.policy.Workspace
-	var writable []string
+	roots := []string{r.policy.Workspace}
 	for i, w := range r.policy.Writable {
-		field := fmt.Sprintf("Writable[%d]", i)
-		if err := checkPath(field, w); err != nil {
+		res, err := resolveTree(r, host, fmt.Sprintf("Writable[%d]", i), w, roots)
+		if err != nil {
 			return err
 		}
-		res := resolve(w, ws)
-		// The workspace (and every writable tree) is the command's to
-		// change: a symlink planted there must not turn a writable path
-		// into one outside it.
-		lex := lexical(w, ws)
-		for _, root := range append([]string{ws}, writable...) {
-			if mounts.Within(lex, root) && !mounts.Within(res, root) {
-				return &PolicyError{Field: field, Value: w, Reason: "resolves through a symlink in writable " + root + " to " + res}
-			}
-		}
-		if err := checkWritableTree(host, field, w, lex, res); err != nil {
-			return err
-		}
-		if _, err := os.Stat(res); err != nil {
-			return &PolicyError{Field: field, Value: w, Reason: pathReason(err)}
-		}
-		if host.home != "" && mounts.Within(resolve(host.home, "/"), res) {
-			return &PolicyError{Field: field, Value: w, Reason: "contains the home directory " + host.home}
-		}
-		for _, d := range r.deny {
-			if mounts.Within(res, d) {
-				return &PolicyError{Field: field, Value: w, Reason: "lies under the denied path " + d}
-			}
-		}
-		writable = append(writable, res)
+		roots = append(roots, res)
 		r.policy.Writable[i] = res
 	}
 	return nil
 }
 
-// resolveHome checks Policy.Home as a writable tree of its own (see
-// checkWritableTree) and resolves it in place: absolute, an existing
-// directory, neither the host's home nor holding it, not denied.
+// resolveTree is the one rule for a writable tree beside the workspace (a
+// Writable path, Home), given as the caller wrote it, relative to the
+// workspace or absolute: resolved, it must not go through a symlink in one
+// of roots, the trees already writable (the command's to change: a symlink
+// planted there must not turn a writable path into one outside it), pass
+// checkWritableTree, exist, not hold the host's home, and lie under no
+// denied path. It returns the path resolved.
+func resolveTree(r *resolved, host hostRules, field, given string, roots []string) (string, error) {
+	if err := checkPath(field, given); err != nil {
+		return "", err
+	}
+	ws := r.policy.Workspace
+	res, lex := resolve(given, ws), lexical(given, ws)
+	for _, root := range roots {
+		if mounts.Within(lex, root) && !mounts.Within(res, root) {
+			return "", &PolicyError{Field: field, Value: given, Reason: "resolves through a symlink in writable " + root + " to " + res}
+		}
+	}
+	if err := checkWritableTree(host, field, given, lex, res); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(res); err != nil {
+		return "", &PolicyError{Field: field, Value: given, Reason: pathReason(err)}
+	}
+	if host.home != "" && mounts.Within(resolve(host.home, "/"), res) {
+		return "", &PolicyError{Field: field, Value: given, Reason: "contains the home directory " + host.home}
+	}
+	for _, d := range r.deny {
+		if mounts.Within(res, d) {
+			return "", &PolicyError{Field: field, Value: given, Reason: "lies under the denied path " + d}
+		}
+	}
+	return res, nil
+}
+
+// resolveHome checks Policy.Home, a writable tree of its own (resolveTree)
+// that must be an absolute path to a directory, and resolves it in place.
 func resolveHome(r *resolved, host hostRules) error {
 	h := r.policy.Home
 	if h == "" {
@@ -290,24 +299,12 @@ func resolveHome(r *resolved, host hostRules) error {
 	if !filepath.IsAbs(h) {
 		return &PolicyError{Field: "Home", Value: h, Reason: "must be an absolute path"}
 	}
-	res := resolve(h, "/")
-	if err := checkWritableTree(host, "Home", h, filepath.Clean(h), res); err != nil {
+	res, err := resolveTree(r, host, "Home", h, r.roots())
+	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(res)
-	switch {
-	case err != nil:
-		return &PolicyError{Field: "Home", Value: h, Reason: pathReason(err)}
-	case !fi.IsDir():
+	if fi, err := os.Stat(res); err != nil || !fi.IsDir() {
 		return &PolicyError{Field: "Home", Value: h, Reason: "not a directory"}
-	}
-	if host.home != "" && mounts.Within(resolve(host.home, "/"), res) {
-		return &PolicyError{Field: "Home", Value: h, Reason: "is or contains the host's home directory " + host.home + ": a sandbox's home must be a directory of its own"}
-	}
-	for _, d := range r.deny {
-		if mounts.Within(res, d) {
-			return &PolicyError{Field: "Home", Value: h, Reason: "lies under the denied path " + d}
-		}
 	}
 	r.policy.Home = res
 	return nil

@@ -33,7 +33,7 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	}
 	c.mu.Lock()
 	switch {
-	case !c.running && !c.sent:
+	case !c.sent:
 		// Its sandbox is being built: there is nothing to signal yet.
 		c.mu.Unlock()
 		return errNotRunning
@@ -83,7 +83,7 @@ func (c *Cmd) Stop(sig os.Signal) error {
 	// The reason comes first: the command may end as soon as the signal
 	// is out.
 	c.mu.Lock()
-	if (c.running || c.sent) && !c.ended && !c.killed && c.reason == "" {
+	if c.sent && !c.ended && !c.killed && c.reason == "" {
 		c.reason = KilledStopped
 	}
 	c.mu.Unlock()
