@@ -928,6 +928,14 @@ static int run(int sfd)
 	}
 }
 
+void init_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	for (size_t i = 0; i < INIT_NFORWARDED; i++)
+		sigaddset(set, init_forwarded[i]);
+}
+
 int init_main(void)
 {
 	st.last = monotonic();
@@ -940,13 +948,12 @@ int init_main(void)
 		return 1;
 	prctl(PR_SET_NAME, "hutch-init", 0, 0, 0);
 	/* The host's signals wait in the signalfd until there is a command
-	 * to pass them to; a write to a gone host fails instead of killing. */
+	 * to pass them to (the creator blocked them already; blocking again
+	 * keeps the init correct without one); a write to a gone host fails
+	 * instead of killing. */
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	for (size_t i = 0; i < INIT_NFORWARDED; i++)
-		sigaddset(&set, init_forwarded[i]);
+	init_signals(&set);
 	int sfd;
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		init_error("exec", "block signals", errno, NULL, NULL);

@@ -27,6 +27,7 @@
 #define HUTCH_INIT_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #define INIT_FD_BASE 10
@@ -97,6 +98,13 @@
  * receives them; any other reaches the init itself. */
 #define INIT_NFORWARDED 8
 extern const int init_forwarded[INIT_NFORWARDED];
+
+/* init_signals fills set with the signals the init takes through its
+ * signalfd: SIGCHLD and the forwarded ones. Its creator blocks them from
+ * the init's first instruction on, because pid 1 of a namespace drops a
+ * signal that is neither blocked nor handled: a SIGTERM the host sends
+ * while the init is still starting would be lost, not held. */
+void init_signals(sigset_t *set);
 
 /* init_main runs the whole init and returns its exit status. */
 int init_main(void);

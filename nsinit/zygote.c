@@ -160,10 +160,11 @@ static void child(const int *fds, int sync_r, int errpipe)
 			child_fail(errpipe, "dup3");
 	if (close_from(ZYG_SPAWN_FDS, errpipe) < 0)
 		child_fail(errpipe, "close the zygote's fds");
-	/* The init starts with the signal state of a fresh process. */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The init starts with the signal state of a fresh process, except
+	 * for its own signals, blocked since the clone (init_signals). */
+	sigset_t own;
+	init_signals(&own);
+	sigprocmask(SIG_SETMASK, &own, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	close(errpipe);
 	_exit(init_main());
@@ -217,6 +218,11 @@ static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
 		close(sync[1]);
 		return;
 	}
+	/* The init's signals are blocked across the clone, so that the init
+	 * holds them from its first instruction (init_signals). */
+	sigset_t own, saved;
+	init_signals(&own);
+	sigprocmask(SIG_BLOCK, &own, &saved);
 	pid_t pid = clone_init(flags, (opts & ZYG_INTO_CGROUP) ? fds[ZYG_SPAWN_FDS] : -1);
 	if (pid == 0) {
 		close(sync[1]);
@@ -224,6 +230,7 @@ static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
 		child(fds, sync[0], errp[1]);
 	}
 	int err = errno;
+	sigprocmask(SIG_SETMASK, &saved, NULL);
 	close(sync[0]);
 	close(errp[1]);
 	if (pid < 0) {
