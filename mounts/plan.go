@@ -255,6 +255,9 @@ type Place struct {
 	HostPath string
 	// Writable says the mount the path lies on is read-write.
 	Writable bool
+	// Closed says a Masked path is a Mask's mode-0000 file or directory,
+	// which a command cannot even enter (an EmptyRO's directory it can).
+	Closed bool
 }
 
 // Lookup says what path p (absolute, clean, symlinks resolved) is in the
@@ -281,7 +284,7 @@ func (p Plan) Lookup(target string) Place {
 		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
 		case Mask, EmptyRO:
-			pl = Place{Reach: Masked}
+			pl = Place{Reach: Masked, Closed: m.Kind == Mask}
 		case ReadOnly:
 			pl.Writable = false
 		case Pin, Dir:

@@ -398,37 +398,34 @@ func TestLookup(t *testing.T) {
 		HideDirs:  []string{"/run"},
 	})
 	tests := []struct {
-		path     string
-		reach    Reach
-		host     string
-		writable bool
+		path string
+		want Place
 	}{
-		{"/", OnHost, "/", false},
-		{"/etc/passwd", OnHost, "/etc/passwd", false},
-		{"/home/u/notes", OnHost, "/home/u/notes", false},
-		{"/home/u/.ssh", Masked, "", false},
-		{"/home/u/.ssh/id", Masked, "", false},
-		{"/home/u/.sshx", OnHost, "/home/u/.sshx", false},
-		{"/w", OnHost, "/w", true},
-		{"/w/a/b", OnHost, "/w/a/b", true},
-		{"/w/.env", Masked, "", false},
-		{"/w/.envrc", OnHost, "/w/.envrc", true},
-		{"/w/sub", OnHost, "/w/sub", true},                      // pinned: still writable
-		{"/w/sub/.git/HEAD", OnHost, "/w/sub/.git/HEAD", false}, // read-only rebind
-		{"/w/sub/.git/config", Masked, "", false},               // masked inside it
-		{"/data/x", OnHost, "/data/x", true},
-		{"/tmp", Private, "", true},
-		{"/tmp/x", Private, "", true},
-		{"/tmp/ws/f", OnHost, "/tmp/ws/f", true}, // a writable tree inside the private /tmp
-		{"/dev/null", Private, "", false},
-		{"/proc/self", Private, "", false},
-		{"/run/dbus", Masked, "", false}, // hidden
-		{"/running", OnHost, "/running", false},
+		{"/", Place{Reach: OnHost, HostPath: "/"}},
+		{"/etc/passwd", Place{Reach: OnHost, HostPath: "/etc/passwd"}},
+		{"/home/u/notes", Place{Reach: OnHost, HostPath: "/home/u/notes"}},
+		{"/home/u/.ssh", Place{Reach: Masked, Closed: true}},
+		{"/home/u/.ssh/id", Place{Reach: Masked, Closed: true}},
+		{"/home/u/.sshx", Place{Reach: OnHost, HostPath: "/home/u/.sshx"}},
+		{"/w", Place{Reach: OnHost, HostPath: "/w", Writable: true}},
+		{"/w/a/b", Place{Reach: OnHost, HostPath: "/w/a/b", Writable: true}},
+		{"/w/.env", Place{Reach: Masked, Closed: true}},
+		{"/w/.envrc", Place{Reach: OnHost, HostPath: "/w/.envrc", Writable: true}},
+		{"/w/sub", Place{Reach: OnHost, HostPath: "/w/sub", Writable: true}},     // pinned: still writable
+		{"/w/sub/.git/HEAD", Place{Reach: OnHost, HostPath: "/w/sub/.git/HEAD"}}, // read-only rebind
+		{"/w/sub/.git/config", Place{Reach: Masked, Closed: true}},               // masked inside it
+		{"/data/x", Place{Reach: OnHost, HostPath: "/data/x", Writable: true}},
+		{"/tmp", Place{Reach: Private, Writable: true}},
+		{"/tmp/x", Place{Reach: Private, Writable: true}},
+		{"/tmp/ws/f", Place{Reach: OnHost, HostPath: "/tmp/ws/f", Writable: true}}, // a writable tree inside the private /tmp
+		{"/dev/null", Place{Reach: Private}},
+		{"/proc/self", Place{Reach: Private}},
+		{"/run/dbus", Place{Reach: Masked}}, // hidden, but an empty directory one can enter
+		{"/running", Place{Reach: OnHost, HostPath: "/running"}},
 	}
 	for _, tt := range tests {
-		got := p.Lookup(tt.path)
-		if got.Reach != tt.reach || got.HostPath != tt.host || got.Writable != tt.writable {
-			t.Errorf("Lookup(%q) = reach %d, host %q, writable %v; want %d, %q, %v", tt.path, got.Reach, got.HostPath, got.Writable, tt.reach, tt.host, tt.writable)
+		if got := p.Lookup(tt.path); got != tt.want {
+			t.Errorf("Lookup(%q) = %+v; want %+v", tt.path, got, tt.want)
 		}
 	}
 	for path, want := range map[string]bool{"/tmp": true, "/tmp/ws": false, "/": true, "/data": false, "/run": false} {

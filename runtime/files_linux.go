@@ -217,6 +217,10 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 		pl, placeErr := v.place(child)
 		crossing := placeErr != nil && !last && v.crossable(child, placeErr)
 		if placeErr != nil && !crossing {
+			if v.leaves(cur, curPath, c, pl, comps) {
+				comps = comps[slices.Index(comps, "..")+1:] // X/.. is where the walk is
+				continue
+			}
 			return fail(placeErr)
 		}
 		if last && !follow && !mustDir {
@@ -275,6 +279,41 @@ func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
 		}
 	}
 	return v.walkDone(cur, curPath)
+}
+
+// leaves says whether the walk, in the host directory cur (curPath), may
+// pass through c, which place refused (pl), because the next name after
+// it is "..": c is then the root of a hidden or private directory of the
+// view (an empty directory, or the sandbox's own filesystem), and the
+// kernel leaves a mount's root by .. for the directory the mount is on,
+// where the walk already is. So /run/../etc/hostname reads /etc/hostname
+// in the view as in a command, with /run hidden. A Mask's mode-0000
+// directory cannot be entered at all, a hidden file is not a directory to
+// leave, and below a private root the view holds what the host cannot
+// tell: only a root in a directory of the host's qualifies.
+func (v *fileView) leaves(cur int, curPath, c string, pl mounts.Place, comps []string) bool {
+	if pl.Closed {
+		return false
+	}
+	next := ""
+	for _, n := range comps {
+		if n != "" && n != "." {
+			next = n
+			break
+		}
+	}
+	if next != ".." {
+		return false
+	}
+	if _, err := v.place(curPath); err != nil && curPath != "/" {
+		return false
+	}
+	fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // openPrefix is the walk's shortcut for the usual path: clean, with no
