@@ -106,6 +106,7 @@ type Cmd struct {
 	// holds whenever running does).
 	sent     bool
 	limitHit bool // output went past the limit
+	hostPid  int  // the command's pid on the host, once Pid found it
 	// reason is why hutch ends the command (the first one given);
 	// killErr what its ExitError then wraps for errors.Is: the context's
 	// error or ErrTimeout.

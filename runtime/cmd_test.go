@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -681,5 +682,47 @@ func TestUnixSocketLayerReported(t *testing.T) {
 		case !skip && (!enforced || skipped || (r.UnixSocketWall != "landlock" && r.UnixSocketWall != "seccomp-notify")):
 			t.Errorf("default policy: layers %v, skipped %v, wall %q", r.Layers, r.Skipped, r.UnixSocketWall)
 		}
+	}
+}
+
+// TestPid: Pid names the command as the host sees it (its command line,
+// read from the host's /proc), 0 before Start and after Wait, in a pid
+// namespace of its own and at level landlock, which has none.
+func TestPid(t *testing.T) {
+	for _, simulate := range []string{"", "no-userns"} {
+		t.Run("simulate="+simulate, func(t *testing.T) {
+			if simulate != "" {
+				if landlock.ABI() < 1 {
+					t.Skip("no Landlock: level landlock is out of reach")
+				}
+				t.Setenv("HUTCH_SIMULATE", simulate)
+			}
+			sb, _ := newSandbox(t, func(p *runtime.Policy) {
+				if simulate != "" {
+					p.MinLevel = runtime.LevelLandlock
+				}
+			})
+			defer sb.Close()
+			token := fmt.Sprintf("3600.%09d", time.Now().UnixNano()%1e9)
+			c := sb.Command(context.Background(), "sleep", token)
+			if pid := c.Pid(); pid != 0 {
+				t.Errorf("Pid before Start = %d", pid)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := c.Pid()
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil || string(b) != "sleep\x00"+token+"\x00" {
+				t.Errorf("Pid %d (simulate %q): the host's /proc says command line %q (%v), want sleep %s", pid, simulate, b, err, token)
+			}
+			if err := c.Stop(nil); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Wait()
+			if pid := c.Pid(); pid != 0 {
+				t.Errorf("Pid after Wait = %d", pid)
+			}
+		})
 	}
 }

@@ -252,7 +252,7 @@ type Policy struct {
 	// slog.Default(). It is not part of the sandbox's boundary. The spawn
 	// server, shared by every Sandbox of the process, logs to
 	// slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 }
 
 // logger is p.Logger, or slog.Default().

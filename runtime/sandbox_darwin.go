@@ -444,3 +444,14 @@ func (c *Cmd) CombinedOutput() ([]byte, error) {
 	err := c.Run()
 	return b.Bytes(), err
 }
+
+// Pid returns the command's process id once Start has returned; 0 before
+// that and once Wait has seen the command end.
+func (c *Cmd) Pid() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil || c.ended {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
