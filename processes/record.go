@@ -1,0 +1,96 @@
+package processes
+
+import (
+	"time"
+)
+
+// Status is where a durable process is in its life.
+type Status string
+
+const (
+	// StatusStarting: its supervisor runs and is building its sandbox.
+	StatusStarting Status = "starting"
+	// StatusRunning: the command runs (Process.Pid).
+	StatusRunning Status = "running"
+	// StatusBackoff: it ended and waits to be restarted (Backoff.Next).
+	StatusBackoff Status = "backoff"
+	// StatusStopping: Stop was asked for and its supervisor is at it.
+	StatusStopping Status = "stopping"
+	// StatusStopped: Stop ended it; nothing of it remains.
+	StatusStopped Status = "stopped"
+	// StatusExited: it ended by itself and Restart said not to restart.
+	StatusExited Status = "exited"
+	// StatusFailed: its supervisor could not go on (Reason says why).
+	StatusFailed Status = "failed"
+	// StatusStale: the record said it ran, but its supervisor is gone:
+	// another boot, or its pid now names another process, or it died
+	// (Reason says which). Its pids are cleared and never signalled.
+	StatusStale Status = "stale"
+)
+
+// Active says the record claims a live supervisor.
+func (s Status) Active() bool {
+	return s == StatusStarting || s == StatusRunning || s == StatusBackoff || s == StatusStopping
+}
+
+// Desired is the state its owner asked for, recorded before any act on
+// it: a crash in the middle of a stop leaves desired stopped, and the
+// next manager finishes the stop.
+type Desired string
+
+const (
+	DesiredRunning Desired = "running"
+	DesiredStopped Desired = "stopped"
+)
+
+// Process is a durable process's record (record.json), as its manager
+// and its supervisor keep it.
+type Process struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name,omitempty"`
+	Args    []string  `json:"args"`
+	Created time.Time `json:"created"`
+	Desired Desired   `json:"desired"`
+	Status  Status    `json:"status"`
+	// Reason says why Status is failed or stale.
+	Reason  string  `json:"reason,omitempty"`
+	Restart Restart `json:"restart"`
+	// Pid is the command's pid on the host while it runs, else 0.
+	Pid int `json:"pid,omitempty"`
+	// Supervisor is the process that keeps this one (see the package
+	// documentation); nil once it is gone.
+	Supervisor *Identity `json:"supervisor,omitempty"`
+	// Restarts counts the runs after the first.
+	Restarts int     `json:"restarts"`
+	Backoff  Backoff `json:"backoff"`
+	// Runs are the last runs, oldest first (at most maxRuns).
+	Runs []Run `json:"runs,omitempty"`
+	// Log is the path of process.log (process.log.1 beside it holds what
+	// came before, once the log was rotated).
+	Log string `json:"log"`
+}
+
+// Backoff is the restart delay's state.
+type Backoff struct {
+	// Failures counts the short runs in a row (see Spec.RestartDelay).
+	Failures int `json:"failures"`
+	// Delay is the wait before the next restart, and Next when it ends
+	// (status backoff).
+	Delay time.Duration `json:"delay,omitempty"`
+	Next  time.Time     `json:"next,omitzero"`
+}
+
+// Run is one run of the command.
+type Run struct {
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Pid     int       `json:"pid,omitempty"`
+	// ExitCode is the exit status, -1 when a signal ended it (Signal) or
+	// it did not start (Error).
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// maxRuns is how many Runs a record keeps.
+const maxRuns = 32

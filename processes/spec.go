@@ -1,0 +1,143 @@
+package processes
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// Restart says when a durable process is started again after it ended by
+// itself (never after Stop), as systemd's Restart= does.
+type Restart string
+
+const (
+	// RestartAlways restarts it whatever its exit status: a service.
+	RestartAlways Restart = "always"
+	// RestartOnFailure restarts it unless it exited with status 0.
+	RestartOnFailure Restart = "on-failure"
+	// RestartNever lets it end: the record stays, status exited.
+	RestartNever Restart = "never"
+)
+
+// The defaults of Spec's zero values.
+const (
+	DefaultRestartDelay    = 2 * time.Second
+	DefaultMaxRestartDelay = 60 * time.Second
+	DefaultStopGrace       = 10 * time.Second
+	DefaultLogMaxBytes     = 8 << 20
+	// MinLogMaxBytes is the smallest LogMaxBytes accepted: a page.
+	MinLogMaxBytes = 4096
+)
+
+// Spec says which command to keep running, in which sandbox, and how.
+type Spec struct {
+	// Name is a label for people (the process is known by its ID); it
+	// need not be unique.
+	Name string `json:"name,omitempty"`
+	// Policy is the sandbox the process runs in for its whole life,
+	// restarts included, exactly as a command of runtime.New(Policy)
+	// would: the same zero-permission default (no network, no write
+	// outside the workspace and Writable). Two things differ: the
+	// process's output goes to its log, capped by LogMaxBytes, so
+	// OutputLimit does not apply; and the manager's data directory is
+	// added to Deny, so that no durable process reads another's records
+	// or logs. Timeout, if set, ends each run (which Restart may follow).
+	Policy runtime.Policy `json:"policy"`
+	// Args is the command and its arguments; Args[0] is looked up in the
+	// sandbox's PATH as Sandbox.Command does.
+	Args []string `json:"args"`
+	// Dir is the working directory (default: the workspace); Env is
+	// added to the sandbox's environment.
+	Dir string   `json:"dir,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// Restart says whether it is started again when it ends by itself
+	// (default RestartAlways).
+	Restart Restart `json:"restart"`
+	// RestartDelay is the wait before the first restart after a short
+	// run; each further restart after a short run waits twice as long,
+	// up to MaxRestartDelay. A run that lasted MaxRestartDelay or longer
+	// was no crash loop: the next wait is RestartDelay again. Defaults
+	// DefaultRestartDelay and DefaultMaxRestartDelay (2 s and 60 s).
+	RestartDelay    time.Duration `json:"restart_delay"`
+	MaxRestartDelay time.Duration `json:"max_restart_delay"`
+	// StopGrace is how long Stop leaves the process between its SIGTERM
+	// and the SIGKILL of its whole sandbox (default DefaultStopGrace).
+	StopGrace time.Duration `json:"stop_grace"`
+	// LogMaxBytes caps process.log: a write that would pass it moves the
+	// log to process.log.1 (replacing the one there) and starts a new
+	// one, so the log takes at most twice this on disk (default
+	// DefaultLogMaxBytes, at least MinLogMaxBytes).
+	LogMaxBytes int64 `json:"log_max_bytes"`
+}
+
+// withDefaults checks s and fills in its defaults. Errors are
+// *runtime.PolicyError naming the Spec field.
+func (s Spec) withDefaults() (Spec, error) {
+	bad := func(field, value, reason string) (Spec, error) {
+		return Spec{}, &runtime.PolicyError{Field: "Spec." + field, Value: value, Reason: reason}
+	}
+	switch {
+	case len(s.Args) == 0:
+		return bad("Args", "[]", "no command given")
+	case s.Args[0] == "":
+		return bad("Args", `[""]`, "the command is empty")
+	}
+	switch s.Restart {
+	case "":
+		s.Restart = RestartAlways
+	case RestartAlways, RestartOnFailure, RestartNever:
+	default:
+		return bad("Restart", string(s.Restart), "not always, on-failure or never")
+	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{{"RestartDelay", &s.RestartDelay, DefaultRestartDelay}, {"MaxRestartDelay", &s.MaxRestartDelay, DefaultMaxRestartDelay}, {"StopGrace", &s.StopGrace, DefaultStopGrace}} {
+		switch {
+		case *d.v < 0:
+			return bad(d.field, d.v.String(), "negative")
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < time.Millisecond:
+			return bad(d.field, d.v.String(), "below a millisecond")
+		}
+	}
+	if s.MaxRestartDelay < s.RestartDelay {
+		return bad("MaxRestartDelay", s.MaxRestartDelay.String(), fmt.Sprintf("below RestartDelay (%v)", s.RestartDelay))
+	}
+	switch {
+	case s.LogMaxBytes == 0:
+		s.LogMaxBytes = DefaultLogMaxBytes
+	case s.LogMaxBytes < MinLogMaxBytes:
+		return bad("LogMaxBytes", fmt.Sprint(s.LogMaxBytes), fmt.Sprintf("below %d bytes", MinLogMaxBytes))
+	}
+	s.Args = slices.Clone(s.Args)
+	s.Env = slices.Clone(s.Env)
+	return s, nil
+}
+
+// restartDelay is the wait before a restart that follows failures
+// consecutive short runs (failures >= 1): base doubled failures-1 times,
+// at most max.
+func restartDelay(failures int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < failures && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// wantsRestart says whether a run that ended by itself with status code
+// (-1: killed by a signal or never started) is followed by another.
+func (r Restart) wantsRestart(code int) bool {
+	switch r {
+	case RestartAlways:
+		return true
+	case RestartOnFailure:
+		return code != 0
+	}
+	return false
+}

@@ -1,0 +1,111 @@
+package processes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// store is the directory of process directories, <data dir>/processes.
+// Each record.json is only ever replaced whole (a rename), so a reader
+// needs no lock; a writer reads, changes and replaces it under the
+// directory's lock file, so two writers (two managers, a manager and the
+// supervisor) never lose each other's change.
+type store struct{ root string }
+
+func (s store) dir(id string) string { return filepath.Join(s.root, id) }
+
+func (s store) read(id string) (Process, error) {
+	var p Process
+	b, err := os.ReadFile(filepath.Join(s.dir(id), recordFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, fmt.Errorf("processes: %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("processes: %s: %w", filepath.Join(s.dir(id), recordFile), err)
+	}
+	return p, nil
+}
+
+// lock takes id's record lock (flock, released if the holder dies).
+func (s store) lock(id string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.dir(id), lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("processes: %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("processes: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// write replaces id's record with p; the caller holds the lock. The new
+// file is synced before the rename: after a crash the record is the old
+// one or the new one, never a torn one.
+func (s store) write(id string, p Process) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	final := filepath.Join(s.dir(id), recordFile)
+	tmp, err := os.CreateTemp(s.dir(id), recordFile+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// update changes id's record with f under its lock and returns what it
+// wrote. f may return errUnchanged to write nothing.
+func (s store) update(id string, f func(*Process) error) (Process, error) {
+	unlock, err := s.lock(id)
+	if err != nil {
+		return Process{}, err
+	}
+	defer unlock()
+	p, err := s.read(id)
+	if err != nil {
+		return p, err
+	}
+	switch err := f(&p); {
+	case errors.Is(err, errUnchanged):
+		return p, nil
+	case err != nil:
+		return p, err
+	}
+	return p, s.write(id, p)
+}
+
+// errUnchanged is update's signal from f that the record stays as it is.
+var errUnchanged = errors.New("unchanged")

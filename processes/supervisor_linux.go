@@ -1,0 +1,269 @@
+package processes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// supervisorArg0 is the role marker the manager starts the host's binary
+// with: this package's init sees it and runs the supervisor instead of
+// the host program.
+const supervisorArg0 = "hutch-supervisor"
+
+func init() {
+	if len(os.Args) == 2 && os.Args[0] == supervisorArg0 {
+		os.Exit(supervise(os.Args[1]))
+	}
+}
+
+// supervisor keeps one durable process: it holds the process's Sandbox
+// for its whole life, runs the command in it, copies its output into the
+// log, restarts it with backoff, and stops it when told (SIGTERM).
+type supervisor struct {
+	store store
+	id    string
+	dir   string
+	spec  Spec
+	log   *slog.Logger
+	stop  chan os.Signal
+	ready *os.File // until the first run is reported
+}
+
+// supervise is the supervisor process's whole life; dir is the process's
+// directory, fd 3 the ready pipe.
+func supervise(dir string) int {
+	s := &supervisor{
+		store: store{root: filepath.Dir(dir)},
+		id:    filepath.Base(dir),
+		dir:   dir,
+		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", filepath.Base(dir)),
+		stop:  make(chan os.Signal, 1),
+		ready: os.NewFile(3, "ready"),
+	}
+	slog.SetDefault(s.log) // the runtime's own messages go to supervisor.log too
+	// Signals first: a stop that comes while the sandbox is built waits.
+	signal.Notify(s.stop, syscall.SIGTERM, syscall.SIGINT)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+
+	// One supervisor per process for its whole life: the lock goes only
+	// with this process.
+	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		s.report(readyMsg{Error: fmt.Sprintf("another supervisor keeps it (%v)", err)})
+		return 1
+	}
+	defer lock.Close()
+
+	me, err := Identify(os.Getpid())
+	if err != nil {
+		return s.fail(err)
+	}
+	if _, err := s.store.update(s.id, func(p *Process) error { p.Supervisor = &me; return nil }); err != nil {
+		return s.fail(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, sandboxFile))
+	if err == nil {
+		err = json.Unmarshal(b, &s.spec)
+	}
+	if err != nil {
+		return s.fail(fmt.Errorf("read %s: %w", sandboxFile, err))
+	}
+	sb, err := runtime.New(s.spec.Policy)
+	if err != nil {
+		return s.fail(err)
+	}
+	out, err := openLog(dir, s.spec.LogMaxBytes)
+	if err != nil {
+		sb.Close()
+		return s.fail(err)
+	}
+	stopped, err := s.loop(sb, out)
+	// The sandbox's cgroup and mounts go before the record says so.
+	sb.Close()
+	out.Close()
+	if err != nil {
+		return s.fail(err)
+	}
+	final := StatusExited
+	if stopped {
+		final = StatusStopped
+	}
+	if _, err := s.store.update(s.id, func(p *Process) error {
+		p.Status, p.Pid, p.Supervisor = final, 0, nil
+		p.Backoff.Next, p.Backoff.Delay = time.Time{}, 0
+		return nil
+	}); err != nil {
+		s.log.Error("write the record", "err", err)
+		return 1
+	}
+	s.log.Info("supervisor ends", "status", final)
+	return 0
+}
+
+// report tells the manager that started this supervisor how the first
+// run went, once.
+func (s *supervisor) report(msg readyMsg) {
+	if s.ready == nil {
+		return
+	}
+	json.NewEncoder(s.ready).Encode(msg)
+	s.ready.Close()
+	s.ready = nil
+}
+
+// fail records that the supervisor cannot go on, and why.
+func (s *supervisor) fail(err error) int {
+	s.log.Error("supervisor fails", "err", err)
+	s.report(readyMsg{Error: err.Error()})
+	if _, uerr := s.store.update(s.id, func(p *Process) error {
+		p.Status, p.Reason, p.Pid, p.Supervisor = StatusFailed, err.Error(), 0, nil
+		return nil
+	}); uerr != nil {
+		s.log.Error("write the record", "err", uerr)
+	}
+	return 1
+}
+
+// loop runs the command until it is stopped (stopped true) or ends and
+// its Restart says not to restart it.
+func (s *supervisor) loop(sb *runtime.Sandbox, out *rotatingLog) (stopped bool, err error) {
+	for first := true; ; first = false {
+		select {
+		case <-s.stop:
+			return true, nil
+		default:
+		}
+		run, stopped, err := s.runOnce(sb, out, first)
+		if err != nil {
+			return false, err
+		}
+		var delay time.Duration
+		p, err := s.store.update(s.id, func(p *Process) error {
+			p.Pid = 0
+			if n := len(p.Runs); n > 0 && p.Runs[n-1].Started.Equal(run.Started) {
+				p.Runs[n-1] = run
+			} else {
+				p.Runs = append(p.Runs, run)
+			}
+			if len(p.Runs) > maxRuns {
+				p.Runs = p.Runs[len(p.Runs)-maxRuns:]
+			}
+			if stopped || p.Desired == DesiredStopped {
+				stopped = true
+				p.Status = StatusStopping
+				return nil
+			}
+			if !s.spec.Restart.wantsRestart(run.ExitCode) {
+				return nil
+			}
+			// A run as long as the longest delay was no crash loop.
+			if run.Ended.Sub(run.Started) < s.spec.MaxRestartDelay {
+				p.Backoff.Failures++
+			} else {
+				p.Backoff.Failures = 1
+			}
+			delay = restartDelay(p.Backoff.Failures, s.spec.RestartDelay, s.spec.MaxRestartDelay)
+			p.Status = StatusBackoff
+			p.Backoff.Delay, p.Backoff.Next = delay, run.Ended.Add(delay)
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+		if stopped {
+			return true, nil
+		}
+		if p.Status != StatusBackoff {
+			return false, nil // its Restart says it is done
+		}
+		s.log.Info("restart after backoff", "delay", delay, "exit_code", run.ExitCode, "signal", run.Signal)
+		timer := time.NewTimer(time.Until(p.Backoff.Next))
+		select {
+		case <-timer.C:
+		case <-s.stop:
+			timer.Stop()
+			return true, nil
+		}
+	}
+}
+
+// runOnce runs the command once and returns its Run, and whether a stop
+// ended it.
+func (s *supervisor) runOnce(sb *runtime.Sandbox, out *rotatingLog, first bool) (Run, bool, error) {
+	c := sb.Command(context.Background(), s.spec.Args[0], s.spec.Args[1:]...)
+	c.Dir, c.Env = s.spec.Dir, s.spec.Env
+	c.Stdout, c.Stderr = out, out
+	c.WaitDelay = s.spec.StopGrace
+	run := Run{Started: time.Now().UTC(), ExitCode: -1}
+	if err := c.Start(); err != nil {
+		if first {
+			// The caller of Start hears of it, and nothing is kept.
+			return run, false, err
+		}
+		run.Ended, run.Error = time.Now().UTC(), err.Error()
+		s.log.Warn("restart failed", "err", err)
+		return run, false, nil
+	}
+	run.Pid = c.Pid()
+	if _, err := s.store.update(s.id, func(p *Process) error {
+		if first {
+			p.Status = StatusRunning
+		} else {
+			p.Restarts++
+			p.Status = StatusRunning
+		}
+		if p.Desired == DesiredStopped {
+			p.Status = StatusStopping
+		}
+		p.Pid = run.Pid
+		p.Backoff.Next, p.Backoff.Delay = time.Time{}, 0
+		p.Runs = append(p.Runs, run)
+		return nil
+	}); err != nil {
+		c.Stop(syscall.SIGKILL)
+		c.Wait()
+		return run, false, err
+	}
+	if first {
+		s.report(readyMsg{Pid: run.Pid})
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	stopped := false
+	var err error
+	select {
+	case err = <-done:
+	case <-s.stop:
+		stopped = true
+		c.Stop(syscall.SIGTERM)
+		err = <-done
+	}
+	run.Ended = time.Now().UTC()
+	r := c.Result
+	switch {
+	case r != nil && r.Signal != 0:
+		run.Signal = unix.SignalName(r.Signal)
+	case r != nil:
+		run.ExitCode = r.ExitCode
+	}
+	var ee *runtime.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		run.Error = err.Error()
+	}
+	return run, stopped, nil
+}
