@@ -40,6 +40,9 @@ var fakeHome string
 const sshSecret = "HUTCH-IT-SSH-PRIVATE-KEY-7f3a"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(durableHostEnv) != "" {
+		os.Exit(durableHost())
+	}
 	os.Exit(func() int {
 		sweepScratch()
 		base, err := os.MkdirTemp("/var/tmp", fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))

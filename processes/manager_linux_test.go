@@ -2,9 +2,12 @@ package processes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +80,97 @@ func TestStartStop(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.Supervisor.Pid)); err == nil {
 		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Supervisor.Pid))
 		t.Errorf("the supervisor %d still exists: %s", p.Supervisor.Pid, st)
+	}
+}
+
+// TestStartFailureLeavesNothing: a command that cannot start is Start's
+// error, and no record, directory or supervisor is left.
+func TestStartFailureLeavesNothing(t *testing.T) {
+	m := openManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"no-such-command-here"}})
+	if err == nil || !strings.Contains(err.Error(), "no-such-command-here") {
+		t.Fatalf("Start: %v", err)
+	}
+	if ents, _ := os.ReadDir(m.store.root); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+	// A policy the runtime refuses is its PolicyError, before anything.
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Memory = 1
+	_, err = m.Start(ctx, Spec{Policy: p, Args: []string{"true"}})
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) || pe.Field != "Memory" {
+		t.Errorf("Start with Memory 1: %v", err)
+	}
+}
+
+// TestDataDirInWorkspaceRefused: records the command could write are
+// refused, named.
+func TestDataDirInWorkspaceRefused(t *testing.T) {
+	ws := t.TempDir()
+	m, err := Open(filepath.Join(ws, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Start(context.Background(), Spec{Policy: runtime.DefaultPolicy(ws), Args: []string{"true"}})
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) || pe.Field != "Spec.Policy" || !strings.Contains(err.Error(), "data directory") {
+		t.Errorf("Start: %v", err)
+	}
+}
+
+// TestOneSupervisor: a second supervisor for a process that has one
+// refuses at once and changes nothing.
+func TestOneSupervisor(t *testing.T) {
+	m := openManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, _ := os.Pipe()
+	second := &exec.Cmd{Path: "/proc/self/exe", Args: []string{supervisorArg0, m.store.dir(p.ID)}, ExtraFiles: []*os.File{w}}
+	if err := second.Run(); err == nil {
+		t.Error("a second supervisor ran")
+	}
+	w.Close()
+	msg, _ := io.ReadAll(r)
+	if !strings.Contains(string(msg), "another supervisor") {
+		t.Errorf("the second supervisor said %q", msg)
+	}
+	got, err := m.Get(p.ID)
+	if err != nil || got.Status != StatusRunning || *got.Supervisor != *p.Supervisor || got.Pid != p.Pid {
+		t.Errorf("after a second supervisor: %+v, %v", got, err)
+	}
+}
+
+// TestHalfDoneStopFinished: desired stopped recorded by a manager that
+// died before it signalled: the next manager's Open sends the stop.
+func TestHalfDoneStopFinished(t *testing.T) {
+	m := openManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.store.update(p.ID, func(p *Process) error { p.Desired = DesiredStopped; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	next, err := Open(filepath.Dir(m.store.root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	eventually(t, 30*time.Second, "the stop is finished", func() bool {
+		got, err := next.Get(p.ID)
+		return err == nil && got.Status == StatusStopped
+	})
+	if ok, _ := p.Supervisor.Live(); ok {
+		t.Error("the supervisor lives on")
 	}
 }

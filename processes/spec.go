@@ -29,6 +29,10 @@ const (
 	DefaultLogMaxBytes     = 8 << 20
 	// MinLogMaxBytes is the smallest LogMaxBytes accepted: a page.
 	MinLogMaxBytes = 4096
+	// StableRun is the least a run must last to end a crash loop, however
+	// short MaxRestartDelay is: building a sandbox alone can take a good
+	// part of a second on a loaded host.
+	StableRun = 10 * time.Second
 )
 
 // Spec says which command to keep running, in which sandbox, and how.
@@ -57,9 +61,10 @@ type Spec struct {
 	Restart Restart `json:"restart"`
 	// RestartDelay is the wait before the first restart after a short
 	// run; each further restart after a short run waits twice as long,
-	// up to MaxRestartDelay. A run that lasted MaxRestartDelay or longer
-	// was no crash loop: the next wait is RestartDelay again. Defaults
-	// DefaultRestartDelay and DefaultMaxRestartDelay (2 s and 60 s).
+	// up to MaxRestartDelay. A run that lasted MaxRestartDelay or longer,
+	// and StableRun at least, was no crash loop: the next wait is
+	// RestartDelay again. Defaults DefaultRestartDelay and
+	// DefaultMaxRestartDelay (2 s and 60 s).
 	RestartDelay    time.Duration `json:"restart_delay"`
 	MaxRestartDelay time.Duration `json:"max_restart_delay"`
 	// StopGrace is how long Stop leaves the process between its SIGTERM
@@ -106,7 +111,7 @@ func (s Spec) withDefaults() (Spec, error) {
 		}
 	}
 	if s.MaxRestartDelay < s.RestartDelay {
-		return bad("MaxRestartDelay", s.MaxRestartDelay.String(), fmt.Sprintf("below RestartDelay (%v)", s.RestartDelay))
+		return bad("MaxRestartDelay", s.MaxRestartDelay.String(), fmt.Sprintf("below the first restart delay (%v)", s.RestartDelay))
 	}
 	switch {
 	case s.LogMaxBytes == 0:
@@ -117,6 +122,11 @@ func (s Spec) withDefaults() (Spec, error) {
 	s.Args = slices.Clone(s.Args)
 	s.Env = slices.Clone(s.Env)
 	return s, nil
+}
+
+// stable says a run that lasted d ends a crash loop (see RestartDelay).
+func (s Spec) stable(d time.Duration) bool {
+	return d >= s.MaxRestartDelay && d >= StableRun
 }
 
 // restartDelay is the wait before a restart that follows failures

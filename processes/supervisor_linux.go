@@ -171,11 +171,10 @@ func (s *supervisor) loop(sb *runtime.Sandbox, out *rotatingLog) (stopped bool, 
 			if !s.spec.Restart.wantsRestart(run.ExitCode) {
 				return nil
 			}
-			// A run as long as the longest delay was no crash loop.
-			if run.Ended.Sub(run.Started) < s.spec.MaxRestartDelay {
-				p.Backoff.Failures++
-			} else {
+			if s.spec.stable(run.Ended.Sub(run.Started)) {
 				p.Backoff.Failures = 1
+			} else {
+				p.Backoff.Failures++
 			}
 			delay = restartDelay(p.Backoff.Failures, s.spec.RestartDelay, s.spec.MaxRestartDelay)
 			p.Status = StatusBackoff

@@ -118,6 +118,13 @@ var defaultTests = []string{
 	"TestAppIsolation",
 	"TestFileDoorRefusals",
 	"TestOpenForSend",
+	// durable processes: pidfds, adoption after the host's death, the
+	// sandbox's cgroup gone with the stop, stale records never signalled,
+	// the policy kept across restarts, the CLI as root and as nobody
+	"TestDurableOutlivesHost",
+	"TestDurableStaleNeverSignalled",
+	"TestDurableKeepsPolicyAcrossRestarts",
+	"TestDurableCLI",
 }
 
 type options struct {

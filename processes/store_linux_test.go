@@ -1,0 +1,99 @@
+package processes
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+const storeHelperEnv = "HUTCH_PROCESSES_STORE_HELPER"
+
+// TestMain lets the test binary act as a second process updating a record.
+func TestMain(m *testing.M) {
+	if v := os.Getenv(storeHelperEnv); v != "" {
+		os.Exit(storeHelper(v))
+	}
+	os.Exit(m.Run())
+}
+
+// storeHelper adds 1 to the record's Restarts n times: "root id n".
+func storeHelper(v string) int {
+	var root, id string
+	var n int
+	if _, err := fmt.Sscan(v, &root, &id, &n); err != nil {
+		return 2
+	}
+	s := store{root: root}
+	for range n {
+		if _, err := s.update(id, func(p *Process) error { p.Restarts++; return nil }); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestStoreUpdatesAreNotLost: two processes and several goroutines
+// updating one record at once lose no update, and no reader ever sees a
+// torn file.
+func TestStoreUpdatesAreNotLost(t *testing.T) {
+	root := t.TempDir()
+	s := store{root: root}
+	id := "0123456789ab"
+	if err := os.Mkdir(s.dir(id), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(id, Process{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	const perWorker = 200
+	self, _ := os.Executable()
+	helper := exec.Command(self, "-test.run", "^$")
+	helper.Env = append(os.Environ(), storeHelperEnv+"="+root+" "+id+" "+strconv.Itoa(perWorker))
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.read(id); err != nil {
+				t.Errorf("a reader saw: %v", err)
+				return
+			}
+		}
+	}()
+	for range 3 {
+		wg.Go(func() {
+			for range perWorker {
+				if _, err := s.update(id, func(p *Process) error { p.Restarts++; return nil }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := helper.Wait(); err != nil {
+		t.Fatalf("the other process: %v", err)
+	}
+	close(stop)
+	p, err := s.read(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Restarts != 4*perWorker {
+		t.Errorf("%d updates counted, want %d", p.Restarts, 4*perWorker)
+	}
+	if left, _ := filepath.Glob(filepath.Join(s.dir(id), recordFile+".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
