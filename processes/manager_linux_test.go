@@ -77,9 +77,8 @@ func TestStartStop(t *testing.T) {
 	if got.Status != StatusStopped || got.Pid != 0 || got.Supervisor != nil {
 		t.Errorf("after Stop: %+v", got)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.Supervisor.Pid)); err == nil {
-		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Supervisor.Pid))
-		t.Errorf("the supervisor %d still exists: %s", p.Supervisor.Pid, st)
+	if ok, _ := p.Supervisor.Live(); ok {
+		t.Errorf("the supervisor %d still runs", p.Supervisor.Pid)
 	}
 }
 
@@ -172,5 +171,75 @@ func TestHalfDoneStopFinished(t *testing.T) {
 	})
 	if ok, _ := p.Supervisor.Live(); ok {
 		t.Error("the supervisor lives on")
+	}
+}
+
+// TestStopKillsAfterGrace: a process that ignores SIGTERM is killed with
+// its whole sandbox once StopGrace has passed, and Stop returns then.
+func TestStopKillsAfterGrace(t *testing.T) {
+	m := openManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	p, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(ws), Args: []string{"sh", "-c", `trap "" TERM; touch ignoring; sleep 300 & sleep 301; wait`}, StopGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the command ignores SIGTERM", func() bool {
+		_, err := os.Stat(filepath.Join(ws, "ignoring"))
+		return err == nil
+	})
+	cmd, err := Identify(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := m.Stop(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if took < time.Second {
+		t.Errorf("Stop returned after %v, before the grace was over: the SIGTERM was not ignored?", took)
+	}
+	if ok, _ := cmd.Live(); ok {
+		t.Error("the command lives on")
+	}
+	got, _ := m.Get(p.ID)
+	if r := got.Runs[len(got.Runs)-1]; r.Signal != "SIGKILL" {
+		t.Errorf("the last run ended %+v, want by SIGKILL", r)
+	}
+}
+
+// TestConcurrentStops: two managers stopping the same process at once
+// both return once it is gone, and its record ends stopped.
+func TestConcurrentStops(t *testing.T) {
+	m := openManager(t)
+	other, err := Open(filepath.Dir(m.store.root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, mm := range []*Manager{m, other} {
+		go func() { errs <- mm.Stop(ctx, p.ID) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if ok, _ := p.Supervisor.Live(); ok {
+		t.Error("the supervisor lives on")
+	}
+	for _, mm := range []*Manager{m, other} {
+		if got, err := mm.Get(p.ID); err != nil || got.Status != StatusStopped {
+			t.Errorf("after both stops: %+v, %v", got, err)
+		}
 	}
 }
