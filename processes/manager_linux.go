@@ -233,14 +233,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 	go sup.Wait() // reap it, should it end while this program runs
 	if err := waitReady(ctx, ready); err != nil {
-		// Nothing may be left: the supervisor dies, and with it the
-		// sandbox it was building or running (its inits die with it).
-		if fd, ferr := m.adopt(id, *p.Supervisor); ferr == nil {
-			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-			waitExit(context.Background(), fd)
-		}
-		m.release(id)
-		os.RemoveAll(dir)
+		m.abandon(id, *p.Supervisor, spec.StopGrace, ctx.Err() != nil)
 		return nil, fmt.Errorf("processes: start %q: %w", spec.Args[0], err)
 	}
 	got, err := m.Get(id)
@@ -248,6 +241,27 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, err
 	}
 	return &got, nil
+}
+
+// abandon undoes a Start that failed: nothing may be left. A supervisor
+// that reported its failure is on its way out, its sandbox closed; one
+// given up on (the caller's ctx) is stopped as Stop would, so that it
+// closes its sandbox itself, and killed if it does not end in time (its
+// sandbox dies with it; a cgroup it leaves is swept by the runtime later).
+func (m *Manager) abandon(id string, sup Identity, grace time.Duration, cancelled bool) {
+	if fd, err := m.adopt(id, sup); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), grace+5*time.Second)
+		if cancelled {
+			unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+		}
+		if waitExit(ctx, fd) != nil {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			waitExit(context.Background(), fd)
+		}
+		cancel()
+	}
+	m.release(id)
+	os.RemoveAll(m.store.dir(id))
 }
 
 // policy is the sandbox's policy for a durable process: the caller's,

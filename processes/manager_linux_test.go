@@ -243,3 +243,37 @@ func TestConcurrentStops(t *testing.T) {
 		}
 	}
 }
+
+// TestStartCancelledLeavesNothing: a Start whose context ends before the
+// command runs leaves no record and no supervisor.
+func TestStartCancelledLeavesNothing(t *testing.T) {
+	m := openManager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"sleep", "300"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start: %v", err)
+	}
+	if ents, _ := os.ReadDir(m.store.root); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+	if left := supervisorsOf(m); len(left) != 0 {
+		t.Errorf("supervisors left: %v", left)
+	}
+}
+
+// supervisorsOf lists the live supervisors of m's processes, from the
+// host's /proc.
+func supervisorsOf(m *Manager) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		b, err := os.ReadFile(p + "/cmdline")
+		if err == nil && strings.HasPrefix(string(b), supervisorArg0+"\x00"+m.store.root+"/") {
+			if st, _ := os.ReadFile(p + "/stat"); !strings.Contains(string(st), ") Z ") {
+				found = append(found, p)
+			}
+		}
+	}
+	return found
+}
