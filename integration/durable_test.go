@@ -147,6 +147,17 @@ func identityOf(t *testing.T, pid int) processes.Identity {
 	return id
 }
 
+// cmdlineOf is pid's command line from the host's /proc, once the kernel
+// has filled it in (it reads empty for a moment after an exec).
+func cmdlineOf(pid int) ([]byte, error) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || len(b) > 0 || time.Now().After(deadline) {
+			return b, err
+		}
+	}
+}
+
 func live(id processes.Identity) bool {
 	ok, _ := id.Live()
 	return ok
@@ -557,7 +568,7 @@ func TestDurableCLI(t *testing.T) {
 		if p.Status != processes.StatusRunning || p.Pid == 0 {
 			t.Fatalf("started: %+v", p)
 		}
-		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid)); err != nil || !strings.HasPrefix(string(cmdline), "sleep\x00300") {
+		if cmdline, err := cmdlineOf(p.Pid); err != nil || !strings.HasPrefix(string(cmdline), "sleep\x00300") {
 			t.Errorf("%s: the host's /proc/%d/cmdline is %q (%v)", p.Name, p.Pid, cmdline, err)
 		}
 	}

@@ -712,7 +712,16 @@ func TestPid(t *testing.T) {
 				t.Fatal(err)
 			}
 			pid := c.Pid()
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			// The init hears of the exec once the new program's memory
+			// is in place, a moment before the kernel fills in its
+			// command line: it may read empty at first.
+			var b []byte
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if b, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil || len(b) > 0 {
+					break
+				}
+			}
 			if err != nil || string(b) != "sleep\x00"+token+"\x00" {
 				t.Errorf("Pid %d (simulate %q): the host's /proc says command line %q (%v), want sleep %s", pid, simulate, b, err, token)
 			}
