@@ -337,6 +337,7 @@ var defaultDeny = []string{
 func DefaultPolicy(workspace string) Policy {
 	return Policy{
 		Workspace:   workspace,
+		Network:     NetworkNone,
 		OutputLimit: DefaultOutputLimit,
 		// A fork bomb or a memory hog is everyday model output; neither
 		// may take the host down. Half the host's memory, and processes

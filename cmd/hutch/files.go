@@ -41,13 +41,9 @@ func fileCommands(code *int) []*cobra.Command {
 		wNoFollow     bool
 	)
 	withSandbox := func(f runFlags, do func(*runtime.Sandbox) (any, error)) error {
-		p, err := policyFrom(f)
+		sb, err := sandboxFrom(f)
 		if err != nil {
-			return f.flagError(err)
-		}
-		sb, err := runtime.New(p)
-		if err != nil {
-			return f.flagError(err)
+			return err
 		}
 		defer sb.Close()
 		v, err := do(sb)

@@ -58,7 +58,7 @@ func (f runFlags) limits(p *runtime.Policy) error {
 		{"--memory", f.memory, &p.Memory},
 		{"--tmp-size", f.tmpSize, &p.TmpSize},
 	} {
-		if s.v == "" {
+		if s.v == "" || !f.given(s.flag[2:], s.v) {
 			continue
 		}
 		n, err := runtime.ParseSize(s.v)
@@ -67,7 +67,7 @@ func (f runFlags) limits(p *runtime.Policy) error {
 		}
 		*s.dst = orUnlimited(n)
 	}
-	if f.pids != "" {
+	if f.pids != "" && f.given("pids", f.pids) {
 		n, err := strconv.ParseInt(strings.TrimSpace(f.pids), 10, 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange):
@@ -79,7 +79,7 @@ func (f runFlags) limits(p *runtime.Policy) error {
 		}
 		p.Pids = orUnlimited(n)
 	}
-	if f.cpus != "" {
+	if f.cpus != "" && f.given("cpus", f.cpus) {
 		c, err := strconv.ParseFloat(strings.TrimSpace(f.cpus), 64)
 		switch {
 		case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(c), math.IsInf(c, 0):
@@ -89,7 +89,7 @@ func (f runFlags) limits(p *runtime.Policy) error {
 		}
 		p.CPUs = orUnlimited(c)
 	}
-	if f.timeout != "" {
+	if f.timeout != "" && f.given("timeout", f.timeout) {
 		d, err := time.ParseDuration(strings.TrimSpace(f.timeout))
 		switch {
 		case err != nil:
@@ -179,6 +179,11 @@ func (f runFlags) flagError(err error) error {
 	name, index, _ := strings.Cut(pe.Field, "[")
 	index = strings.TrimSuffix(index, "]")
 	flag, ok := f.byField()[name]
+	if fromFile, i := f.fromFile(name, index, flag); fromFile {
+		return f.layer.file.Explain(err, f.profile)
+	} else if i != "" {
+		index = i
+	}
 	if !ok {
 		return err
 	}
@@ -202,6 +207,65 @@ func (f runFlags) flagError(err error) error {
 		}
 	}
 	return &flagErr{flag.name, v, pe.Reason}
+}
+
+// sandboxFrom makes the Sandbox the flags describe, as run does, with its
+// errors in the command line's words.
+func sandboxFrom(f runFlags) (*runtime.Sandbox, error) {
+	p, err := policyFrom(f)
+	if err != nil {
+		return nil, f.flagError(err)
+	}
+	sb, err := runtime.New(p)
+	if err != nil {
+		return nil, f.flagError(err)
+	}
+	return sb, nil
+}
+
+// fromFile says whether the field a PolicyError names (name, with index
+// for a list) got its value from --policy's file rather than a flag; for
+// a list it gives the flag's own index otherwise (the file's entries come
+// first).
+func (f runFlags) fromFile(name, index string, flag typedFlag) (bool, string) {
+	if f.layer == nil || f.layer.file == nil {
+		return false, ""
+	}
+	if flag.one != nil || flag.name == "" {
+		return flag.name == "" || !f.given(flag.name[2:], *flag.one), ""
+	}
+	n := len(listField(f.layer.base, name))
+	i, err := strconv.Atoi(index)
+	if err != nil {
+		return !f.given(flag.name[2:], ""), ""
+	}
+	if i < n {
+		return true, ""
+	}
+	return false, strconv.Itoa(i - n)
+}
+
+// listField is p's list field of that name, for fromFile.
+func listField(p runtime.Policy, name string) []string {
+	switch name {
+	case "Writable":
+		return p.Writable
+	case "ReadOnly":
+		return p.ReadOnly
+	case "Deny":
+		return p.Deny
+	case "DenyNames":
+		return p.DenyNames
+	case "Env":
+		return p.Env
+	case "AllowDomains":
+		return p.AllowDomains
+	case "PackageManagers":
+		return p.PackageManagers
+	case "AllowLocal":
+		return p.AllowLocal
+	}
+	return nil
 }
 
 // setLogger sends the library's records to stderr from the level

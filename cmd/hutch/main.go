@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,6 +36,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hutchbox/hutch/policyfile"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -63,7 +65,7 @@ func execute(args []string) int {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.AddCommand(fileCommands(&code)...)
-	root.AddCommand(processCommand(&code))
+	root.AddCommand(processCommand(&code), policyCommand(&code))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
@@ -100,6 +102,29 @@ type runFlags struct {
 	readOnly    []string
 	appsDir     string
 	app         string
+	policyFile  string
+	profile     string
+	// fs is the flag set the flags were parsed into (nil in tests that
+	// fill runFlags themselves); layer what policyFrom read from
+	// --policy, to name a file's line in errors.
+	fs    *pflag.FlagSet
+	layer *fileLayer
+}
+
+// fileLayer is the policy file behind a command line, and the policy it
+// gave before the flags were added.
+type fileLayer struct {
+	file *policyfile.File
+	base runtime.Policy
+}
+
+// given says whether flag name was given on the command line (v, its
+// value, when the flags were not parsed from one).
+func (f runFlags) given(name, v string) bool {
+	if f.fs == nil {
+		return v != ""
+	}
+	return f.fs.Changed(name)
 }
 
 func runCommand(code *int) *cobra.Command {
@@ -133,12 +158,15 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 
 // newRunFlags are run's flags at their defaults.
 func newRunFlags() runFlags {
-	return runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids)}
+	return runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids), layer: &fileLayer{}}
 }
 
 // addRunFlags registers run's flags, which the file commands share: the
 // same flags make the same Sandbox.
 func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
+	f.fs = fl
+	fl.StringVar(&f.policyFile, "policy", "", "a policy file (TOML; see hutch policy default) read on top of the default policy; the other flags add to it")
+	fl.StringVar(&f.profile, "profile", "", "with --policy: the [profiles.NAME] table to apply on top of its [sandbox]")
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
@@ -185,16 +213,37 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		ws = abs
 	}
 	p := runtime.DefaultPolicy(ws)
-	p.Writable = f.write
-	p.ReadOnly = f.readOnly
+	switch {
+	case f.policyFile != "":
+		// The file's policy is the base; the flags are the call's layer
+		// on top: lists add to the file's, a value replaces its own only
+		// when the flag is given.
+		file, err := policyfile.ReadFile(f.policyFile)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return p, &flagErr{"--policy", f.policyFile, err.Error()}
+		}
+		if err != nil {
+			return p, err
+		}
+		if p, err = policyfile.Policy(ws, f.profile, file); err != nil {
+			return p, err
+		}
+		if f.layer != nil {
+			f.layer.file, f.layer.base = file, p
+		}
+	case f.profile != "":
+		return p, &flagErr{"--profile", f.profile, "needs --policy FILE, whose [profiles." + f.profile + "] it names"}
+	}
+	p.Writable = append(slices.Clip(p.Writable), f.write...)
+	p.ReadOnly = append(slices.Clip(p.ReadOnly), f.readOnly...)
 	if f.appsDir != "" || f.app != "" {
 		p.Apps = &runtime.AppIsolation{Dir: f.appsDir, ID: f.app}
 	}
-	p.Deny = f.deny
-	p.DenyNames = f.denyNames
-	p.NoDefaultDeny = f.noDefDeny
-	p.AllowGitWrite = f.gitWrite
-	p.Env = f.env
+	p.Deny = append(slices.Clip(p.Deny), f.deny...)
+	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
+	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
+	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite
+	p.Env = append(slices.Clip(p.Env), f.env...)
 	if f.home != "" {
 		h, err := filepath.Abs(f.home)
 		if err != nil {
@@ -202,9 +251,15 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		}
 		p.Home = h
 	}
-	p.MinLevel = runtime.Level(f.minLevel)
-	p.Network = runtime.NetworkMode(f.network)
-	p.AllowDomains, p.PackageManagers, p.AllowLocal = f.allowDomain, f.packageMgrs, f.allowLocal
+	if f.given("min-level", f.minLevel) {
+		p.MinLevel = runtime.Level(f.minLevel)
+	}
+	if f.given("net", f.network) {
+		p.Network = runtime.NetworkMode(f.network)
+	}
+	p.AllowDomains = append(slices.Clip(p.AllowDomains), f.allowDomain...)
+	p.PackageManagers = append(slices.Clip(p.PackageManagers), f.packageMgrs...)
+	p.AllowLocal = append(slices.Clip(p.AllowLocal), f.allowLocal...)
 	if err := f.limits(&p); err != nil {
 		return p, err
 	}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchbox/hutch/policyfile"
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// policyCommand is hutch policy: the policy files' default, their check,
+// and the policy a command line resolves to.
+func policyCommand(code *int) *cobra.Command {
+	pol := &cobra.Command{
+		Use:   "policy",
+		Short: "Policy files: the default, a check, the resolved policy",
+	}
+	def := &cobra.Command{
+		Use:   "default",
+		Short: "Print the default policy file (every key, with what it does)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := os.Stdout.Write(policyfile.DefaultTOML())
+			return err
+		},
+	}
+	var profile string
+	check := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a policy file (with --profile, that profile too): errors name the file, line and key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			// The file is checked against a scratch workspace: what it
+			// says does not depend on where it will be used.
+			ws, err := os.MkdirTemp("", "hutch-policy-check-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(ws)
+			f := newRunFlags()
+			f.policyFile, f.profile, f.workspace = args[0], profile, ws
+			if err := resolvedPolicy(f, func(runtime.Policy) error { return nil }); err != nil {
+				*code = 1
+				return err
+			}
+			fmt.Printf("%s: ok\n", args[0])
+			return nil
+		},
+	}
+	check.Flags().StringVar(&profile, "profile", "", "also check the [profiles.NAME] table, applied on top")
+	sf := newRunFlags()
+	show := &cobra.Command{
+		Use:   "show [run's flags]",
+		Short: "Print the policy run's flags (--policy, --profile and the rest) resolve to, as a policy file",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return resolvedPolicy(sf, func(p runtime.Policy) error {
+				b, err := policyfile.Format(p)
+				if err == nil {
+					_, err = os.Stdout.Write(b)
+				}
+				return err
+			})
+		},
+	}
+	addRunFlags(show.Flags(), &sf)
+	pol.AddCommand(def, check, show)
+	return pol
+}
+
+// resolvedPolicy makes the Sandbox f describes, as run would, and gives
+// do its resolved policy (paths resolved, defaults filled in).
+func resolvedPolicy(f runFlags, do func(runtime.Policy) error) error {
+	sb, err := sandboxFrom(f)
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	return do(sb.Policy())
+}

@@ -1,0 +1,511 @@
+package policyfile
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/seccomp"
+)
+
+//go:embed default.toml
+var defaultTOML []byte
+
+// Version is the schema version files carry (version = 1).
+const Version = 1
+
+// settings are the keys of [sandbox] and of each [profiles.NAME], each
+// nil when the file leaves it out.
+type settings struct {
+	Writable        *[]string `toml:"writable"`
+	ReadOnly        *[]string `toml:"read_only"`
+	Deny            *[]string `toml:"deny"`
+	DenyNames       *[]string `toml:"deny_names"`
+	DefaultDeny     *bool     `toml:"default_deny"`
+	AllowGitWrite   *bool     `toml:"allow_git_write"`
+	Env             *[]string `toml:"env"`
+	Home            *string   `toml:"home"`
+	Tools           *string   `toml:"tools"`
+	Apps            *apps     `toml:"apps"`
+	Network         *string   `toml:"network"`
+	AllowDomains    *[]string `toml:"allow_domains"`
+	PackageManagers *[]string `toml:"package_managers"`
+	AllowLocal      *[]string `toml:"allow_local"`
+	Timeout         *any      `toml:"timeout"`
+	OutputLimit     *any      `toml:"output_limit"`
+	Memory          *any      `toml:"memory"`
+	Pids            *any      `toml:"pids"`
+	CPUs            *any      `toml:"cpus"`
+	TmpSize         *any      `toml:"tmp_size"`
+	FileSize        *any      `toml:"file_size"`
+	Seccomp         *string   `toml:"seccomp"`
+	SeccompAllow    *[]string `toml:"seccomp_allow"`
+	SeccompDeny     *[]string `toml:"seccomp_deny"`
+	AllowDegraded   *[]string `toml:"allow_degraded"`
+	SkipLayers      *[]string `toml:"skip_layers"`
+	MinLevel        *string   `toml:"min_level"`
+	Prewarm         *int      `toml:"prewarm"`
+}
+
+type apps struct {
+	Dir string `toml:"dir"`
+	ID  string `toml:"id"`
+}
+
+type document struct {
+	Version  *int                `toml:"version"`
+	Sandbox  settings            `toml:"sandbox"`
+	Profiles map[string]settings `toml:"profiles"`
+}
+
+// File is a parsed policy file.
+type File struct {
+	// Name is where it was read from (Default's is "default.toml").
+	Name string
+	doc  document
+	// lines are the line of each key, by dotted path
+	// (sandbox.writable, profiles.ci.network), values the values as
+	// written.
+	lines  map[string]int
+	values map[string]string
+}
+
+// Error is a policy file's error: the file, the line (0 when no line is
+// to blame), the key, and what is wrong. Err is the library's error
+// underneath, if any (a *runtime.PolicyError for errors.As).
+type Error struct {
+	File   string
+	Line   int
+	Key    string
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Key != "" {
+		b.WriteString(": " + e.Key)
+	}
+	b.WriteString(": " + e.Reason)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// DefaultTOML is the embedded default policy file's text.
+func DefaultTOML() []byte { return slices.Clone(defaultTOML) }
+
+// Default is the embedded default policy file.
+func Default() *File {
+	f, err := Parse("default.toml", defaultTOML)
+	if err != nil {
+		panic(err) // a test reads it
+	}
+	return f
+}
+
+// ReadFile reads and parses the policy file at path.
+func ReadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, b)
+}
+
+// Parse parses a policy file's content; name is what errors call it.
+// Unknown keys, values of the wrong type and a missing or other version
+// are errors naming the line.
+func Parse(name string, data []byte) (*File, error) {
+	f := &File{Name: name}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f.doc); err != nil {
+		return nil, f.decodeError(err)
+	}
+	lines, values, err := keyLines(data)
+	if err != nil {
+		return nil, f.decodeError(err)
+	}
+	f.lines, f.values = lines, values
+	switch {
+	case f.doc.Version == nil:
+		return nil, &Error{File: name, Line: 1, Key: "version", Reason: fmt.Sprintf("missing: a policy file starts with version = %d", Version)}
+	case *f.doc.Version != Version:
+		return nil, f.keyError("version", fmt.Sprintf("%d: this hutch reads version %d", *f.doc.Version, Version), nil)
+	}
+	return f, nil
+}
+
+// decodeError says a TOML error with its file and line.
+func (f *File) decodeError(err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) && len(strict.Errors) > 0 {
+		var errs []error
+		for _, e := range strict.Errors {
+			line, _ := e.Position()
+			errs = append(errs, &Error{File: f.Name, Line: line, Key: strings.Join(e.Key(), "."), Reason: "not a key of a policy file"})
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, _ := de.Position()
+		return &Error{File: f.Name, Line: line, Key: strings.Join(de.Key(), "."), Reason: strings.TrimPrefix(de.Error(), "toml: ")}
+	}
+	return &Error{File: f.Name, Reason: err.Error()}
+}
+
+// keyError is an Error on key (a dotted path), at its line.
+func (f *File) keyError(key, reason string, err error) *Error {
+	return &Error{File: f.Name, Line: f.lines[key], Key: key, Reason: reason, Err: err}
+}
+
+// Profiles are the names of the file's [profiles.NAME] tables.
+func (f *File) Profiles() []string {
+	var names []string
+	for n := range f.doc.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Apply sets p's fields from the file's [sandbox] table and then, if
+// profile is not "", from [profiles.<profile>]: a key the file names
+// replaces the field, lists included; the others stay. Values are read
+// here (sizes, durations, names); whether the policy they make holds is
+// runtime.New's to say, and Explain names the line of a field it refuses.
+func (f *File) Apply(p *runtime.Policy, profile string) error {
+	if err := f.apply(p, f.doc.Sandbox, "sandbox"); err != nil {
+		return err
+	}
+	if profile == "" {
+		return nil
+	}
+	s, ok := f.doc.Profiles[profile]
+	if !ok {
+		have := f.Profiles()
+		if len(have) == 0 {
+			return &Error{File: f.Name, Key: "profiles." + profile, Reason: "no such profile: the file has none"}
+		}
+		return &Error{File: f.Name, Key: "profiles." + profile, Reason: "no such profile (the file has " + strings.Join(have, ", ") + ")"}
+	}
+	return f.apply(p, s, "profiles."+profile)
+}
+
+// fields map the Policy's field names (as a *runtime.PolicyError names
+// them, before any index) to the keys that set them.
+var fields = map[string]string{
+	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "DenyNames": "deny_names",
+	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "Env": "env", "Home": "home",
+	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
+	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
+	"AllowLocal": "allow_local", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
+	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
+	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
+	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
+}
+
+func (f *File) apply(p *runtime.Policy, s settings, table string) error {
+	def := runtime.DefaultPolicy("")
+	key := func(k string) string { return table + "." + k }
+	list := func(dst *[]string, v *[]string) {
+		if v != nil {
+			*dst = nilIfEmpty(*v)
+		}
+	}
+	list(&p.Writable, s.Writable)
+	list(&p.ReadOnly, s.ReadOnly)
+	list(&p.Deny, s.Deny)
+	list(&p.DenyNames, s.DenyNames)
+	list(&p.Env, s.Env)
+	list(&p.AllowDomains, s.AllowDomains)
+	list(&p.PackageManagers, s.PackageManagers)
+	list(&p.AllowLocal, s.AllowLocal)
+	list(&p.SeccompAllow, s.SeccompAllow)
+	list(&p.SeccompDeny, s.SeccompDeny)
+	if s.DefaultDeny != nil {
+		p.NoDefaultDeny = !*s.DefaultDeny
+	}
+	if s.AllowGitWrite != nil {
+		p.AllowGitWrite = *s.AllowGitWrite
+	}
+	if s.Home != nil {
+		p.Home = *s.Home
+	}
+	if s.Tools != nil {
+		p.Tools = *s.Tools
+	}
+	if s.Apps != nil {
+		p.Apps = &runtime.AppIsolation{Dir: s.Apps.Dir, ID: s.Apps.ID}
+	}
+	if s.Network != nil {
+		p.Network = runtime.NetworkMode(*s.Network)
+	}
+	if s.MinLevel != nil {
+		p.MinLevel = runtime.Level(*s.MinLevel)
+	}
+	if s.Prewarm != nil {
+		p.Prewarm = *s.Prewarm
+	}
+	if s.AllowDegraded != nil {
+		p.AllowDegraded = layers(*s.AllowDegraded)
+	}
+	if s.SkipLayers != nil {
+		p.SkipLayers = layers(*s.SkipLayers)
+	}
+	if s.Seccomp != nil {
+		p.Seccomp = nil
+		if *s.Seccomp != "" {
+			path := *s.Seccomp
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(filepath.Dir(f.Name), path)
+			}
+			prof, err := seccomp.ParseFile(path)
+			if err != nil {
+				return f.keyError(key("seccomp"), err.Error(), err)
+			}
+			p.Seccomp = prof
+		}
+	}
+	for _, l := range []struct {
+		k   string
+		v   *any
+		dst *int64
+		def int64
+	}{
+		{"output_limit", s.OutputLimit, &p.OutputLimit, def.OutputLimit},
+		{"memory", s.Memory, &p.Memory, def.Memory},
+		{"tmp_size", s.TmpSize, &p.TmpSize, def.TmpSize},
+		{"file_size", s.FileSize, &p.FileSize, def.FileSize},
+	} {
+		if l.v == nil {
+			continue
+		}
+		n, err := size(*l.v, l.def)
+		if err != nil {
+			return f.keyError(key(l.k), err.Error(), nil)
+		}
+		*l.dst = n
+	}
+	if s.Pids != nil {
+		n, err := count(*s.Pids, def.Pids)
+		if err != nil {
+			return f.keyError(key("pids"), err.Error(), nil)
+		}
+		p.Pids = n
+	}
+	if s.CPUs != nil {
+		c, err := cores(*s.CPUs, def.CPUs)
+		if err != nil {
+			return f.keyError(key("cpus"), err.Error(), nil)
+		}
+		p.CPUs = c
+	}
+	if s.Timeout != nil {
+		d, err := duration(*s.Timeout, def.Timeout)
+		if err != nil {
+			return f.keyError(key("timeout"), err.Error(), nil)
+		}
+		p.Timeout = d
+	}
+	return nil
+}
+
+func nilIfEmpty(v []string) []string {
+	if len(v) == 0 {
+		return nil
+	}
+	return slices.Clone(v)
+}
+
+func layers(names []string) []runtime.Layer {
+	if len(names) == 0 {
+		return nil
+	}
+	ls := make([]runtime.Layer, len(names))
+	for i, n := range names {
+		ls[i] = runtime.Layer(n)
+	}
+	return ls
+}
+
+// A limit is "none", "default", or a value of its own kind; 0 is refused
+// as ambiguous (the CLI's none, the library's default).
+func keyword(v any, def int64) (int64, bool, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false, nil
+	}
+	switch strings.TrimSpace(s) {
+	case "none":
+		return runtime.Unlimited, true, nil
+	case "default":
+		return def, true, nil
+	}
+	return 0, false, nil
+}
+
+const zeroLimit = `0 is ambiguous here: write "none" or "default"`
+
+func size(v any, def int64) (int64, error) {
+	if n, ok, _ := keyword(v, def); ok {
+		return n, nil
+	}
+	switch v := v.(type) {
+	case string:
+		n, err := runtime.ParseSize(v)
+		if err == nil && n == 0 {
+			return 0, errors.New(zeroLimit)
+		}
+		return n, err
+	case int64:
+		if v == 0 {
+			return 0, errors.New(zeroLimit)
+		}
+		if v < 0 {
+			return 0, fmt.Errorf("%d: negative (\"none\" means no limit)", v)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("%v: not a size (\"512MiB\", a number of bytes, \"none\" or \"default\")", v)
+}
+
+func count(v any, def int64) (int64, error) {
+	if n, ok, _ := keyword(v, def); ok {
+		return n, nil
+	}
+	n, ok := v.(int64)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%v: not a whole number (or \"none\", \"default\")", v)
+	case n == 0:
+		return 0, errors.New(zeroLimit)
+	case n < 0:
+		return 0, fmt.Errorf("%d: negative (\"none\" means no limit)", n)
+	}
+	return n, nil
+}
+
+func cores(v any, def float64) (float64, error) {
+	if s, ok := v.(string); ok {
+		switch strings.TrimSpace(s) {
+		case "none":
+			return runtime.Unlimited, nil
+		case "default":
+			return def, nil
+		}
+	}
+	var c float64
+	switch v := v.(type) {
+	case float64:
+		c = v
+	case int64:
+		c = float64(v)
+	default:
+		return 0, fmt.Errorf("%v: not a number of cores (1.5, or \"none\", \"default\")", v)
+	}
+	switch {
+	case math.IsNaN(c) || math.IsInf(c, 0):
+		return 0, fmt.Errorf("%v: not a number of cores", c)
+	case c == 0:
+		return 0, errors.New(zeroLimit)
+	case c < 0:
+		return 0, fmt.Errorf("%v: negative (\"none\" means no limit)", c)
+	}
+	return c, nil
+}
+
+func duration(v any, def time.Duration) (time.Duration, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%v: not a duration (\"30s\", \"5m\", or \"none\", \"default\")", v)
+	}
+	switch strings.TrimSpace(s) {
+	case "none":
+		return runtime.Unlimited, nil
+	case "default":
+		return def, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q: not a duration (\"30s\", \"5m\", or \"none\", \"default\")", s)
+	case d == 0:
+		return 0, errors.New(zeroLimit)
+	case d < 0:
+		return 0, fmt.Errorf("%q: negative (\"none\" means no limit)", s)
+	}
+	return d, nil
+}
+
+// Explain turns an error about a Policy field (a *runtime.PolicyError
+// from runtime.New) into an *Error at the line of the key that set the
+// field, in the profile's table if the profile set it. An error about a
+// field no key of the file set comes back as it was.
+func (f *File) Explain(err error, profile string) error {
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	name, _, _ := strings.Cut(pe.Field, "[")
+	k, ok := fields[name]
+	if !ok {
+		return err
+	}
+	for _, table := range []string{"profiles." + profile, "sandbox"} {
+		if table == "profiles." || f.lines[table+"."+k] == 0 {
+			continue
+		}
+		// The value as the file has it (memory = "1k", not 1024), but
+		// for one entry of a list, which the library names.
+		v := f.values[table+"."+k]
+		if strings.HasPrefix(v, "[") || v == "" {
+			v = strconv.Quote(pe.Value)
+		}
+		return f.keyError(table+"."+k, v+": "+pe.Reason, err)
+	}
+	return err
+}
+
+// Policy is the policy of the embedded default, then each of files in
+// order, each with its [sandbox] table and then the profile's table if
+// it has one, for workspace. profile must name a table of at least one
+// of files. Errors name the file and the line.
+func Policy(workspace, profile string, files ...*File) (runtime.Policy, error) {
+	p := runtime.Policy{Workspace: workspace}
+	found := profile == ""
+	for _, f := range append([]*File{Default()}, files...) {
+		prof := ""
+		if _, ok := f.doc.Profiles[profile]; ok {
+			prof, found = profile, true
+		}
+		if err := f.Apply(&p, prof); err != nil {
+			return p, err
+		}
+	}
+	if !found {
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Name)
+		}
+		return p, &Error{File: strings.Join(names, ", "), Key: "profiles." + profile, Reason: "no such profile"}
+	}
+	return p, nil
+}
