@@ -302,3 +302,43 @@ func (rs *Rules) match(host string, ip netip.Addr, port int) (pattern string, ok
 	}
 	return "", false
 }
+
+// Covers reports whether rs matches every destination pattern matches
+// (a pattern as ParseRules takes it): whether granting pattern on top of
+// rs would let nothing new through. One rule of rs must cover it alone,
+// which is sound and, for the patterns people write, complete.
+func (rs *Rules) Covers(pattern string) (bool, error) {
+	q, err := parseRule(pattern)
+	if err != nil {
+		return false, err
+	}
+	if rs == nil {
+		return false, nil
+	}
+	for _, r := range rs.rules {
+		if r.port != 0 && r.port != q.port {
+			continue
+		}
+		switch {
+		case r.any:
+			return true, nil
+		case q.any:
+			continue
+		case q.ip.IsValid() || r.ip.IsValid():
+			if q.ip.IsValid() && q.ip == r.ip {
+				return true, nil
+			}
+		case q.wildcard:
+			if r.wildcard && (q.host == r.host || strings.HasSuffix(q.host, "."+r.host)) {
+				return true, nil
+			}
+		case r.wildcard:
+			if strings.HasSuffix(q.host, "."+r.host) {
+				return true, nil
+			}
+		case q.host == r.host:
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -28,34 +28,45 @@ const Version = 1
 // settings are the keys of [sandbox] and of each [profiles.NAME], each
 // nil when the file leaves it out.
 type settings struct {
-	Writable        *[]string `toml:"writable"`
-	ReadOnly        *[]string `toml:"read_only"`
-	Deny            *[]string `toml:"deny"`
-	DenyNames       *[]string `toml:"deny_names"`
-	DefaultDeny     *bool     `toml:"default_deny"`
-	AllowGitWrite   *bool     `toml:"allow_git_write"`
-	Env             *[]string `toml:"env"`
-	Home            *string   `toml:"home"`
-	Tools           *string   `toml:"tools"`
-	Apps            *apps     `toml:"apps"`
-	Network         *string   `toml:"network"`
-	AllowDomains    *[]string `toml:"allow_domains"`
-	PackageManagers *[]string `toml:"package_managers"`
-	AllowLocal      *[]string `toml:"allow_local"`
-	Timeout         *any      `toml:"timeout"`
-	OutputLimit     *any      `toml:"output_limit"`
-	Memory          *any      `toml:"memory"`
-	Pids            *any      `toml:"pids"`
-	CPUs            *any      `toml:"cpus"`
-	TmpSize         *any      `toml:"tmp_size"`
-	FileSize        *any      `toml:"file_size"`
-	Seccomp         *string   `toml:"seccomp"`
-	SeccompAllow    *[]string `toml:"seccomp_allow"`
-	SeccompDeny     *[]string `toml:"seccomp_deny"`
-	AllowDegraded   *[]string `toml:"allow_degraded"`
-	SkipLayers      *[]string `toml:"skip_layers"`
-	MinLevel        *string   `toml:"min_level"`
-	Prewarm         *int      `toml:"prewarm"`
+	Writable        *[]string  `toml:"writable"`
+	ReadOnly        *[]string  `toml:"read_only"`
+	Deny            *[]string  `toml:"deny"`
+	DenyNames       *[]string  `toml:"deny_names"`
+	DefaultDeny     *bool      `toml:"default_deny"`
+	AllowGitWrite   *bool      `toml:"allow_git_write"`
+	Env             *[]string  `toml:"env"`
+	Home            *string    `toml:"home"`
+	Tools           *string    `toml:"tools"`
+	Apps            *apps      `toml:"apps"`
+	Network         *string    `toml:"network"`
+	AllowDomains    *[]string  `toml:"allow_domains"`
+	PackageManagers *[]string  `toml:"package_managers"`
+	AllowLocal      *[]string  `toml:"allow_local"`
+	Timeout         *any       `toml:"timeout"`
+	OutputLimit     *any       `toml:"output_limit"`
+	Memory          *any       `toml:"memory"`
+	Pids            *any       `toml:"pids"`
+	CPUs            *any       `toml:"cpus"`
+	TmpSize         *any       `toml:"tmp_size"`
+	FileSize        *any       `toml:"file_size"`
+	Seccomp         *string    `toml:"seccomp"`
+	SeccompAllow    *[]string  `toml:"seccomp_allow"`
+	SeccompDeny     *[]string  `toml:"seccomp_deny"`
+	AllowDegraded   *[]string  `toml:"allow_degraded"`
+	SkipLayers      *[]string  `toml:"skip_layers"`
+	MinLevel        *string    `toml:"min_level"`
+	Prewarm         *int       `toml:"prewarm"`
+	Grantable       *grantable `toml:"grantable"`
+}
+
+// grantable is [sandbox.grantable]: runtime.Grant, whole.
+type grantable struct {
+	Network         bool     `toml:"network"`
+	Domains         []string `toml:"domains"`
+	PackageManagers []string `toml:"package_managers"`
+	HostNetwork     bool     `toml:"host_network"`
+	Writable        []string `toml:"writable"`
+	GitWrite        bool     `toml:"git_write"`
 }
 
 type apps struct {
@@ -220,6 +231,7 @@ var fields = map[string]string{
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
 	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
+	"Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
 }
 
 func (f *File) apply(p *runtime.Policy, s settings, table string) error {
@@ -263,6 +275,10 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.Prewarm != nil {
 		p.Prewarm = *s.Prewarm
+	}
+	if g := s.Grantable; g != nil {
+		p.Grantable = runtime.Grant{Network: g.Network, Domains: nilIfEmpty(g.Domains), PackageManagers: nilIfEmpty(g.PackageManagers),
+			HostNetwork: g.HostNetwork, Writable: nilIfEmpty(g.Writable), GitWrite: g.GitWrite}
 	}
 	if s.AllowDegraded != nil {
 		p.AllowDegraded = layers(*s.AllowDegraded)

@@ -145,6 +145,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	p.Memory, p.Pids, p.CPUs, p.Timeout, p.TmpSize = 3<<30, runtime.Unlimited, 0.5, 90*time.Second, 1<<30
 	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a"}
 	p.SkipLayers = []runtime.Layer{runtime.LayerKeyring}
+	p.Grantable = runtime.Grant{Network: true, Domains: []string{"*.example.com"}, PackageManagers: []string{"go"}, Writable: []string{"/data/more"}, GitWrite: true}
 	for _, pol := range []runtime.Policy{runtime.DefaultPolicy("/w"), p} {
 		b, err := Format(pol)
 		if err != nil {

@@ -17,33 +17,34 @@ import (
 // (a comment says it is there).
 func Format(p runtime.Policy) ([]byte, error) {
 	type out struct {
-		Writable        []string `toml:"writable"`
-		ReadOnly        []string `toml:"read_only"`
-		Deny            []string `toml:"deny"`
-		DenyNames       []string `toml:"deny_names"`
-		DefaultDeny     bool     `toml:"default_deny"`
-		AllowGitWrite   bool     `toml:"allow_git_write"`
-		Env             []string `toml:"env"`
-		Home            string   `toml:"home"`
-		Tools           string   `toml:"tools"`
-		Apps            *apps    `toml:"apps,omitempty,inline"`
-		Network         string   `toml:"network"`
-		AllowDomains    []string `toml:"allow_domains"`
-		PackageManagers []string `toml:"package_managers"`
-		AllowLocal      []string `toml:"allow_local"`
-		Timeout         string   `toml:"timeout"`
-		OutputLimit     any      `toml:"output_limit"`
-		Memory          any      `toml:"memory"`
-		Pids            any      `toml:"pids"`
-		CPUs            any      `toml:"cpus"`
-		TmpSize         any      `toml:"tmp_size"`
-		FileSize        any      `toml:"file_size"`
-		SeccompAllow    []string `toml:"seccomp_allow"`
-		SeccompDeny     []string `toml:"seccomp_deny"`
-		AllowDegraded   []string `toml:"allow_degraded"`
-		SkipLayers      []string `toml:"skip_layers"`
-		MinLevel        string   `toml:"min_level"`
-		Prewarm         int      `toml:"prewarm"`
+		Writable        []string  `toml:"writable"`
+		ReadOnly        []string  `toml:"read_only"`
+		Deny            []string  `toml:"deny"`
+		DenyNames       []string  `toml:"deny_names"`
+		DefaultDeny     bool      `toml:"default_deny"`
+		AllowGitWrite   bool      `toml:"allow_git_write"`
+		Env             []string  `toml:"env"`
+		Home            string    `toml:"home"`
+		Tools           string    `toml:"tools"`
+		Apps            *apps     `toml:"apps,omitempty,inline"`
+		Network         string    `toml:"network"`
+		AllowDomains    []string  `toml:"allow_domains"`
+		PackageManagers []string  `toml:"package_managers"`
+		AllowLocal      []string  `toml:"allow_local"`
+		Timeout         string    `toml:"timeout"`
+		OutputLimit     any       `toml:"output_limit"`
+		Memory          any       `toml:"memory"`
+		Pids            any       `toml:"pids"`
+		CPUs            any       `toml:"cpus"`
+		TmpSize         any       `toml:"tmp_size"`
+		FileSize        any       `toml:"file_size"`
+		SeccompAllow    []string  `toml:"seccomp_allow"`
+		SeccompDeny     []string  `toml:"seccomp_deny"`
+		AllowDegraded   []string  `toml:"allow_degraded"`
+		SkipLayers      []string  `toml:"skip_layers"`
+		MinLevel        string    `toml:"min_level"`
+		Prewarm         int       `toml:"prewarm"`
+		Grantable       grantable `toml:"grantable"`
 	}
 	o := out{
 		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), DenyNames: list(p.DenyNames),
@@ -56,6 +57,9 @@ func Format(p runtime.Policy) ([]byte, error) {
 	if p.Apps != nil {
 		o.Apps = &apps{Dir: p.Apps.Dir, ID: p.Apps.ID}
 	}
+	g := p.Grantable
+	o.Grantable = grantable{Network: g.Network, Domains: list(g.Domains), PackageManagers: list(g.PackageManagers),
+		HostNetwork: g.HostNetwork, Writable: list(g.Writable), GitWrite: g.GitWrite}
 	o.Pids = formatNumber(p.Pids)
 	o.CPUs = formatNumber(p.CPUs)
 	for _, l := range p.AllowDegraded {

@@ -26,6 +26,14 @@ func setupError(e *nsinit.SetupError) *SetupError {
 
 // Cmd is a command to run in a Sandbox, used like exec.Cmd.
 type Cmd struct {
+	// Grant is what this command is given beyond its Sandbox's policy
+	// (network, domains, writable trees, git writes; nothing by
+	// default). Start refuses with a *PermissionError, naming the first
+	// tag, a Grant the Sandbox's Policy.Grantable does not cover, and
+	// starts nothing; one that is covered runs in a Sandbox made for
+	// that grant, once, and kept for the next command asking the same.
+	Grant Grant
+
 	// Path is the command: absolute, or looked up in PATH inside the
 	// sandbox.
 	Path string
@@ -228,6 +236,13 @@ func (c *Cmd) Start() error {
 	if err := c.check(); err != nil {
 		return c.notStarted(err)
 	}
+	// A grant runs the command in a Sandbox with it added, once checked
+	// against this one's Grantable; nothing starts when it is refused.
+	sb, err := c.sb.forGrant(c.Grant)
+	if err != nil {
+		return c.notStarted(err)
+	}
+	c.sb = sb
 	// Held until Start returns, so that Close waits for a command being
 	// set up rather than tearing the Sandbox down under it.
 	c.sb.life.RLock()

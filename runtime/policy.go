@@ -239,6 +239,14 @@ type Policy struct {
 	// seccomp can enforce; each Result lists what is not.
 	MinLevel Level
 
+	// Grantable is what a command of this Sandbox may be given on top of
+	// this policy when it asks (Cmd.Grant): network, domains, more
+	// writable trees, git writes. Commands get none of it unless they
+	// ask; a Sandbox.Narrow for a sub-agent gets a part of it. Its
+	// Writable trees must exist; a grant may also make writable again
+	// what lies below the workspace, Writable and Home.
+	Grantable Grant
+
 	// SkipLayers are not set up at all, and reported as skipped in every
 	// Result: for measuring what each layer costs, or for a host that
 	// enforces the same thing by other means. Only LayerSeccomp,
@@ -295,6 +303,9 @@ func (p Policy) clone() Policy {
 	p.AllowDomains = slices.Clone(p.AllowDomains)
 	p.PackageManagers = slices.Clone(p.PackageManagers)
 	p.AllowLocal = slices.Clone(p.AllowLocal)
+	p.Grantable.Domains = slices.Clone(p.Grantable.Domains)
+	p.Grantable.PackageManagers = slices.Clone(p.Grantable.PackageManagers)
+	p.Grantable.Writable = slices.Clone(p.Grantable.Writable)
 	if p.Seccomp != nil {
 		prof := *p.Seccomp
 		prof.Syscalls = slices.Clone(prof.Syscalls)

@@ -188,6 +188,7 @@ func (sb *Sandbox) Close() error {
 		return nil
 	}
 	sb.closed = true
+	sb.closeGranted()
 	if sb.pool != nil {
 		sb.pool.close()
 	}
@@ -196,6 +197,12 @@ func (sb *Sandbox) Close() error {
 		return os.RemoveAll(sb.tmpDir)
 	}
 	return nil
+}
+
+func (sb *Sandbox) isClosed() bool {
+	sb.life.RLock()
+	defer sb.life.RUnlock()
+	return sb.closed
 }
 
 // Prewarmed reports how many pooled inits are ready now.

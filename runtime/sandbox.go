@@ -22,7 +22,8 @@ import (
 // to run commands. It is safe for concurrent use by many goroutines.
 type Sandbox struct {
 	policy Policy
-	spec   mounts.Spec // the view, minus what is re-read per command
+	grantState
+	spec mounts.Spec // the view, minus what is re-read per command
 	// names are the deny names in effect; deep are the paths matching
 	// them found below the top level of the writable trees when the
 	// Sandbox was made (the top levels are re-read for every command).
@@ -95,6 +96,9 @@ func New(p Policy) (*Sandbox, error) {
 	// The Sandbox owns its copy (resolvePolicy made it): a caller changing
 	// its slices afterwards must not change what later commands get.
 	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, uid: os.Getuid(), gid: os.Getgid()}
+	if err := sb.setupGrants(p, r.policy); err != nil {
+		return nil, err
+	}
 	// The level next: the filesystem view, the filter and the Landlock
 	// ruleset depend on it.
 	if err := sb.chooseLevel(); err != nil {

@@ -24,7 +24,8 @@ import (
 // Sandbox on macOS runs commands under a Seatbelt profile compiled once
 // from the Policy (package darwin) through /usr/bin/sandbox-exec.
 type Sandbox struct {
-	policy  Policy
+	policy Policy
+	grantState
 	dp      darwin.Policy
 	profile darwin.Profile // dp's, for commands without a proxy
 	tmp     string
@@ -44,6 +45,7 @@ func New(p Policy) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	given := p
 	p = r.policy
 	if err := seatbeltLevel(p.MinLevel); err != nil {
 		return nil, err
@@ -66,6 +68,10 @@ func New(p Policy) (*Sandbox, error) {
 		dp.Writable = append(dp.Writable, home)
 	}
 	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp}
+	if err := sb.setupGrants(given, p); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
 	// Compiled once here; only a command with its own proxy port needs
 	// a profile of its own.
 	if sb.profile, err = darwin.Compile(dp); err != nil {
@@ -95,14 +101,21 @@ func (sb *Sandbox) Close() error {
 	if sb.closed.Swap(true) {
 		return nil
 	}
+	sb.closeGranted()
 	return os.RemoveAll(sb.tmp)
 }
+
+func (sb *Sandbox) isClosed() bool { return sb.closed.Load() }
 
 // Prewarmed is always 0 on macOS: there is nothing to build ahead.
 func (sb *Sandbox) Prewarmed() int { return 0 }
 
 // Cmd is a command to run in a Sandbox, used like exec.Cmd.
 type Cmd struct {
+	// Grant is what this command is given beyond the Sandbox's policy,
+	// as on Linux (see there).
+	Grant Grant
+
 	Path   string
 	Args   []string
 	Env    []string
@@ -152,7 +165,11 @@ func (c *Cmd) Start() error {
 		return errors.New("hutch: Start was already called")
 	}
 	c.startCalled, c.start = true, time.Now()
-	err := c.startSeatbelt()
+	sb, err := c.sb.forGrant(c.Grant)
+	if err == nil {
+		c.sb = sb
+		err = c.startSeatbelt()
+	}
 	if err == nil {
 		return nil
 	}

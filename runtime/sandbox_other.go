@@ -12,6 +12,9 @@ import (
 // Sandbox is never made on this platform; New refuses.
 type Sandbox struct{ policy Policy }
 
+// Narrow returns ErrUnsupportedPlatform.
+func (sb *Sandbox) Narrow(Grant) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
+
 // New returns ErrUnsupportedPlatform.
 func New(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
 
@@ -26,6 +29,7 @@ func (sb *Sandbox) Prewarmed() int { return 0 }
 
 // Cmd is a command to run in a Sandbox, used like exec.Cmd.
 type Cmd struct {
+	Grant  Grant
 	Path   string
 	Args   []string
 	Env    []string
