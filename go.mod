@@ -12,6 +12,8 @@ require golang.org/x/image v0.47.0
 
 require github.com/pelletier/go-toml/v2 v2.4.3
 
+require github.com/fsnotify/fsnotify v1.10.1
+
 require (
 	github.com/cilium/ebpf v0.16.0 // indirect
 	github.com/containerd/cgroups/v3 v3.1.3

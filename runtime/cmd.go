@@ -236,20 +236,17 @@ func (c *Cmd) Start() error {
 	if err := c.check(); err != nil {
 		return c.notStarted(err)
 	}
-	// A grant runs the command in a Sandbox with it added, once checked
-	// against this one's Grantable; nothing starts when it is refused.
-	sb, err := c.sb.forGrant(c.Grant)
+	// The Sandbox in effect (Reload may have replaced this one), and a
+	// grant runs the command in one with it added, once checked against
+	// the Grantable; nothing starts when it is refused. Its life is held
+	// until Start returns, so that Close waits for a command being set
+	// up rather than tearing the Sandbox down under it.
+	sb, unlock, err := c.sb.startIn(c.Grant)
 	if err != nil {
 		return c.notStarted(err)
 	}
+	defer unlock()
 	c.sb = sb
-	// Held until Start returns, so that Close waits for a command being
-	// set up rather than tearing the Sandbox down under it.
-	c.sb.life.RLock()
-	defer c.sb.life.RUnlock()
-	if c.sb.closed {
-		return c.notStarted(fmt.Errorf("hutch: %w", ErrClosed))
-	}
 	if err := c.ctx.Err(); err != nil {
 		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
 		return c.notStarted(err)

@@ -491,6 +491,7 @@ func (v *fileView) open(op, name string, follow bool, flags int, perm uint32) (*
 // ErrPrivate (the sandbox's own /tmp, /dev, /proc) or the system's error
 // (fs.ErrNotExist, ...), as an *fs.PathError naming name.
 func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) {
+	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
@@ -570,6 +571,7 @@ func readWindow(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) 
 // made read-only). Missing parent directories are created. The write goes
 // through the handle the check was made on.
 func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileInfo, error) {
+	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
@@ -620,6 +622,7 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 // hold at most maxBytes (0: DefaultSendLimit). The caller sends from the
 // returned handle, the one that was checked, and closes it.
 func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo, error) {
+	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
 		return nil, nil, err
 	}
@@ -653,6 +656,7 @@ func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo
 // Stat describes name as a command of the Sandbox would see it, every
 // symlink followed.
 func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
+	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
@@ -678,6 +682,7 @@ func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
 // sees something there too), marked Denied or Private, with nothing of
 // theirs read.
 func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
+	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}

@@ -188,6 +188,9 @@ func (sb *Sandbox) Close() error {
 		return nil
 	}
 	sb.closed = true
+	if n := sb.next.Load(); n != nil {
+		n.Close()
+	}
 	sb.closeGranted()
 	if sb.pool != nil {
 		sb.pool.close()
@@ -203,6 +206,27 @@ func (sb *Sandbox) isClosed() bool {
 	sb.life.RLock()
 	defer sb.life.RUnlock()
 	return sb.closed
+}
+
+// lockLife read-holds sb's life; isClosedLocked is closed under it.
+func (sb *Sandbox) lockLife() func() {
+	sb.life.RLock()
+	return sb.life.RUnlock
+}
+
+func (sb *Sandbox) isClosedLocked() bool { return sb.closed }
+
+// retire ends what a Sandbox that Reload replaced kept for commands (its
+// pool, its grants' Sandboxes) once the commands being started in it are,
+// and sends later starts to the one in effect.
+func (sb *Sandbox) retire() {
+	sb.life.Lock()
+	defer sb.life.Unlock()
+	sb.retired.Store(true)
+	sb.closeGranted()
+	if sb.pool != nil {
+		sb.pool.close()
+	}
 }
 
 // Prewarmed reports how many pooled inits are ready now.

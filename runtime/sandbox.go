@@ -23,6 +23,7 @@ import (
 type Sandbox struct {
 	policy Policy
 	grantState
+	reloadState
 	spec mounts.Spec // the view, minus what is re-read per command
 	// names are the deny names in effect; deep are the paths matching
 	// them found below the top level of the writable trees when the
@@ -144,7 +145,7 @@ func (sb *Sandbox) setup() error {
 }
 
 // Policy returns the validated policy, with paths as resolved.
-func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
+func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
 // probeUserNS checks from the host's sysctls, without starting a process,
 // that user namespaces can be created.

@@ -26,6 +26,7 @@ import (
 type Sandbox struct {
 	policy Policy
 	grantState
+	reloadState
 	dp      darwin.Policy
 	profile darwin.Profile // dp's, for commands without a proxy
 	tmp     string
@@ -93,7 +94,7 @@ func New(p Policy) (*Sandbox, error) {
 }
 
 // Policy returns the validated policy.
-func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
+func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
 // Close removes the sandbox's private temporary directory. After Close,
 // Start fails with ErrClosed. It is idempotent.
@@ -101,11 +102,19 @@ func (sb *Sandbox) Close() error {
 	if sb.closed.Swap(true) {
 		return nil
 	}
+	if n := sb.next.Load(); n != nil {
+		n.Close()
+	}
 	sb.closeGranted()
 	return os.RemoveAll(sb.tmp)
 }
 
 func (sb *Sandbox) isClosed() bool { return sb.closed.Load() }
+
+// There is no start to wait for on macOS: a Sandbox is its profile.
+func (sb *Sandbox) lockLife() func()     { return func() {} }
+func (sb *Sandbox) isClosedLocked() bool { return sb.closed.Load() }
+func (sb *Sandbox) retire()              { sb.retired.Store(true); sb.closeGranted() }
 
 // Prewarmed is always 0 on macOS: there is nothing to build ahead.
 func (sb *Sandbox) Prewarmed() int { return 0 }
@@ -165,8 +174,9 @@ func (c *Cmd) Start() error {
 		return errors.New("hutch: Start was already called")
 	}
 	c.startCalled, c.start = true, time.Now()
-	sb, err := c.sb.forGrant(c.Grant)
+	sb, unlock, err := c.sb.startIn(c.Grant)
 	if err == nil {
+		unlock()
 		c.sb = sb
 		err = c.startSeatbelt()
 	}
