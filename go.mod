@@ -12,7 +12,21 @@ require golang.org/x/image v0.47.0
 
 require github.com/pelletier/go-toml/v2 v2.4.3
 
-require github.com/fsnotify/fsnotify v1.10.1
+require (
+	github.com/fsnotify/fsnotify v1.10.1
+	modernc.org/sqlite v1.62.0
+)
+
+require (
+	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+)
 
 require (
 	github.com/cilium/ebpf v0.16.0 // indirect

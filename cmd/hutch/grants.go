@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchbox/hutch/approvals"
+)
+
+// grantsCommand is hutch grants: the approval decisions and remembered
+// grants of package approvals, for agents that are not written in Go.
+// decide prints the verdict on a call (prompt: ask the user, then add a
+// grant if they said to remember); add, list and revoke keep the grants.
+func grantsCommand(code *int) *cobra.Command {
+	var dbPath string
+	g := &cobra.Command{
+		Use:   "grants",
+		Short: "Decisions on tool calls and remembered approvals (a consent layer, not a boundary)",
+	}
+	g.PersistentFlags().StringVar(&dbPath, "db", "", "the grants database (default grants.db in $HUTCH_DATA_DIR, $XDG_STATE_HOME/hutch or ~/.local/state/hutch)")
+	withStore := func(do func(*approvals.Store) (any, error)) error {
+		path := dbPath
+		if path == "" {
+			dir, err := processDataDir("")
+			if err != nil {
+				return err
+			}
+			path = filepath.Join(dir, "grants.db")
+		}
+		s, err := approvals.OpenStore(path)
+		if err != nil {
+			return fmt.Errorf("--db %s: %w", quote(path), err)
+		}
+		defer s.Close()
+		v, err := do(s)
+		if err != nil {
+			if errors.Is(err, approvals.ErrNoGrant) {
+				*code = 1
+			}
+			return err
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	var call approvals.Call
+	callFlags := func(c *cobra.Command) {
+		c.Flags().StringVar(&call.Agent, "agent", "", "the calling agent")
+		c.Flags().StringVar(&call.Tool, "tool", "", "the tool (read, glob, grep, ls, write, edit, bash, or another)")
+		c.Flags().StringVar(&call.Workspace, "workspace", "", "the workspace the call acts in")
+	}
+	decide := &cobra.Command{
+		Use:   "decide --tool T [--agent A] [--workspace W] --arg ARG",
+		Short: "Print the verdict on a call: allow, deny, or prompt (ask, then `grants add` to remember)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if call.Tool == "" {
+				return errors.New("decide: --tool is required")
+			}
+			return withStore(func(s *approvals.Store) (any, error) {
+				// No hook: a prompt is the caller's to put to the user.
+				e := approvals.Engine{Store: s}
+				return e.Lookup(call)
+			})
+		},
+	}
+	callFlags(decide)
+	decide.Flags().StringVar(&call.Arg, "arg", "", "the call's argument: a command line, a path")
+	var pattern, forDur, decision string
+	add := &cobra.Command{
+		Use:   "add --tool T [--agent A] [--workspace W] --pattern P [--for 24h] [--deny]",
+		Short: "Remember an approval (or, with --decision deny, a refusal) for the calls matching it",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if call.Tool == "" || pattern == "" {
+				return errors.New("add: --tool and --pattern are required")
+			}
+			gr := approvals.Grant{Agent: call.Agent, Tool: call.Tool, Workspace: call.Workspace, Pattern: pattern, Decision: approvals.Decision(decision), Created: time.Now()}
+			if gr.Decision != approvals.Allow && gr.Decision != approvals.Deny {
+				return &flagErr{"--decision", decision, "not allow or deny"}
+			}
+			if forDur != "" {
+				d, err := time.ParseDuration(forDur)
+				if err != nil || d <= 0 {
+					return &flagErr{"--for", forDur, "not a positive duration (1h, 30m)"}
+				}
+				gr.Expires = gr.Created.Add(d)
+			}
+			return withStore(func(s *approvals.Store) (any, error) {
+				id, err := s.Add(gr)
+				gr.ID = id
+				return gr, err
+			})
+		},
+	}
+	callFlags(add)
+	add.Flags().StringVar(&pattern, "pattern", "", "the arguments it covers: * matches anything, \\* a star")
+	add.Flags().StringVar(&forDur, "for", "", "how long it holds (default: until revoked)")
+	add.Flags().StringVar(&decision, "decision", string(approvals.Allow), "allow or deny")
+	var all bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the remembered grants (JSON)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return withStore(func(s *approvals.Store) (any, error) {
+				gs, err := s.List(time.Now(), all)
+				if gs == nil {
+					gs = []approvals.Grant{}
+				}
+				return gs, err
+			})
+		},
+	}
+	list.Flags().BoolVar(&all, "all", false, "also the expired and revoked ones")
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a remembered grant: the calls it decided are prompted again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return &flagErr{"ID", args[0], "not a grant id"}
+			}
+			return withStore(func(s *approvals.Store) (any, error) {
+				return map[string]int64{"revoked": id}, s.Revoke(id, time.Now())
+			})
+		},
+	}
+	g.AddCommand(decide, add, list, revoke)
+	return g
+}
