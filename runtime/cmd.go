@@ -315,7 +315,15 @@ func (c *Cmd) Start() error {
 	killed := c.killed
 	c.mu.Unlock()
 	if killed {
-		in.kill() // the kill landed while the init was being made
+		// The kill landed while the init was being made: the command is
+		// never handed to it (an init quicker than its SIGKILL would
+		// start it).
+		in.kill()
+		for _, f := range childEnds {
+			f.Close()
+		}
+		childEnds = nil
+		return c.notStarted(c.abort())
 	}
 	if testHookStart != nil {
 		testHookStart("send", c)
