@@ -28,6 +28,7 @@ const Version = 1
 // settings are the keys of [sandbox] and of each [profiles.NAME], each
 // nil when the file leaves it out.
 type settings struct {
+	Mode            *string    `toml:"mode"`
 	Writable        *[]string  `toml:"writable"`
 	ReadOnly        *[]string  `toml:"read_only"`
 	Deny            *[]string  `toml:"deny"`
@@ -231,7 +232,7 @@ var fields = map[string]string{
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
 	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
-	"Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
+	"Unsandboxed": "mode", "Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
 }
 
 func (f *File) apply(p *runtime.Policy, s settings, table string) error {
@@ -275,6 +276,17 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.Prewarm != nil {
 		p.Prewarm = *s.Prewarm
+	}
+	if s.Mode != nil {
+		switch *s.Mode {
+		case "enabled":
+			p.Unsandboxed = false
+		case "disabled":
+			// Only this: the host program's consent is not a file's.
+			p.Unsandboxed = true
+		default:
+			return f.keyError(key("mode"), fmt.Sprintf("%q: not enabled or disabled", *s.Mode), nil)
+		}
 	}
 	if g := s.Grantable; g != nil {
 		p.Grantable = runtime.Grant{Network: g.Network, Domains: nilIfEmpty(g.Domains), PackageManagers: nilIfEmpty(g.PackageManagers),

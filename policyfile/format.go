@@ -17,6 +17,7 @@ import (
 // (a comment says it is there).
 func Format(p runtime.Policy) ([]byte, error) {
 	type out struct {
+		Mode            string    `toml:"mode"`
 		Writable        []string  `toml:"writable"`
 		ReadOnly        []string  `toml:"read_only"`
 		Deny            []string  `toml:"deny"`
@@ -47,6 +48,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Grantable       grantable `toml:"grantable"`
 	}
 	o := out{
+		Mode:     map[bool]string{false: "enabled", true: "disabled"}[p.Unsandboxed],
 		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), DenyNames: list(p.DenyNames),
 		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),

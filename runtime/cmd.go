@@ -113,7 +113,8 @@ type Cmd struct {
 	// and holds a signal until the command exists to pass it to (so sent
 	// holds whenever running does).
 	sent     bool
-	limitHit bool // output went past the limit
+	limitHit bool      // output went past the limit
+	plain    *plainCmd // the process of an unsandboxed command
 	hostPid  int  // the command's pid on the host, once Pid found it
 	// reason is why hutch ends the command (the first one given);
 	// killErr what its ExitError then wraps for errors.Is: the context's
@@ -247,6 +248,9 @@ func (c *Cmd) Start() error {
 	}
 	defer unlock()
 	c.sb = sb
+	if sb.policy.Unsandboxed {
+		return c.startUnsandboxed()
+	}
 	if err := c.ctx.Err(); err != nil {
 		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
 		return c.notStarted(err)
@@ -469,6 +473,10 @@ func (c *Cmd) outputExceeded() {
 // the host made it skip. g is the command's cgroup, nil without one.
 func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
 	r.Level, r.Network = sb.level, sb.policy.Network
+	if sb.level == LevelUnsandboxed {
+		r.Unsandboxed, r.Network, r.Unenforced = true, NetworkHost, []string{unsandboxedNote}
+		return
+	}
 	var groupLines []string
 	if g != nil {
 		groupLines = g.Unenforced()
@@ -572,6 +580,10 @@ func (c *Cmd) kill(reason KillReason, err error) {
 func (c *Cmd) Wait() error {
 	if c.finished {
 		return errors.New("hutch: Wait was already called")
+	}
+	if c.plain != nil && c.Result == nil {
+		c.finished = true
+		return c.waitUnsandboxed()
 	}
 	if c.in == nil || c.Result != nil { // a failed Start left a Result
 		return errors.New("hutch: not started")

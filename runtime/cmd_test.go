@@ -735,3 +735,37 @@ func TestPid(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsandboxedNeedsConsent: Policy.Unsandboxed alone is refused,
+// naming the field; with AllowUnsandboxed the command runs as a plain
+// process (it reaches a file outside every writable tree, on the host)
+// and its Result says so.
+func TestUnsandboxedNeedsConsent(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	p := runtime.DefaultPolicy(ws)
+	p.Unsandboxed = true
+	_, err := runtime.New(p)
+	var pe *runtime.PolicyError
+	if !errors.As(err, &pe) || pe.Field != "Unsandboxed" {
+		t.Fatalf("New without consent: %v", err)
+	}
+	p.AllowUnsandboxed = true
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	target := filepath.Join(out, "written")
+	c := sb.Command(context.Background(), "sh", "-c", "echo $PWD > "+target+"; exit 3")
+	err = c.Run()
+	var ee *runtime.ExitError
+	if !errors.As(err, &ee) || c.Result.ExitCode != 3 || !c.Result.Unsandboxed || c.Result.Level != runtime.LevelUnsandboxed {
+		t.Errorf("Run: %v, Result %+v", err, c.Result)
+	}
+	if b, err := os.ReadFile(target); err != nil || strings.TrimSpace(string(b)) != ws {
+		t.Errorf("the host's file: %q, %v; want the workspace as the command's directory", b, err)
+	}
+	if _, err := sb.ReadFile("x", runtime.ReadOptions{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("the file door of an unsandboxed Sandbox: %v", err)
+	}
+}

@@ -44,7 +44,7 @@ func (v *fileView) homePath(p string) string {
 
 // fileView is the view the file operation op on name resolves against.
 func (sb *Sandbox) fileView(op, name string) (*fileView, error) {
-	if sb.level == LevelLandlock {
+	if sb.level == LevelLandlock || sb.level == LevelUnsandboxed {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: the file operations need the namespaces' view, and this Sandbox runs at level %s", errors.ErrUnsupported, sb.level)}
 	}
 	return sb.files.view(sb)

@@ -19,6 +19,9 @@ func (c *Cmd) Pid() int {
 	if !c.running || c.ended {
 		return 0
 	}
+	if c.plain != nil {
+		return c.plain.cmd.Process.Pid
+	}
 	if c.hostPid == 0 {
 		c.hostPid = hostPid(c.in, c.started.Pid)
 	}

@@ -239,6 +239,15 @@ type Policy struct {
 	// seccomp can enforce; each Result lists what is not.
 	MinLevel Level
 
+	// Unsandboxed is the disabled mode of self-hosted setups: commands
+	// run as plain processes of the host, with its full access, and every
+	// Result says so (Unsandboxed, LevelUnsandboxed). New refuses it
+	// unless AllowUnsandboxed is set too: the host program's consent,
+	// which a policy file cannot give (its mode = "disabled" sets only
+	// Unsandboxed). Not on macOS.
+	Unsandboxed      bool
+	AllowUnsandboxed bool
+
 	// Grantable is what a command of this Sandbox may be given on top of
 	// this policy when it asks (Cmd.Grant): network, domains, more
 	// writable trees, git writes. Commands get none of it unless they

@@ -102,6 +102,9 @@ type Result struct {
 	// does not enforce that LevelNamespaces would.
 	Level      Level    `json:"level"`
 	Unenforced []string `json:"unenforced,omitempty"`
+	// Unsandboxed says the command ran with no isolation at all
+	// (Policy.Unsandboxed, the disabled mode).
+	Unsandboxed bool `json:"unsandboxed,omitempty"`
 	// Network is the network mode the command ran with: "host" means it
 	// shared the host's network, with no isolation at all.
 	Network NetworkMode `json:"network"`

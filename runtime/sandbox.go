@@ -100,6 +100,9 @@ func New(p Policy) (*Sandbox, error) {
 	if err := sb.setupGrants(p, r.policy); err != nil {
 		return nil, err
 	}
+	if p.Unsandboxed {
+		return sb.unsandboxed()
+	}
 	// The level next: the filesystem view, the filter and the Landlock
 	// ruleset depend on it.
 	if err := sb.chooseLevel(); err != nil {

@@ -48,6 +48,9 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	given := p
 	p = r.policy
+	if p.Unsandboxed {
+		return nil, &PolicyError{Field: "Unsandboxed", Value: "true", Reason: "the disabled mode is not implemented on macOS"}
+	}
 	if err := seatbeltLevel(p.MinLevel); err != nil {
 		return nil, err
 	}

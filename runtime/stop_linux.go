@@ -46,6 +46,9 @@ func (c *Cmd) Signal(sig os.Signal) error {
 		return nil
 	}
 	defer c.mu.Unlock()
+	if c.plain != nil {
+		return syscall.Kill(-c.plain.cmd.Process.Pid, s)
+	}
 	// The init forwards it: pid 1 of the sandbox, it receives from the
 	// host only the signals it has handlers for, exactly those above.
 	// The spawn server delivers it through the init's pidfd, so a pid

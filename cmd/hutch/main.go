@@ -104,6 +104,7 @@ type runFlags struct {
 	app         string
 	policyFile  string
 	profile     string
+	unsandboxed bool
 	// fs is the flag set the flags were parsed into (nil in tests that
 	// fill runFlags themselves); layer what policyFrom read from
 	// --policy, to name a file's line in errors.
@@ -167,6 +168,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	f.fs = fl
 	fl.StringVar(&f.policyFile, "policy", "", "a policy file (TOML; see hutch policy default) read on top of the default policy; the other flags add to it")
 	fl.StringVar(&f.profile, "profile", "", "with --policy: the [profiles.NAME] table to apply on top of its [sandbox]")
+	fl.BoolVar(&f.unsandboxed, "allow-unsandboxed", false, "let a policy file's mode = \"disabled\" take effect: commands then run with the host's full access (self-hosted setups only)")
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a further path to mask (repeatable)")
@@ -243,6 +245,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
 	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
 	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite
+	p.AllowUnsandboxed = f.unsandboxed
 	p.Env = append(slices.Clip(p.Env), f.env...)
 	if f.home != "" {
 		h, err := filepath.Abs(f.home)
