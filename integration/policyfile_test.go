@@ -101,3 +101,39 @@ read_only = ["docs"]
 		t.Errorf("policy default: %s", r)
 	}
 }
+
+// TestPolicyLayers: with --policy-layers the workspace's own
+// .hutch/policy.toml is read, and, written where a sandboxed command can
+// write, it may only narrow: a read-only carve-out it adds is enforced
+// (the host sees the write fail), a network it opens is refused naming
+// its line; without the flag it is not read at all.
+func TestPolicyLayers(t *testing.T) {
+	ws := dir(t, "layers-ws-")
+	must(os.MkdirAll(filepath.Join(ws, ".hutch"), 0o777))
+	must(os.MkdirAll(filepath.Join(ws, "docs"), 0o777))
+	project := filepath.Join(ws, ".hutch", "policy.toml")
+	must(os.WriteFile(project, []byte("version = 1\n[sandbox]\nread_only = [\"docs\"]\n"), 0o644))
+	target := filepath.Join(ws, "docs", "f")
+	write := []string{"sh", "-c", "echo x > " + target + " 2>/dev/null; true"}
+	r := runCLI(t, ws, nil, write...)
+	if _, err := os.Stat(target); r.code != 0 || err != nil {
+		t.Fatalf("without --policy-layers the project file is not read: %s (%v)", r, err)
+	}
+	os.Remove(target)
+	r = runCLI(t, ws, []string{"--policy-layers"}, write...)
+	if _, err := os.Stat(target); r.code != 0 || err == nil {
+		t.Errorf("with --policy-layers, docs is read-only: %s (written: %v)", r, err == nil)
+	}
+	must(os.WriteFile(project, []byte("version = 1\n[sandbox]\nnetwork = \"host\"\n"), 0o644))
+	r = runCLI(t, ws, []string{"--policy-layers"}, "true")
+	if r.code != 125 || !strings.Contains(r.stderr, project+":3: sandbox.network: an untrusted layer may only narrow") {
+		t.Errorf("a project file opening the network: %s", r)
+	}
+	// The call's own file, trusted, comes last.
+	own := filepath.Join(dir(t, "layers-own-"), "own.toml")
+	must(os.WriteFile(own, []byte("version = 1\n[sandbox]\nnetwork = \"host\"\n"), 0o644))
+	must(os.WriteFile(project, []byte("version = 1\n[sandbox]\ntimeout = \"1m\"\n"), 0o644))
+	if r := runCLI(t, ws, []string{"--policy-layers", "--policy", own}, "true"); r.code != 0 || r.result == nil || r.result.Network != "host" {
+		t.Errorf("the caller's file over a narrowing project: %s", r)
+	}
+}

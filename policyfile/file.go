@@ -232,7 +232,7 @@ var fields = map[string]string{
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
 	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
-	"Unsandboxed": "mode", "Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
+	"Unsandboxed": "mode", "Grantable": "grantable", "Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
 }
 
 func (f *File) apply(p *runtime.Policy, s settings, table string) error {

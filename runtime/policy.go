@@ -295,6 +295,9 @@ type AppIsolation struct {
 }
 
 // clone returns p with every slice (and the seccomp profile) copied.
+// Clone is a deep copy of p: changing its slices leaves p as it was.
+func (p Policy) Clone() Policy { return p.clone() }
+
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
 	p.ReadOnly = slices.Clone(p.ReadOnly)

@@ -105,6 +105,9 @@ type runFlags struct {
 	policyFile  string
 	profile     string
 	unsandboxed bool
+	// policyLayers: read the system's, the user's and the project's
+	// policy files (policyfile.Discover).
+	policyLayers bool
 	// fs is the flag set the flags were parsed into (nil in tests that
 	// fill runFlags themselves); layer what policyFrom read from
 	// --policy, to name a file's line in errors.
@@ -168,6 +171,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	f.fs = fl
 	fl.StringVar(&f.policyFile, "policy", "", "a policy file (TOML; see hutch policy default) read on top of the default policy; the other flags add to it")
 	fl.StringVar(&f.profile, "profile", "", "with --policy: the [profiles.NAME] table to apply on top of its [sandbox]")
+	fl.BoolVar(&f.policyLayers, "policy-layers", false, "read /etc/hutch/policy.toml, ~/.config/hutch/policy.toml and the workspace's .hutch/policy.toml, in that order, under --policy; the workspace's may only narrow the others")
 	fl.BoolVar(&f.unsandboxed, "allow-unsandboxed", false, "let a policy file's mode = \"disabled\" take effect: commands then run with the host's full access (self-hosted setups only)")
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.StringArrayVar(&f.write, "write", nil, "a further writable path (repeatable)")
@@ -216,25 +220,39 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	}
 	p := runtime.DefaultPolicy(ws)
 	switch {
-	case f.policyFile != "":
-		// The file's policy is the base; the flags are the call's layer
-		// on top: lists add to the file's, a value replaces its own only
+	case f.policyFile != "" || f.policyLayers:
+		// The files' policy is the base; the flags are the call's layer
+		// on top: lists add to the files', a value replaces theirs only
 		// when the flag is given.
-		file, err := policyfile.ReadFile(f.policyFile)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return p, &flagErr{"--policy", f.policyFile, err.Error()}
+		var layers []policyfile.Layer
+		if f.policyLayers {
+			found, err := policyfile.Discover(ws)
+			if err != nil {
+				return p, err
+			}
+			layers = found
 		}
-		if err != nil {
+		var file *policyfile.File
+		if f.policyFile != "" {
+			var err error
+			file, err = policyfile.ReadFile(f.policyFile)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return p, &flagErr{"--policy", f.policyFile, err.Error()}
+			}
+			if err != nil {
+				return p, err
+			}
+			layers = append(layers, policyfile.Layer{File: file, Trusted: true})
+		}
+		var err error
+		if p, err = policyfile.Layered(ws, f.profile, layers...); err != nil {
 			return p, err
 		}
-		if p, err = policyfile.Policy(ws, f.profile, file); err != nil {
-			return p, err
-		}
-		if f.layer != nil {
+		if f.layer != nil && file != nil {
 			f.layer.file, f.layer.base = file, p
 		}
 	case f.profile != "":
-		return p, &flagErr{"--profile", f.profile, "needs --policy FILE, whose [profiles." + f.profile + "] it names"}
+		return p, &flagErr{"--profile", f.profile, "needs --policy FILE or --policy-layers, whose [profiles." + f.profile + "] it names"}
 	}
 	p.Writable = append(slices.Clip(p.Writable), f.write...)
 	p.ReadOnly = append(slices.Clip(p.ReadOnly), f.readOnly...)
