@@ -1,0 +1,207 @@
+package leaks
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// randomString draws n characters of alphabet from rng: keys look like
+// this, high in entropy.
+func randomString(rng *rand.Rand, alphabet string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+const (
+	alnum   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	urlSafe = alnum + "-_"
+	lowHex  = "0123456789abcdef"
+)
+
+// samples are a real-looking secret per rule, and text of the same
+// shape that is not one.
+func samples() map[string]struct{ yes, no []string } {
+	rng := rand.New(rand.NewSource(19))
+	r := func(alpha string, n int) string { return randomString(rng, alpha, n) }
+	return map[string]struct{ yes, no []string }{
+		"anthropic": {
+			yes: []string{"sk-ant-api03-" + r(urlSafe, 95), "sk-ant-admin01-" + r(urlSafe, 93)},
+			no:  []string{"sk-ant-api03-short", "sk-ant-api03-" + strings.Repeat("x", 95)},
+		},
+		"openrouter": {
+			yes: []string{"sk-or-v1-" + r(lowHex, 64)},
+			no:  []string{"sk-or-v1-" + r(lowHex, 20), "sk-or-v1-" + strings.Repeat("0", 64)},
+		},
+		"openai": {
+			yes: []string{"sk-proj-" + r(urlSafe, 120), "sk-" + r(alnum, 48)},
+			no:  []string{"task-" + r(alnum, 48), "sk-" + strings.Repeat("a", 48), "sk-short"},
+		},
+		"private-key": {
+			yes: []string{"-----BEGIN RSA PRIVATE KEY-----\nMIIE", "-----BEGIN OPENSSH PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----"},
+			no:  []string{"-----BEGIN PUBLIC KEY-----", "-----BEGIN CERTIFICATE-----"},
+		},
+		"github": {
+			yes: []string{"ghp_" + r(alnum, 36), "github_pat_" + r(alnum+"_", 82)},
+			no:  []string{"ghp_" + r(alnum, 10), "xghp_" + r(alnum, 36), "ghp_" + strings.Repeat("A", 36)},
+		},
+		"google": {
+			yes: []string{"AIza" + r(urlSafe, 35)},
+			no:  []string{"AIza" + r(urlSafe, 20), "AIza" + strings.Repeat("b", 35)},
+		},
+		"slack": {
+			yes: []string{"xoxb-1234567890-1234567890123-" + r(alnum, 24), "xapp-1-A01B2C3D4E5-1234567890123-" + r(lowHex, 64)},
+			no:  []string{"xoxb-123-456-abc", "xoxp-1234567890-1234567890123-" + r(alnum, 24)},
+		},
+		"discord": {
+			yes: []string{"DISCORD_TOKEN=M" + r(urlSafe, 23) + "." + r(urlSafe, 6) + "." + r(urlSafe, 27), "Bot N" + r(urlSafe, 24) + "." + r(urlSafe, 6) + "." + r(urlSafe, 38)},
+			no:  []string{"discord: version 1.2.3", "Bot M" + strings.Repeat("a", 23) + "." + strings.Repeat("b", 6) + "." + strings.Repeat("c", 27)},
+		},
+		"telegram": {
+			yes: []string{"123456789:AA" + r(urlSafe, 33)},
+			no:  []string{"12:AA" + r(urlSafe, 33), "123456789:AB" + r(urlSafe, 33)},
+		},
+		"brave": {
+			yes: []string{"BSA" + r(urlSafe, 28)},
+			no:  []string{"BSA" + r(urlSafe, 10), "BSA" + strings.Repeat("z", 28)},
+		},
+	}
+}
+
+func rulesFound(fs []Finding) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range fs {
+		m[f.Rule] = true
+	}
+	return m
+}
+
+// TestRules: every rule finds its secrets alone, in text, and in each
+// encoding; finds none of the look-alikes; and a Finding never holds the
+// secret.
+func TestRules(t *testing.T) {
+	s := New(nil)
+	for id, c := range samples() {
+		for _, secret := range c.yes {
+			for enc, text := range map[Encoding]string{
+				Raw:       "log: using " + secret + " now",
+				URL:       "GET /x?key=" + url.QueryEscape(secret) + " HTTP/1.1",
+				Base64:    "data " + base64.StdEncoding.EncodeToString([]byte(secret)) + " end",
+				Base64URL: "data " + base64.RawURLEncoding.EncodeToString([]byte("id: "+secret)) + " end",
+				Hex:       "dump " + hex.EncodeToString([]byte(secret)) + "\n",
+			} {
+				if enc == URL && url.QueryEscape(secret) == secret {
+					continue // nothing to escape: the raw case
+				}
+				fs := s.Scan([]byte(text))
+				ok := false
+				for _, f := range fs {
+					// Without - or _ URL-safe base64 is the standard kind.
+					if f.Rule == id && (f.Encoding == enc || enc == Base64URL && f.Encoding == Base64) {
+						ok = true
+					}
+					if f.Offset < 0 || int(f.Offset)+f.Length > len(text) {
+						t.Errorf("%s %s: finding out of bounds %+v", id, enc, f)
+					}
+				}
+				if !ok {
+					t.Errorf("%s in %s: not found in %q (found %+v)", id, enc, text, fs)
+				}
+				if strings.Contains(fmt.Sprintf("%+v", fs), secret) {
+					t.Errorf("%s: a Finding holds the secret", id)
+				}
+			}
+		}
+		for _, look := range c.no {
+			if rulesFound(s.Scan([]byte("x " + look + " y")))[id] {
+				t.Errorf("%s: a look-alike matched: %q", id, look)
+			}
+		}
+	}
+}
+
+// TestSplitAtEveryByte: a secret written in two parts, cut at every
+// byte, is found once, at its place in the stream: raw and encoded, for
+// rules and registered host values alike.
+func TestSplitAtEveryByte(t *testing.T) {
+	s := New(nil)
+	hostKey := "host-own-key-" + randomString(rand.New(rand.NewSource(7)), alnum, 30)
+	s.AddValue("MY_API_KEY", hostKey)
+	c := samples()
+	cases := map[string]string{
+		"github raw":           "build ok\n" + c["github"].yes[0] + "\nmore",
+		"anthropic base64":     "auth: " + base64.StdEncoding.EncodeToString([]byte(c["anthropic"].yes[0])) + "\n",
+		"host value raw":       "env says " + hostKey + " done",
+		"host value hex":       "x=" + hex.EncodeToString([]byte(hostKey)) + "\n",
+		"host value url":       "q=" + url.QueryEscape("key "+hostKey+"&") + "\n",
+		"host value base64url": "t " + base64.URLEncoding.EncodeToString([]byte("a "+hostKey)) + " .",
+	}
+	for name, text := range cases {
+		want := s.Scan([]byte(text))
+		if len(want) == 0 {
+			t.Fatalf("%s: nothing found whole", name)
+		}
+		for cut := 0; cut <= len(text); cut++ {
+			st := s.Stream(nil)
+			st.Write([]byte(text[:cut]))
+			st.Write([]byte(text[cut:]))
+			got := st.Findings()
+			for _, w := range want {
+				n := 0
+				for _, g := range got {
+					if g == w {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("%s cut at %d: %+v found %d times (got %+v)", name, cut, w, n, got)
+				}
+			}
+		}
+	}
+}
+
+// TestStreamBounded: a long stream keeps at most Overlap bytes, and a
+// secret far into it is found at its offset.
+func TestStreamBounded(t *testing.T) {
+	s := New(nil)
+	st := s.Stream(nil)
+	line := []byte("ok: compiled package github.com/x/y in 0.12s\n")
+	var off int64
+	for range 20000 {
+		st.Write(line)
+		off += int64(len(line))
+	}
+	secret := samples()["google"].yes[0]
+	st.Write([]byte("key " + secret + "\n"))
+	fs := st.Findings()
+	if len(fs) != 1 || fs[0].Rule != "google" || fs[0].Offset != off+4 {
+		t.Errorf("findings %+v; want google at %d", fs, off+4)
+	}
+	if len(st.tail) > Overlap {
+		t.Errorf("the stream keeps %d bytes", len(st.tail))
+	}
+}
+
+func TestAddEnv(t *testing.T) {
+	s := New(nil)
+	s.AddEnv([]string{"OPENAI_API_KEY=abcdefgh12345678", "GITHUB_TOKEN=zyxwvut98765", "PATH=/usr/bin:/bin", "DB_PASSWORD=short", "HOME=/home/someone/long"})
+	var names []string
+	for _, v := range s.values {
+		names = append(names, v.name)
+	}
+	if strings.Join(names, ",") != "OPENAI_API_KEY,GITHUB_TOKEN" {
+		t.Errorf("registered %v", names)
+	}
+	fs := s.Scan([]byte("PATH=/usr/bin:/bin home=/home/someone/long key=abcdefgh12345678"))
+	if len(fs) != 1 || fs[0].Name != "OPENAI_API_KEY" || fs[0].Rule != HostValue {
+		t.Errorf("findings %+v", fs)
+	}
+}
