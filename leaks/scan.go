@@ -40,6 +40,13 @@ const HostValue = "host-value"
 type Scanner struct {
 	rules  []Rule
 	values []hostValue
+	// keywords are the rules' keywords, each with its rule's index.
+	keywords []keyword
+}
+
+type keyword struct {
+	text []byte
+	rule int
 }
 
 type hostValue struct {
@@ -63,7 +70,15 @@ func New(rules []Rule) *Scanner {
 	if rules == nil {
 		rules = DefaultRules()
 	}
-	return &Scanner{rules: rules}
+	s := &Scanner{rules: rules}
+	for i, r := range rules {
+		for _, k := range r.Keywords {
+			if k != "" {
+				s.keywords = append(s.keywords, keyword{[]byte(k), i})
+			}
+		}
+	}
+	return s
 }
 
 // AddValue registers a host secret's value under name: it is found
@@ -148,8 +163,9 @@ func (s *Scanner) scanView(view []byte, at int64, n int, enc Encoding, add func(
 			off += i + len(v.value)
 		}
 	}
-	for _, r := range s.rules {
-		for _, w := range keywordWindows(view, r.Keywords) {
+	for ri, ws := range s.keywordWindows(view) {
+		r := s.rules[ri]
+		for _, w := range ws {
 			for _, m := range r.Regex.FindAllSubmatchIndex(view[w[0]:w[1]], -1) {
 				if r.MinEntropy > 0 && entropy(secretPart(view[w[0]:w[1]], m)) < r.MinEntropy {
 					continue
@@ -170,36 +186,39 @@ func secretPart(b []byte, m []int) []byte {
 	return b[m[0]:m[1]]
 }
 
-// keywordWindows are the merged ranges of b around every occurrence of
-// a keyword, in which a rule's expression is tried.
-func keywordWindows(b []byte, keywords []string) [][2]int {
-	var ws [][2]int
-	for _, k := range keywords {
-		kb := []byte(k)
+// keywordWindows are, by rule, the merged ranges of b around every
+// occurrence of one of the rule's keywords, in which its expression is
+// tried. Each keyword is a bytes.Index pass: vectorised, it beats a
+// byte-by-byte pass over a table of first bytes here (measured).
+func (s *Scanner) keywordWindows(b []byte) map[int][][2]int {
+	var byRule map[int][][2]int
+	for _, k := range s.keywords {
 		for off := 0; ; {
-			i := bytes.Index(b[off:], kb)
+			i := bytes.Index(b[off:], k.text)
 			if i < 0 {
 				break
 			}
 			i += off
-			ws = append(ws, [2]int{max(0, i-before), min(len(b), i+after)})
-			off = i + len(kb)
+			if byRule == nil {
+				byRule = map[int][][2]int{}
+			}
+			byRule[k.rule] = append(byRule[k.rule], [2]int{max(0, i-before), min(len(b), i+after)})
+			off = i + len(k.text)
 		}
 	}
-	if len(ws) < 2 {
-		return ws
-	}
-	slices.SortFunc(ws, func(a, b [2]int) int { return a[0] - b[0] })
-	merged := ws[:1]
-	for _, w := range ws[1:] {
-		last := &merged[len(merged)-1]
-		if w[0] <= last[1] {
-			last[1] = max(last[1], w[1])
-		} else {
-			merged = append(merged, w)
+	for r, ws := range byRule {
+		slices.SortFunc(ws, func(a, b [2]int) int { return a[0] - b[0] })
+		merged := ws[:1]
+		for _, w := range ws[1:] {
+			if last := &merged[len(merged)-1]; w[0] <= last[1] {
+				last[1] = max(last[1], w[1])
+			} else {
+				merged = append(merged, w)
+			}
 		}
+		byRule[r] = merged
 	}
-	return merged
+	return byRule
 }
 
 // run is a stretch of b in an encoding, decoded.
@@ -247,44 +266,42 @@ func encodedRuns(b []byte) []run {
 	}
 	// Base64 and hex: maximal runs of their alphabets.
 	for i := 0; i < len(b); {
-		if !isB64(b[i]) {
+		if class[b[i]]&b64 == 0 {
 			i++
 			continue
 		}
 		j := i
-		hexOnly, urlSafe, std := true, false, false
-		for j < len(b) && isB64(b[j]) {
-			c := b[j]
-			hexOnly = hexOnly && isHex(c)
-			urlSafe = urlSafe || c == '-' || c == '_'
-			std = std || c == '+' || c == '/'
+		var seen uint8 = hexDigit
+		for j < len(b) && class[b[j]]&b64 != 0 {
+			c := class[b[j]]
+			seen = seen&^hexDigit | seen&c&hexDigit | c&(urlOnly|stdOnly)
 			j++
+		}
+		if j-i < minBase64 {
+			i = j
+			continue
 		}
 		k := j
 		for k < len(b) && k-j < 2 && b[k] == '=' {
 			k++
 		}
-		seg := b[i:k]
 		switch {
-		case hexOnly && j-i >= minHex:
-			if d, err := hex.DecodeString(string(b[i:j])); err == nil {
-				runs = append(runs, run{int64(i), j - i, Hex, d})
-			} else if d, err := hex.DecodeString(string(b[i : j-1])); err == nil {
+		case seen&hexDigit != 0 && j-i >= minHex:
+			n := (j - i) &^ 1
+			if d, err := hex.DecodeString(string(b[i : i+n])); err == nil {
 				runs = append(runs, run{int64(i), j - i, Hex, d})
 			}
-		case j-i >= minBase64 && !(urlSafe && std):
-			enc, name := base64.StdEncoding, Base64
-			if urlSafe {
-				enc, name = base64.URLEncoding, Base64URL
+		case seen&urlOnly != 0 && seen&stdOnly != 0:
+		case seen&urlOnly != 0:
+			if d, ok := decodeBase64(base64.URLEncoding, b[i:k]); ok {
+				runs = append(runs, run{int64(i), k - i, Base64URL, d})
 			}
-			if d, ok := decodeBase64(enc, seg); ok {
-				runs = append(runs, run{int64(i), k - i, name, d})
+		default:
+			if d, ok := decodeBase64(base64.StdEncoding, b[i:k]); ok {
+				runs = append(runs, run{int64(i), k - i, Base64, d})
 			}
 		}
 		i = k
-		if i == j && j < len(b) {
-			i++
-		}
 	}
 	return runs
 }
@@ -301,7 +318,27 @@ func decodeBase64(enc *base64.Encoding, seg []byte) ([]byte, bool) {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\'' }
-func isHex(c byte) bool   { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
-func isB64(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
-}
+
+// The byte classes of the encodings' alphabets.
+const (
+	b64      uint8 = 1 << iota // either base64 alphabet
+	hexDigit                   // 0-9a-fA-F
+	urlOnly                    // - and _
+	stdOnly                    // + and /
+)
+
+var class = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case 'A' <= c && c <= 'F', 'a' <= c && c <= 'f', '0' <= c && c <= '9':
+			t[c] = b64 | hexDigit
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+			t[c] = b64
+		case c == '-' || c == '_':
+			t[c] = b64 | urlOnly
+		case c == '+' || c == '/':
+			t[c] = b64 | stdOnly
+		}
+	}
+	return t
+}()

@@ -16,7 +16,8 @@ type Stream struct {
 
 	mu   sync.Mutex
 	tail []byte
-	base int64 // the stream offset of tail[0]
+	buf  []byte // the window: tail and the write, reused
+	base int64  // the stream offset of tail[0]
 	seen map[Finding]bool
 	all  []Finding
 }
@@ -30,7 +31,8 @@ func (s *Scanner) Stream(onFinding func(Finding)) *Stream {
 func (st *Stream) Write(p []byte) (int, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	window := append(st.tail, p...)
+	st.buf = append(append(st.buf[:0], st.tail...), p...)
+	window := st.buf
 	for _, f := range st.s.Scan(window) {
 		f.Offset += st.base
 		if st.seen[f] {
@@ -45,7 +47,7 @@ func (st *Stream) Write(p []byte) (int, error) {
 	if len(window) > Overlap {
 		drop := len(window) - Overlap
 		st.base += int64(drop)
-		window = append(window[:0:0], window[drop:]...)
+		window = window[drop:]
 		// What lies wholly before the window cannot be found again.
 		for f := range st.seen {
 			if f.Offset+int64(f.Length) < st.base {
@@ -53,7 +55,7 @@ func (st *Stream) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	st.tail = window
+	st.tail = append(st.tail[:0], window...)
 	return len(p), nil
 }
 
