@@ -240,13 +240,12 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (conn *net.TCPC
 		d := net.Dialer{Timeout: p.cfg.DialTimeout, Control: func(_, address string, _ syscall.RawConn) error {
 			// The address the socket is about to connect to, after
 			// every lookup: what a rebinding resolver answered earlier
-			// does not matter.
-			got, err := netip.ParseAddrPort(address)
-			if err != nil {
+			// does not matter. The host's DialControl, with AllowLocal.
+			var ae *AddrError
+			if err := checkDialed(address, func(ap netip.AddrPort) bool { return p.allowLocal[ap] }); errors.As(err, &ae) {
+				return &refusal{fmt.Sprintf("connects to %s (%s)", ae.Addr, ae.Reason)}
+			} else if err != nil {
 				return err
-			}
-			if why := p.refuseAddr(netip.AddrPortFrom(got.Addr().Unmap(), got.Port())); why != "" {
-				return &refusal{fmt.Sprintf("connects to %s (%s)", got.Addr(), why)}
 			}
 			return nil
 		}}

@@ -1,8 +1,14 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
 )
 
 // blockedPrefixes are the address ranges the proxy never dials for an
@@ -36,7 +42,7 @@ var blockedPrefixes = []struct {
 }
 
 // blockedNames are refused by name, before any lookup.
-var blockedNames = []string{"metadata.google.internal", "metadata"}
+var blockedNames = []string{"metadata.google.internal", "metadata", "metadata.aws.internal", "instance-data", "instance-data.ec2.internal"}
 
 // addrRefusal says why the proxy must not connect to a, or "" when it
 // may. IPv4 addresses hidden in IPv6 forms (v4-mapped, v4-compatible,
@@ -77,4 +83,141 @@ func nameRefusal(host string) string {
 		}
 	}
 	return ""
+}
+
+// AddrError is a destination refused as a server-side request forgery
+// would use it: the host, its network or a cloud's metadata service.
+type AddrError struct {
+	Addr   string // the address or name refused
+	Reason string
+}
+
+func (e *AddrError) Error() string { return fmt.Sprintf("netns: %s: %s", e.Addr, e.Reason) }
+
+// CheckAddr refuses an address the egress proxy would never dial for an
+// allowed name (loopback, private, link-local, CGNAT, broadcast,
+// unspecified, multicast, reserved, cloud metadata; IPv4 inside IPv6
+// judged as itself): the proxy's own check, for the host's tools.
+func CheckAddr(a netip.Addr) error {
+	if why := addrRefusal(a); why != "" {
+		return &AddrError{Addr: a.String(), Reason: why}
+	}
+	return nil
+}
+
+// DialControl is a net.Dialer Control function refusing what CheckAddr
+// refuses, on the address the socket is about to connect to, after every
+// lookup: a name that resolved to a public address once and to the host
+// the next time (DNS rebinding) is refused then. The egress proxy dials
+// through the same check.
+func DialControl(_, address string, _ syscall.RawConn) error {
+	return checkDialed(address, nil)
+}
+
+// checkDialed is DialControl's check, with the proxy's exceptions
+// (AllowLocal) when allow says so.
+func checkDialed(address string, allow func(netip.AddrPort) bool) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &AddrError{Addr: address, Reason: "not an address to dial"}
+	}
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if allow != nil && allow(ap) {
+		return nil
+	}
+	if why := addrRefusal(ap.Addr()); why != "" {
+		return &AddrError{Addr: ap.Addr().String(), Reason: why}
+	}
+	return nil
+}
+
+// Dialer is a net.Dialer whose every connection passes DialControl.
+func Dialer() *net.Dialer { return &net.Dialer{Control: DialControl} }
+
+// CheckURL refuses a URL the host's own fetch or browser tools must not
+// request: a scheme other than http or https, a cloud metadata name, or
+// an address CheckAddr refuses, however it is written (decimal, octal or
+// hex IPv4 as inet_aton reads them, IPv4 in IPv6, a trailing dot). A name
+// is judged again on the address dialed: use Dialer or DialControl.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &AddrError{Addr: raw, Reason: "not a URL: " + err.Error()}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return &AddrError{Addr: raw, Reason: fmt.Sprintf("scheme %q: only http and https", u.Scheme)}
+	}
+	host := u.Hostname()
+	if host == "" {
+		return &AddrError{Addr: raw, Reason: "no host"}
+	}
+	if a, ok := literalAddr(host); ok {
+		return CheckAddr(a)
+	}
+	name, err := canonicalName(host)
+	if err != nil {
+		return &AddrError{Addr: host, Reason: err.Error()}
+	}
+	if why := nameRefusal(name); why != "" {
+		return &AddrError{Addr: host, Reason: why}
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return &AddrError{Addr: host, Reason: "loopback"}
+	}
+	return nil
+}
+
+// literalAddr reads host as an IP address the way resolvers do: an IPv6
+// or dotted-quad literal, or the inet_aton forms (1 to 4 parts, each
+// decimal, octal with a leading 0, or hex with 0x), with one trailing dot.
+func literalAddr(host string) (netip.Addr, bool) {
+	host = strings.TrimSuffix(host, ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a, true
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var nums []uint64
+	for _, p := range parts {
+		n, err := parseInetPart(p)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums = append(nums, n)
+	}
+	// The last part fills the bytes the others leave.
+	var v uint64
+	for i, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v |= n << (8 * (3 - i))
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v |= last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+var errNotNumber = errors.New("not a number")
+
+func parseInetPart(p string) (uint64, error) {
+	if p == "" {
+		return 0, errNotNumber
+	}
+	base := 10
+	switch {
+	case strings.HasPrefix(p, "0x") || strings.HasPrefix(p, "0X"):
+		base, p = 16, p[2:]
+	case len(p) > 1 && p[0] == '0':
+		base, p = 8, p[1:]
+	}
+	if p == "" {
+		return 0, nil // "0x" alone, as inet_aton reads it
+	}
+	return strconv.ParseUint(p, base, 32)
 }
