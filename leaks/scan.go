@@ -317,7 +317,9 @@ func decodeBase64(enc *base64.Encoding, seg []byte) ([]byte, bool) {
 	return d, err == nil && len(d) > 0
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\'' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\''
+}
 
 // The byte classes of the encodings' alphabets.
 const (
