@@ -115,7 +115,7 @@ type Cmd struct {
 	sent     bool
 	limitHit bool      // output went past the limit
 	plain    *plainCmd // the process of an unsandboxed command
-	hostPid  int  // the command's pid on the host, once Pid found it
+	hostPid  int       // the command's pid on the host, once Pid found it
 	// reason is why hutch ends the command (the first one given);
 	// killErr what its ExitError then wraps for errors.Is: the context's
 	// error or ErrTimeout.
