@@ -132,4 +132,10 @@ func TestProtectRefusesWritable(t *testing.T) {
 	if err := out.Protect(&p); err != nil || len(p.Deny) != 1 {
 		t.Errorf("a database outside: %v, deny %v", err, p.Deny)
 	}
+	// A writable root holds every database (the check once missed "/").
+	root := runtime.DefaultPolicy(ws)
+	root.Writable = []string{"/"}
+	if err := out.Protect(&root); !errors.As(err, &pe) {
+		t.Errorf("a writable /: %v", err)
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -187,7 +187,7 @@ func (s *Store) Protect(p *runtime.Policy) error {
 		if err != nil {
 			rt = filepath.Clean(t)
 		}
-		if real == rt || strings.HasPrefix(real, rt+"/") || strings.HasPrefix(rt, real+"/") {
+		if mounts.Within(real, rt) || mounts.Within(rt, real) {
 			return &runtime.PolicyError{Field: "Writable", Value: t, Reason: fmt.Sprintf("the grants database %s would be within a writable tree of the sandbox, or it within the database's directory", s.path)}
 		}
 	}

@@ -192,7 +192,8 @@ func TestStreamBounded(t *testing.T) {
 
 func TestAddEnv(t *testing.T) {
 	s := New(nil)
-	s.AddEnv([]string{"OPENAI_API_KEY=abcdefgh12345678", "GITHUB_TOKEN=zyxwvut98765", "PATH=/usr/bin:/bin", "DB_PASSWORD=short", "HOME=/home/someone/long"})
+	s.AddEnv([]string{"OPENAI_API_KEY=abcdefgh12345678", "GITHUB_TOKEN=zyxwvut98765", "PATH=/usr/bin:/bin", "DB_PASSWORD=short", "HOME=/home/someone/long",
+		"GIT_AUTHOR_NAME=Someone Longname", "KEYBOARD_LAYOUT=us-international"})
 	var names []string
 	for _, v := range s.values {
 		names = append(names, v.name)

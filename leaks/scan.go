@@ -91,22 +91,23 @@ func (s *Scanner) AddValue(name, value string) {
 	s.values = append(s.values, hostValue{name: name, value: []byte(value)})
 }
 
-// secretNames are the words that make an environment variable's value a
-// secret for AddEnv.
-var secretNames = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+// secretWords are the words (between underscores) that make an
+// environment variable's value a secret for AddEnv: OPENAI_API_KEY and
+// GITHUB_TOKEN, not GIT_AUTHOR_NAME or KEYBOARD_LAYOUT.
+var secretWords = []string{"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "AUTH", "PRIVATE"}
 
 // AddEnv registers the value of every variable of env (KEY=VALUE, as
-// os.Environ gives it) whose name looks like a secret's (it holds KEY,
-// TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH or PRIVATE).
+// os.Environ gives it) whose name looks like a secret's: one of its
+// words is KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH, PRIVATE or the
+// like.
 func (s *Scanner) AddEnv(env []string) {
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
 		}
-		up := strings.ToUpper(k)
-		for _, w := range secretNames {
-			if strings.Contains(up, w) {
+		for _, w := range strings.FieldsFunc(strings.ToUpper(k), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			if slices.Contains(secretWords, w) {
 				s.AddValue(k, v)
 				break
 			}

@@ -375,25 +375,22 @@ func layers(names []string) []runtime.Layer {
 }
 
 // A limit is "none", "default", or a value of its own kind; 0 is refused
-// as ambiguous (the CLI's none, the library's default).
-func keyword(v any, def int64) (int64, bool, error) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, false, nil
-	}
-	switch strings.TrimSpace(s) {
+// as ambiguous (the CLI's none, the library's default). keyword reads
+// the two words.
+func keyword[T int64 | float64 | time.Duration](v any, def T) (T, bool) {
+	switch s, _ := v.(string); strings.TrimSpace(s) {
 	case "none":
-		return runtime.Unlimited, true, nil
+		return runtime.Unlimited, true
 	case "default":
-		return def, true, nil
+		return def, true
 	}
-	return 0, false, nil
+	return 0, false
 }
 
 const zeroLimit = `0 is ambiguous here: write "none" or "default"`
 
 func size(v any, def int64) (int64, error) {
-	if n, ok, _ := keyword(v, def); ok {
+	if n, ok := keyword(v, def); ok {
 		return n, nil
 	}
 	switch v := v.(type) {
@@ -416,7 +413,7 @@ func size(v any, def int64) (int64, error) {
 }
 
 func count(v any, def int64) (int64, error) {
-	if n, ok, _ := keyword(v, def); ok {
+	if n, ok := keyword(v, def); ok {
 		return n, nil
 	}
 	n, ok := v.(int64)
@@ -432,13 +429,8 @@ func count(v any, def int64) (int64, error) {
 }
 
 func cores(v any, def float64) (float64, error) {
-	if s, ok := v.(string); ok {
-		switch strings.TrimSpace(s) {
-		case "none":
-			return runtime.Unlimited, nil
-		case "default":
-			return def, nil
-		}
+	if c, ok := keyword(v, def); ok {
+		return c, nil
 	}
 	var c float64
 	switch v := v.(type) {
@@ -461,15 +453,12 @@ func cores(v any, def float64) (float64, error) {
 }
 
 func duration(v any, def time.Duration) (time.Duration, error) {
+	if d, ok := keyword(v, def); ok {
+		return d, nil
+	}
 	s, ok := v.(string)
 	if !ok {
 		return 0, fmt.Errorf("%v: not a duration (\"30s\", \"5m\", or \"none\", \"default\")", v)
-	}
-	switch strings.TrimSpace(s) {
-	case "none":
-		return runtime.Unlimited, nil
-	case "default":
-		return def, nil
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	switch {

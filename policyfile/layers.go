@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -231,7 +232,7 @@ func within(path string, trees []string) bool {
 			continue
 		}
 		rt := resolveExisting(t)
-		if real == rt || strings.HasPrefix(real, rt+"/") || rt == "/" {
+		if mounts.Within(real, rt) {
 			return true
 		}
 	}

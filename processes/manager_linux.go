@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -283,7 +284,7 @@ func (m *Manager) policy(p runtime.Policy) (runtime.Policy, error) {
 		return p, err
 	}
 	for _, tree := range append([]string{resolved.Workspace, resolved.Home}, resolved.Writable...) {
-		if tree != "" && (root == tree || strings.HasPrefix(root, tree+"/") || strings.HasPrefix(tree, root+"/")) {
+		if tree != "" && (mounts.Within(root, tree) || mounts.Within(tree, root)) {
 			return p, &runtime.PolicyError{Field: "Spec.Policy", Value: tree, Reason: fmt.Sprintf("writable in the sandbox, and the data directory %s is within it or it within the data directory", filepath.Dir(root))}
 		}
 	}

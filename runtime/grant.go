@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 )
 
@@ -61,8 +62,10 @@ func (g Grant) Tags() []string {
 	return tags
 }
 
-// IsZero says g grants nothing.
-func (g Grant) IsZero() bool { return len(g.Tags()) == 0 }
+// IsZero says g grants nothing. Every Start asks: no allocation.
+func (g Grant) IsZero() bool {
+	return !g.Network && !g.HostNetwork && !g.GitWrite && len(g.Domains) == 0 && len(g.PackageManagers) == 0 && len(g.Writable) == 0
+}
 
 // ErrNotPermitted is what a *PermissionError matches with errors.Is.
 var ErrNotPermitted = errors.New("hutch: not permitted")
@@ -179,7 +182,7 @@ func (c ceiling) checkWritable(w string) error {
 		return &PermissionError{Tag: tag, Reason: "cannot be resolved: " + pathReason(err)}
 	}
 	for _, tree := range c.writable {
-		if real == tree || strings.HasPrefix(real, tree+"/") || tree == "/" {
+		if mounts.Within(real, tree) {
 			return nil
 		}
 	}

@@ -114,9 +114,10 @@ on stop; --timeout, if given, ends each run. Its output goes to its log
 			}
 			return withManager(func(ctx context.Context, m *processes.Manager) (any, error) {
 				got, err := m.Start(ctx, spec)
-				return got, specFlagError(f, err, map[string]string{
-					"Spec.Restart": restart, "Spec.RestartDelay": restartDelay, "Spec.MaxRestartDelay": maxRestartDelay,
-					"Spec.LogMaxBytes": logMax, "Spec.StopGrace": f.killAfter,
+				return got, specFlagError(f, err, map[string][2]string{
+					"Spec.Restart": {"--restart", restart}, "Spec.RestartDelay": {"--restart-delay", restartDelay},
+					"Spec.MaxRestartDelay": {"--max-restart-delay", maxRestartDelay}, "Spec.LogMaxBytes": {"--log-max-bytes", logMax},
+					"Spec.StopGrace": {"--kill-after", f.killAfter},
 				})
 			})
 		},
@@ -214,17 +215,15 @@ on stop; --timeout, if given, ends each run. Its output goes to its log
 	return proc
 }
 
-// specFlagError says a refused Spec field by its flag, and a refused
-// Policy field as run does.
-func specFlagError(f runFlags, err error, typed map[string]string) error {
+// specFlagError says a refused Spec field by its flag and the value typed
+// (flags: field to flag and value), and a refused Policy field as run does.
+func specFlagError(f runFlags, err error, flags map[string][2]string) error {
 	var pe *runtime.PolicyError
 	if !errors.As(err, &pe) {
 		return err
 	}
-	if v, ok := typed[pe.Field]; ok {
-		flag := map[string]string{"Spec.Restart": "--restart", "Spec.RestartDelay": "--restart-delay",
-			"Spec.MaxRestartDelay": "--max-restart-delay", "Spec.LogMaxBytes": "--log-max-bytes", "Spec.StopGrace": "--kill-after"}[pe.Field]
-		return &flagErr{flag, v, pe.Reason}
+	if fv, ok := flags[pe.Field]; ok {
+		return &flagErr{fv[0], fv[1], pe.Reason}
 	}
 	return f.flagError(err)
 }
