@@ -43,6 +43,7 @@ type settings struct {
 	AllowDomains    *[]string  `toml:"allow_domains"`
 	PackageManagers *[]string  `toml:"package_managers"`
 	AllowLocal      *[]string  `toml:"allow_local"`
+	Leaks           *string    `toml:"leaks"`
 	Timeout         *any       `toml:"timeout"`
 	OutputLimit     *any       `toml:"output_limit"`
 	Memory          *any       `toml:"memory"`
@@ -228,7 +229,7 @@ var fields = map[string]string{
 	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "Env": "env", "Home": "home",
 	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
 	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
-	"AllowLocal": "allow_local", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
+	"AllowLocal": "allow_local", "Leaks": "leaks", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
 	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
@@ -270,6 +271,9 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.Network != nil {
 		p.Network = runtime.NetworkMode(*s.Network)
+	}
+	if s.Leaks != nil {
+		p.Leaks = runtime.LeakAction(*s.Leaks)
 	}
 	if s.MinLevel != nil {
 		p.MinLevel = runtime.Level(*s.MinLevel)

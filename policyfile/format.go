@@ -32,6 +32,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		AllowDomains    []string  `toml:"allow_domains"`
 		PackageManagers []string  `toml:"package_managers"`
 		AllowLocal      []string  `toml:"allow_local"`
+		Leaks           string    `toml:"leaks"`
 		Timeout         string    `toml:"timeout"`
 		OutputLimit     any       `toml:"output_limit"`
 		Memory          any       `toml:"memory"`
@@ -52,7 +53,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), DenyNames: list(p.DenyNames),
 		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
-		AllowLocal: list(p.AllowLocal), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
+		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
 		Memory: formatSize(p.Memory), TmpSize: formatSize(p.TmpSize), FileSize: formatSize(p.FileSize),
 		SeccompAllow: list(p.SeccompAllow), SeccompDeny: list(p.SeccompDeny), MinLevel: string(p.MinLevel), Prewarm: p.Prewarm,
 	}

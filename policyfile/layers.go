@@ -102,6 +102,8 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "AllowGitWrite", "it lets commands commit"
 	case !reflect.DeepEqual(p.Seccomp, base.Seccomp):
 		return "Seccomp", "another system-call profile"
+	case leakRank(p.Leaks) < leakRank(base.Leaks):
+		return "Leaks", fmt.Sprintf("%s does less than %s", p.Leaks, base.Leaks)
 	case levelRank(p.MinLevel) > levelRank(base.MinLevel):
 		return "MinLevel", fmt.Sprintf("%s is weaker than %s", p.MinLevel, base.MinLevel)
 	case base.Apps != nil && (p.Apps == nil || *p.Apps != *base.Apps):
@@ -202,6 +204,15 @@ func orNone(n runtime.NetworkMode) string {
 		return string(runtime.NetworkNone)
 	}
 	return string(n)
+}
+
+// leakRank orders leak actions by what they do, "" as the default
+// (report); an unknown one, which New refuses, below all.
+func leakRank(a runtime.LeakAction) int {
+	if a == "" {
+		a = runtime.LeaksReport
+	}
+	return slices.Index([]runtime.LeakAction{runtime.LeaksOff, runtime.LeaksReport, runtime.LeaksRedact, runtime.LeaksKill}, a)
 }
 
 // levelRank orders levels weakest last, "" as namespaces.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/nsinit"
 )
 
@@ -100,6 +101,7 @@ type Cmd struct {
 	closers  []io.Closer
 	started  nsinit.Event
 	output   *limiter
+	leaks    leakLog
 	stopCtx  func() bool
 	timer    *time.Timer
 	refill   *time.Timer // the pool's refill, if the command runs on
@@ -114,6 +116,7 @@ type Cmd struct {
 	// holds whenever running does).
 	sent     bool
 	limitHit bool      // output went past the limit
+	leakHit  bool      // output held a secret under LeaksKill
 	plain    *plainCmd // the process of an unsandboxed command
 	hostPid  int       // the command's pid on the host, once Pid found it
 	// reason is why hutch ends the command (the first one given);
@@ -251,6 +254,9 @@ func (c *Cmd) Start() error {
 	if sb.policy.Unsandboxed {
 		return c.startUnsandboxed()
 	}
+	if err := checkLeaksIn(sb.leaks, c.Args, sb.policy.Env, c.Env); err != nil {
+		return c.notStarted(err)
+	}
 	if err := c.ctx.Err(); err != nil {
 		c.kill(ctxKillReason(c.ctx), contextError(c.ctx))
 		return c.notStarted(err)
@@ -287,14 +293,19 @@ func (c *Cmd) Start() error {
 		return fail(err)
 	}
 	childEnds = append(childEnds, stdin)
-	stdout, err := c.outputFile(c.Stdout)
+	shared := sameWriter(c.Stdout, c.Stderr)
+	stdoutName := "stdout"
+	if shared {
+		stdoutName = "output"
+	}
+	stdout, err := c.outputFile(stdoutName, c.Stdout)
 	if err != nil {
 		return fail(err)
 	}
 	childEnds = append(childEnds, stdout)
 	stderr := stdout
-	if !sameWriter(c.Stdout, c.Stderr) {
-		if stderr, err = c.outputFile(c.Stderr); err != nil {
+	if !shared {
+		if stderr, err = c.outputFile("stderr", c.Stderr); err != nil {
 			return fail(err)
 		}
 		childEnds = append(childEnds, stderr)
@@ -370,10 +381,13 @@ func (c *Cmd) Start() error {
 			c.startup = time.Since(c.start)
 			c.mu.Lock()
 			c.running = true
-			pending := c.limitHit
+			limitHit, leakHit := c.limitHit, c.leakHit
 			c.mu.Unlock()
-			if pending {
+			switch {
+			case limitHit:
 				c.kill(KilledOutputLimit, nil)
+			case leakHit:
+				c.kill(KilledLeak, nil)
 			}
 			if c.sb.pool != nil {
 				// The refill waits for the command's end, which comes
@@ -455,16 +469,29 @@ func (c *Cmd) refillPool() {
 	}
 }
 
-// outputExceeded kills the command for its output. Output can outrun the
-// init's "started" report; the kill then waits for it, so that a command
-// that did start always ends with a Result.
-func (c *Cmd) outputExceeded() {
+// leakFound records a secret found in the command's output stream, and
+// under LeaksKill kills the command.
+func (c *Cmd) leakFound(stream string, f leaks.Finding) {
+	c.leaks.add(stream, f)
+	if c.sb.policy.Leaks == LeaksKill {
+		c.killForOutput(KilledLeak, &c.leakHit)
+	}
+}
+
+// outputExceeded kills the command for the amount of its output.
+func (c *Cmd) outputExceeded() { c.killForOutput(KilledOutputLimit, &c.limitHit) }
+
+// killForOutput kills the command for what it wrote, recording hit (under
+// c.mu). Output can outrun the init's "started" report; the kill then
+// waits for it, so that a command that did start always ends with a
+// Result.
+func (c *Cmd) killForOutput(reason KillReason, hit *bool) {
 	c.mu.Lock()
 	running := c.running
-	c.limitHit = true
+	*hit = true
 	c.mu.Unlock()
 	if running {
-		c.kill(KilledOutputLimit, nil)
+		c.kill(reason, nil)
 	}
 }
 
@@ -472,9 +499,9 @@ func (c *Cmd) outputExceeded() {
 // level and what that leaves unenforced, its network mode, and the layers
 // the host made it skip. g is the command's cgroup, nil without one.
 func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
-	r.Level, r.Network = sb.level, sb.policy.Network
+	r.Level, r.Network, r.LeakAction = sb.level, sb.policy.Network, sb.policy.Leaks
 	if sb.level == LevelUnsandboxed {
-		r.Unsandboxed, r.Network, r.Unenforced = true, NetworkHost, []string{unsandboxedNote}
+		r.Unsandboxed, r.Network, r.Unenforced, r.LeakAction = true, NetworkHost, []string{unsandboxedNote}, ""
 		return
 	}
 	var groupLines []string
@@ -621,19 +648,21 @@ func (c *Cmd) Wait() error {
 	c.closers = nil
 
 	r := &Result{
-		Wall:      time.Since(c.start),
-		Startup:   c.startup,
-		Layers:    c.started.Layers,
-		Phases:    c.started.Phases,
-		Skipped:   c.started.Skipped,
-		Truncated: c.output.truncated(),
-		Prewarmed: c.in.pooled,
+		Wall:       time.Since(c.start),
+		Startup:    c.startup,
+		Layers:     c.started.Layers,
+		Phases:     c.started.Phases,
+		Skipped:    c.started.Skipped,
+		Truncated:  c.output.truncated(),
+		Prewarmed:  c.in.pooled,
+		LeakAction: c.sb.policy.Leaks,
 
 		UnixSocketWall: c.started.UnixWall,
 	}
 	if slices.Contains(r.Layers, LayerSeccomp) {
 		r.SeccompProfile = c.sb.filterName
 	}
+	r.Leaks, r.LeaksDropped = c.leaks.result()
 	r.NetworkEvents = c.in.networkEvents()
 	// Everything the command started is dead: what it left is final.
 	r.Repositories = repoChanges(c.sb.roots(), c.sb.repos(c.in.fresh), c.fsStart)
@@ -711,14 +740,6 @@ func (c *Cmd) Wait() error {
 	return ioErr
 }
 
-func sameWriter(a, b io.Writer) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	defer func() { _ = recover() }() // uncomparable writer types
-	return a == b
-}
-
 // stdinFile is the command's stdin: /dev/null, or a pipe fed from Stdin.
 // The command never gets an fd to a host file, only to a pipe or
 // /dev/null, so /proc/self/fd/0 reopens nothing of the host's.
@@ -754,9 +775,9 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // outputFile is the write end handed to the command for one of its output
-// streams; a goroutine copies from the read end to dst through the
-// command's output limit.
-func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
+// streams (named for Result.Leaks); a goroutine copies from the read end
+// to dst through the leak scanner and the command's output limit.
+func (c *Cmd) outputFile(name string, dst io.Writer) (*os.File, error) {
 	if dst == nil {
 		dst = io.Discard
 	}
@@ -766,9 +787,14 @@ func (c *Cmd) outputFile(dst io.Writer) (*os.File, error) {
 	}
 	c.closers = append(c.closers, r)
 	c.copiers.Add(1)
+	out, finish := leakStage(c.sb.leaks, c.sb.policy.Leaks, c.output.writer(dst), func(f leaks.Finding) { c.leakFound(name, f) })
 	go func() {
 		defer c.copiers.Done()
-		if _, err := io.Copy(c.output.writer(dst), r); err != nil {
+		_, err := io.Copy(out, r)
+		if ferr := finish(); err == nil {
+			err = ferr
+		}
+		if err != nil {
 			// dst failed (a pipe whose reader is gone: hutch run ... |
 			// head): close the command's pipe too, so that it gets EPIPE
 			// or SIGPIPE as in a shell pipeline, instead of running on

@@ -107,6 +107,9 @@ type FileContent struct {
 	MIME   string `json:"mime,omitempty"`
 	Width  int    `json:"width,omitempty"`
 	Height int    `json:"height,omitempty"`
+	// Leaks are the secrets found in Data (Policy.Leaks), never the
+	// secrets themselves; under LeaksRedact they are replaced in Data.
+	Leaks []Leak `json:"leaks,omitempty"`
 }
 
 // WriteOptions are WriteFile's.

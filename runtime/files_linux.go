@@ -489,7 +489,10 @@ func (v *fileView) open(op, name string, follow bool, flags int, perm uint32) (*
 // or relative to the workspace, resolved in the sandbox's view, and read
 // only if that view lets commands read it. It returns ErrDenied (masked),
 // ErrPrivate (the sandbox's own /tmp, /dev, /proc) or the system's error
-// (fs.ErrNotExist, ...), as an *fs.PathError naming name.
+// (fs.ErrNotExist, ...), as an *fs.PathError naming name. Policy.Leaks
+// applies to what it read: the secrets found are in Leaks, redacted from a
+// text under LeaksRedact; a *LeakError refuses a binary file holding one
+// under LeaksRedact, and any file holding one under LeaksKill.
 func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) {
 	sb = sb.inEffect() // Reload's policy, if there was one
 	if err := checkFilePath("name", name); err != nil {
@@ -512,7 +515,14 @@ func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) 
 		return nil, err
 	}
 	defer f.Close()
-	return readWindow(*fi, f, opt)
+	c, err := readWindow(*fi, f, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := scanRead(sb.leaks, sb.policy.Leaks, name, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // readWindow reads the window opt asks for of f, described by fi.

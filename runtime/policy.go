@@ -21,6 +21,7 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -248,6 +249,23 @@ type Policy struct {
 	Unsandboxed      bool
 	AllowUnsandboxed bool
 
+	// Leaks is what hutch does with a secret found in a command's output
+	// or in a file ReadFile reads: LeaksReport ("", the default) lists
+	// it in Result.Leaks, LeaksRedact also replaces it in what the caller
+	// receives, LeaksKill redacts it and kills the command, LeaksOff
+	// scans nothing. Under every action but LeaksOff a command whose
+	// arguments or environment hold a secret is refused before it starts
+	// (*LeakError). Secrets are found by package leaks' rules (API keys,
+	// tokens, private keys) and by the exact values of the host's
+	// environment variables named like secrets (leaks.Scanner.AddEnv)
+	// and of LeakValues, raw and URL-, base64- and hex-encoded. The
+	// disabled mode (Unsandboxed) scans nothing.
+	Leaks LeakAction
+	// LeakValues are more of the host's own secrets (its API keys), by
+	// name, each at least 8 bytes. They are never written out with the
+	// policy (JSON, a durable process's record).
+	LeakValues map[string]string `json:"-"`
+
 	// Grantable is what a command of this Sandbox may be given on top of
 	// this policy when it asks (Cmd.Grant): network, domains, more
 	// writable trees, git writes. Commands get none of it unless they
@@ -300,6 +318,7 @@ func (p Policy) Clone() Policy { return p.clone() }
 
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
+	p.LeakValues = maps.Clone(p.LeakValues)
 	p.ReadOnly = slices.Clone(p.ReadOnly)
 	if p.Apps != nil {
 		a := *p.Apps
@@ -362,6 +381,7 @@ func DefaultPolicy(workspace string) Policy {
 		Workspace:   workspace,
 		Network:     NetworkNone,
 		OutputLimit: DefaultOutputLimit,
+		Leaks:       LeaksReport,
 		// A fork bomb or a memory hog is everyday model output; neither
 		// may take the host down. Half the host's memory, and processes
 		// far beyond any build's needs.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 )
@@ -31,6 +32,9 @@ type resolved struct {
 	home string
 	// rules is the parsed allow-list of NetworkAllow.
 	rules *netns.Rules
+	// leaks scans every command's arguments, environment and output, and
+	// what the file door reads; nil for LeaksOff.
+	leaks *leaks.Scanner
 }
 
 // roots are the writable trees: the workspace, then Writable.
@@ -108,6 +112,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 		return resolved{}, err
 	}
 	if err := checkEnv("Env", p.Env); err != nil {
+		return resolved{}, err
+	}
+	if r.leaks, err = resolveLeaks(&r.policy); err != nil {
 		return resolved{}, err
 	}
 	if p.Tools != "" {

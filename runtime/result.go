@@ -131,6 +131,12 @@ type Result struct {
 	// its cgroup.
 	Cgroup string `json:"cgroup,omitempty"`
 	Usage  *Usage `json:"usage,omitempty"`
+	// Leaks are the secrets found in the command's output (Policy.Leaks),
+	// at most 256 (LeaksDropped counts the rest); LeakAction is what was
+	// done about them. Never the secrets themselves.
+	Leaks        []Leak     `json:"leaks,omitempty"`
+	LeaksDropped int        `json:"leaks_dropped,omitempty"`
+	LeakAction   LeakAction `json:"leak_action,omitempty"`
 	// Reason says in words why the command ended as it did when hutch or
 	// the kernel ended it: "timeout", or "memory limit of 128 MiB exceeded
 	// (OOM kill)".

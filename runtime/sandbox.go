@@ -13,6 +13,7 @@ import (
 
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/landlock"
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
@@ -35,7 +36,10 @@ type Sandbox struct {
 	// re-read for every command).
 	deepRepos []gitRepo
 	env       []string // the base environment of every command
-	uid, gid  int
+	// leaks scans arguments, environment, output and reads (Policy.Leaks);
+	// nil for LeaksOff.
+	leaks    *leaks.Scanner
+	uid, gid int
 	// initSetpcap: at LevelLandlock, the init holds CAP_SETPCAP (see
 	// initHoldsSetpcap); read once, it is this process's.
 	initSetpcap bool
@@ -96,7 +100,7 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	// The Sandbox owns its copy (resolvePolicy made it): a caller changing
 	// its slices afterwards must not change what later commands get.
-	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, uid: os.Getuid(), gid: os.Getgid()}
+	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}
 	if err := sb.setupGrants(p, r.policy); err != nil {
 		return nil, err
 	}

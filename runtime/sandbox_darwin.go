@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/darwin"
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
 )
@@ -37,6 +38,9 @@ type Sandbox struct {
 	rules *netns.Rules
 	// closed is set by Close: nothing starts after it.
 	closed atomic.Bool
+	// leaks scans arguments, environment, output and reads (Policy.Leaks);
+	// nil for LeaksOff.
+	leaks *leaks.Scanner
 }
 
 // New validates p and compiles its profile.
@@ -71,7 +75,7 @@ func New(p Policy) (*Sandbox, error) {
 		home = p.Home
 		dp.Writable = append(dp.Writable, home)
 	}
-	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp}
+	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp, leaks: r.leaks}
 	if err := sb.setupGrants(given, p); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -157,6 +161,12 @@ type Cmd struct {
 	netMu     sync.Mutex
 	netEvents []netns.Event
 
+	// leaks are the secrets found in the output; finish passes on what
+	// the leak stages held back, once the output has ended.
+	leaks    leakLog
+	leakHit  bool
+	finishes []func() error
+
 	mu      sync.Mutex
 	ended   bool
 	stopped bool // Stop was called
@@ -200,7 +210,7 @@ func (c *Cmd) Start() error {
 
 // result is the Result every command of sb starts from.
 func (sb *Sandbox) result() *Result {
-	return &Result{Level: LevelSeatbelt, Network: sb.policy.Network,
+	return &Result{Level: LevelSeatbelt, Network: sb.policy.Network, LeakAction: sb.policy.Leaks,
 		Unenforced: []string{"resource limits: none on macOS", "processes: the command sees the host's processes", "output limit: not enforced on macOS"}}
 }
 
@@ -222,6 +232,9 @@ func (c *Cmd) startSeatbelt() error {
 	// The same list as on Linux: sandbox-exec passes the environment on
 	// to dyld and to whatever the command runs.
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
+		return err
+	}
+	if err := checkLeaksIn(c.sb.leaks, c.Args, c.sb.policy.Env, c.Env); err != nil {
 		return err
 	}
 	if err := lookCommand(c.Path, c.Dir, mergeEnv(c.sb.env, c.Env)); err != nil {
@@ -249,7 +262,13 @@ func (c *Cmd) startSeatbelt() error {
 	cmd := prof.Command(ctx, c.Path, c.Args[1:]...)
 	cmd.Env = mergeEnv(env, c.Env)
 	cmd.Dir = c.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.Stdin = c.Stdin
+	if sameWriter(c.Stdout, c.Stderr) {
+		cmd.Stdout = c.leakStage("output", c.Stdout)
+		cmd.Stderr = cmd.Stdout
+	} else {
+		cmd.Stdout, cmd.Stderr = c.leakStage("stdout", c.Stdout), c.leakStage("stderr", c.Stderr)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
 		c.armGrace()
@@ -352,8 +371,14 @@ func (c *Cmd) Wait() error {
 		return errors.New("hutch: not started")
 	}
 	err := c.cmd.Wait()
+	for _, finish := range c.finishes {
+		if ferr := finish(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}
 	c.mu.Lock()
 	c.ended = true
+	leakHit := c.leakHit
 	if c.grace != nil {
 		c.grace.Stop()
 	}
@@ -377,9 +402,12 @@ func (c *Cmd) Wait() error {
 		r.Killed, r.KillReason, killErr = true, ctxKillReason(c.ctx), contextError(c.ctx)
 	case c.runCtx.Err() != nil:
 		r.Killed, r.KillReason, killErr = true, KilledTimeout, ErrTimeout
+	case leakHit:
+		r.Killed, r.KillReason = true, KilledLeak
 	case stopped:
 		r.Killed, r.KillReason = true, KilledStopped
 	}
+	r.Leaks, r.LeaksDropped = c.leaks.result()
 	c.netMu.Lock()
 	r.NetworkEvents = c.netEvents
 	c.netMu.Unlock()
@@ -484,4 +512,24 @@ func (c *Cmd) Pid() int {
 		return 0
 	}
 	return c.cmd.Process.Pid
+}
+
+// leakStage is dst behind the policy's leak scanning, nil for nil (the
+// command's output then goes to the null device, unscanned: nobody
+// receives it).
+func (c *Cmd) leakStage(name string, dst io.Writer) io.Writer {
+	if dst == nil {
+		return nil
+	}
+	w, finish := leakStage(c.sb.leaks, c.sb.policy.Leaks, dst, func(f leaks.Finding) {
+		c.leaks.add(name, f)
+		if c.sb.policy.Leaks == LeaksKill {
+			c.mu.Lock()
+			c.leakHit = true
+			c.mu.Unlock()
+			c.Signal(syscall.SIGKILL)
+		}
+	})
+	c.finishes = append(c.finishes, finish)
+	return w
 }

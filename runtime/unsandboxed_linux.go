@@ -94,6 +94,7 @@ func (sb *Sandbox) unsandboxed() (*Sandbox, error) {
 		return nil, &PolicyError{Field: "Unsandboxed", Value: "true", Reason: "the disabled mode gives commands the host's full access; only the host program can allow it (Policy.AllowUnsandboxed; hutch run --allow-unsandboxed)"}
 	}
 	sb.level = LevelUnsandboxed
+	sb.leaks = nil // nothing is enforced, the leak layer neither
 	sb.policy.logger().Warn("hutch: DISABLED MODE: commands run unsandboxed, with the host's full access (Policy.Unsandboxed)")
 	return sb, nil
 }

@@ -49,7 +49,7 @@ func fileCommands(code *int) []*cobra.Command {
 		v, err := do(sb)
 		if err != nil {
 			*code = 1
-			return err
+			return f.flagError(err)
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -160,6 +162,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"PackageManagers": {name: "--package-managers", list: f.packageMgrs},
 		"AllowLocal":      {name: "--allow-local", list: f.allowLocal},
 		"MinLevel":        {name: "--min-level", one: &f.minLevel},
+		"Leaks":           {name: "--leaks", one: &f.leaks},
 	}
 }
 
@@ -168,6 +171,10 @@ func (f runFlags) byField() map[string]typedFlag {
 // Memory "1024"). Too many matches of the deny names say what to do with
 // the flags.
 func (f runFlags) flagError(err error) error {
+	var leak *runtime.LeakError
+	if errors.As(err, &leak) {
+		return errors.New(leakMessage(leak))
+	}
 	var le *runtime.MaskLimitError
 	if errors.As(err, &le) {
 		return errors.New(le.Cause() + "; remove them, or run with --no-default-deny and the --deny-name and --deny to keep")
@@ -284,4 +291,33 @@ func setLogger(debug bool) error {
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	return nil
+}
+
+// leakMessage says a *runtime.LeakError in the command line's words:
+// which argument or --env held the secret, never the secret.
+func leakMessage(e *runtime.LeakError) string {
+	where, verdict := e.Where, "not run"
+	field, index, _ := strings.Cut(where, "[")
+	index = strings.TrimSuffix(index, "]")
+	switch field {
+	case "Cmd.Args":
+		where = "argument " + index + " of the command"
+		if index == "0" {
+			where = "the command's name"
+		}
+	case "Policy.Env", "Cmd.Env":
+		where = "--env " + index
+	default:
+		if path, ok := strings.CutPrefix(where, "ReadFile "); ok {
+			where, verdict = path, "not read"
+		}
+	}
+	what := "rule " + e.Rule
+	if e.Rule == leaks.HostValue {
+		what = "the value of the host's " + e.Name
+	}
+	if e.Encoding != leaks.Raw {
+		what += ", " + string(e.Encoding) + "-encoded"
+	}
+	return fmt.Sprintf("%s holds a secret (%s): %s (--leaks off allows it)", where, what, verdict)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/policyfile"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
@@ -94,6 +95,7 @@ type runFlags struct {
 	cpus        string
 	tmpSize     string
 	minLevel    string
+	leaks       string
 	network     string
 	allowDomain []string
 	packageMgrs []string
@@ -200,6 +202,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringArrayVar(&f.allowLocal, "allow-local", nil, "with --net allow: an exact IP:PORT on loopback or a private network the proxy may still connect to (repeatable)")
 	// No default value: the policy's own ("") is namespaces on Linux and
 	// the Seatbelt profile on macOS, where naming namespaces would refuse.
+	fl.StringVar(&f.leaks, "leaks", "", "a secret (API key, token, private key, the value of a host variable named like a secret) in the command's output or a file read: report (the default: listed in --result-json, never the secret), redact (replaced in the output by [REDACTED:rule]), kill (redacted, and the command killed) or off; under all but off, a command whose arguments or --env hold one is not run")
 	fl.StringVar(&f.minLevel, "min-level", "", "weakest isolation level accepted: namespaces (the default on Linux), namespaces-no-proc or landlock (hosts without user namespaces); macOS always runs its Seatbelt profile; see hutch doctor")
 }
 
@@ -274,6 +277,9 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	}
 	if f.given("min-level", f.minLevel) {
 		p.MinLevel = runtime.Level(f.minLevel)
+	}
+	if f.given("leaks", f.leaks) {
+		p.Leaks = runtime.LeakAction(f.leaks)
 	}
 	if f.given("net", f.network) {
 		p.Network = runtime.NetworkMode(f.network)
@@ -374,6 +380,9 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 				what = "no cgroups here, limits are per-process rlimits; not enforced"
 			}
 			fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
+		}
+		if r := cmd.Result; len(r.Leaks) > 0 {
+			fmt.Fprintln(os.Stderr, "hutch: "+leaksFound(r))
 		}
 		if r := cmd.Result; r.Reason != "" && r.KillReason != runtime.KilledStopped {
 			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
@@ -476,6 +485,11 @@ func writeResult(out *os.File, cmd *runtime.Cmd, command []string, code int, run
 	if cmd != nil {
 		doc.Result = cmd.Result
 	}
+	if doc.Result == nil || doc.Result.LeakAction != runtime.LeaksOff {
+		// The document never holds a secret the command line did (a
+		// command refused for one): it goes where results are kept.
+		doc.Argv, doc.Command = redactArgs(doc.Argv), redactArgs(doc.Command)
+	}
 	if runErr != nil {
 		doc.Error = strings.TrimPrefix(runErr.Error(), "hutch: ")
 		if code == 0 {
@@ -546,4 +560,36 @@ func seccompCommand() *cobra.Command {
 		},
 	})
 	return c
+}
+
+// leaksFound says in one line which secrets the command's output held and
+// what was done about them.
+func leaksFound(r *runtime.Result) string {
+	var where []string
+	for _, l := range r.Leaks {
+		what := l.Rule
+		if l.Rule == leaks.HostValue {
+			what = l.Name
+		}
+		where = append(where, fmt.Sprintf("%s (%s at %d)", what, l.Stream, l.Offset))
+	}
+	if r.LeaksDropped > 0 {
+		where = append(where, fmt.Sprintf("%d more", r.LeaksDropped))
+	}
+	done := map[runtime.LeakAction]string{runtime.LeaksReport: "passed on (--leaks report)", runtime.LeaksRedact: "redacted", runtime.LeaksKill: "redacted, command killed"}[r.LeakAction]
+	return fmt.Sprintf("secrets in the output, %s: %s", done, strings.Join(where, ", "))
+}
+
+// redactArgs replaces the secrets in args as --leaks redact would.
+func redactArgs(args []string) []string {
+	s := leaks.DefaultScanner()
+	out := make([]string, len(args))
+	for i, a := range args {
+		var b strings.Builder
+		r := s.Redactor(&b, nil)
+		r.Write([]byte(a))
+		r.Close()
+		out[i] = b.String()
+	}
+	return out
 }
