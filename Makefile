@@ -78,10 +78,12 @@ test-vm: deps
 	$(GO) run ./integration/vm $(VMFLAGS)
 
 # bench measures spawn latency and CPU against bare fork/exec and bwrap
-# (when installed), alternated with them round by round, then prints issue
-# 15's targets and regenerates bench/README.md's tables and the chart.
+# (when installed), alternated with them round by round, and the leak
+# scanner's throughput on one core, then prints the issues' targets and
+# regenerates bench/README.md's tables and the chart.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench Scanner -benchtime 5x -timeout 20m ./leaks/ | tee -a bench/results.txt
 	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg
 
 # fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,
