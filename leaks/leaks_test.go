@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,42 +129,93 @@ func TestRules(t *testing.T) {
 	}
 }
 
-// TestSplitAtEveryByte: a secret written in two parts, cut at every
-// byte, is found once, at its place in the stream: raw and encoded, for
-// rules and registered host values alike.
+// writeParts writes text to w in parts cut at cuts (in order), then
+// closes it.
+func writeParts(w io.WriteCloser, text string, cuts ...int) {
+	at := 0
+	for _, c := range append(cuts, len(text)) {
+		w.Write([]byte(text[at:c]))
+		at = c
+	}
+	w.Close()
+}
+
+// everyByte are the cuts of a text n long into one-byte writes.
+func everyByte(n int) []int {
+	cuts := make([]int, 0, n)
+	for i := 1; i < n; i++ {
+		cuts = append(cuts, i)
+	}
+	return cuts
+}
+
+// TestSplitAtEveryByte: a secret written in parts (two parts cut at
+// every byte, three parts cut at every two bytes, a byte at a time) is
+// found once, at its place in the stream, whole: raw and encoded, for
+// rules and registered host values alike, the stream's end too.
 func TestSplitAtEveryByte(t *testing.T) {
 	s := New(nil)
 	hostKey := "host-own-key-" + randomString(rand.New(rand.NewSource(7)), alnum, 30)
 	s.AddValue("MY_API_KEY", hostKey)
+	// Longer than the bytes kept before a keyword, in words: kept whole
+	// while a part of it ends what was written; URL-encoded, '+' only.
+	phrase := "a long pass phrase with spaces that is longer than sixty four bytes"
+	s.AddValue("PHRASE", phrase)
 	c := samples()
 	cases := map[string]string{
+		"phrase raw":           "say " + phrase + " ok",
+		"phrase url":           "q=" + url.QueryEscape(phrase) + "\n",
 		"github raw":           "build ok\n" + c["github"].yes[0] + "\nmore",
+		"github raw at end":    "build ok\n" + c["github"].yes[0],
 		"anthropic base64":     "auth: " + base64.StdEncoding.EncodeToString([]byte(c["anthropic"].yes[0])) + "\n",
+		"private key url":      "k=" + url.QueryEscape(c["private-key"].yes[1]),
+		"private key raw":      "key:\n" + c["private-key"].yes[0] + "\n",
+		"discord raw":          "say " + c["discord"].yes[1] + "\n",
 		"host value raw":       "env says " + hostKey + " done",
 		"host value hex":       "x=" + hex.EncodeToString([]byte(hostKey)) + "\n",
 		"host value url":       "q=" + url.QueryEscape("key "+hostKey+"&") + "\n",
 		"host value base64url": "t " + base64.URLEncoding.EncodeToString([]byte("a "+hostKey)) + " .",
+		"two values":           hostKey + " " + hostKey,
 	}
 	for name, text := range cases {
 		want := s.Scan([]byte(text))
 		if len(want) == 0 {
 			t.Fatalf("%s: nothing found whole", name)
 		}
-		for cut := 0; cut <= len(text); cut++ {
+		check := func(cuts ...int) {
+			t.Helper()
 			st := s.Stream(nil)
-			st.Write([]byte(text[:cut]))
-			st.Write([]byte(text[cut:]))
+			writeParts(st, text, cuts...)
 			got := st.Findings()
-			for _, w := range want {
-				n := 0
-				for _, g := range got {
-					if g == w {
-						n++
-					}
-				}
-				if n != 1 {
-					t.Errorf("%s cut at %d: %+v found %d times (got %+v)", name, cut, w, n, got)
-				}
+			slices.SortFunc(got, func(a, b Finding) int { return int(a.Offset - b.Offset) })
+			if !slices.Equal(got, want) {
+				t.Errorf("%s cut at %v: found %+v, want %+v", name, cuts, got, want)
+			}
+		}
+		for i := 0; i <= len(text); i++ {
+			check(i)
+			for j := i; j <= len(text); j += 2 {
+				check(i, j)
+			}
+		}
+		check(everyByte(len(text))...)
+	}
+}
+
+// TestLongRunSplit: a long base64 run (within Overlap) holding a host
+// value, written in parts cut inside it, is reported once with its whole
+// length, whether text follows it or it ends the stream.
+func TestLongRunSplit(t *testing.T) {
+	s := New(nil)
+	s.AddValue("K", "the-host-key-12345")
+	run := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("padding ", 300) + "the-host-key-12345"))
+	for _, text := range []string{"data: " + run + "\nnext line\n", "data: " + run} {
+		want := Finding{Rule: HostValue, Name: "K", Offset: 6, Length: len(run), Encoding: Base64}
+		for _, cuts := range [][]int{{100}, {1000, 2000}, {500, 1000, 1500, 2000, 2500, 3000}, {len(text) - 1}} {
+			st := s.Stream(nil)
+			writeParts(st, text, cuts...)
+			if got := st.Findings(); len(got) != 1 || got[0] != want {
+				t.Errorf("cut at %v: found %+v, want %+v", cuts, got, want)
 			}
 		}
 	}
@@ -185,8 +238,8 @@ func TestStreamBounded(t *testing.T) {
 	if len(fs) != 1 || fs[0].Rule != "google" || fs[0].Offset != off+4 {
 		t.Errorf("findings %+v; want google at %d", fs, off+4)
 	}
-	if len(st.tail) > Overlap {
-		t.Errorf("the stream keeps %d bytes", len(st.tail))
+	if len(st.buf) > Overlap {
+		t.Errorf("the stream keeps %d bytes", len(st.buf))
 	}
 }
 
