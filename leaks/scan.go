@@ -3,6 +3,7 @@ package leaks
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"slices"
@@ -260,11 +261,28 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 		return
 	}
 	s := sc.s
-	h := uint16(v[0]) << 8
-	for i := 1; i < len(v); i++ {
-		h = h>>8 | uint16(v[i])<<8
-		if s.bigrams[h>>6]&(1<<(h&63)) != 0 {
-			sc.hit(v, i-1, s.byBigram[h])
+	bits := &s.bigrams
+	// Eight bigrams at a time, read from one word, tested together: the
+	// tests do not wait on each other, and one branch in 30 or so is taken
+	// (bits are set for 0.3% of bigrams in build logs).
+	i := 0
+	for ; i+9 <= len(v); i += 8 {
+		w := binary.LittleEndian.Uint64(v[i:])
+		h7 := uint16(w>>56) | uint16(v[i+8])<<8
+		h0, h1, h2, h3 := uint16(w), uint16(w>>8), uint16(w>>16), uint16(w>>24)
+		h4, h5, h6 := uint16(w>>32), uint16(w>>40), uint16(w>>48)
+		if (bits[h0>>6]>>(h0&63)|bits[h1>>6]>>(h1&63)|bits[h2>>6]>>(h2&63)|bits[h3>>6]>>(h3&63)|
+			bits[h4>>6]>>(h4&63)|bits[h5>>6]>>(h5&63)|bits[h6>>6]>>(h6&63)|bits[h7>>6]>>(h7&63))&1 != 0 {
+			for j, h := range [8]uint16{h0, h1, h2, h3, h4, h5, h6, h7} {
+				if bits[h>>6]&(1<<(h&63)) != 0 {
+					sc.hit(v, i+j, s.byBigram[h])
+				}
+			}
+		}
+	}
+	for ; i+1 < len(v); i++ {
+		if h := uint16(v[i]) | uint16(v[i+1])<<8; bits[h>>6]&(1<<(h&63)) != 0 {
+			sc.hit(v, i, s.byBigram[h])
 		}
 	}
 	sc.hit(v, len(v)-1, s.byBigram[uint16(v[len(v)-1])])
