@@ -416,27 +416,23 @@ func encodedRuns(b []byte, f func(from, to int, enc Encoding)) {
 		f(start, end, URL)
 		off = end
 	}
-	// A run is at least minBase64 long, so if b[i+minBase64-1] is not in
-	// the alphabet none holds it, and none starts before it: most bytes
-	// are never looked at.
+	// A run is at least minBase64 long: look at the next minBase64 bytes
+	// from the last back, and at the first not in the alphabet (most
+	// often within a word's length) skip past it, no run holding it. Most
+	// bytes are never looked at.
 	for i := 0; i+minBase64 <= len(b); {
 		// No run starts before i.
-		last := i + minBase64 - 1
-		if class[b[last]]&b64 == 0 {
-			i = last + 1
+		j := i + minBase64 - 1
+		for j >= i && class[b[j]]&b64 != 0 {
+			j--
+		}
+		if j >= i {
+			i = j + 1
 			continue
 		}
-		start, end := last, last+1
-		for start > i && class[b[start-1]]&b64 != 0 {
-			start--
-		}
+		start, end := i, i+minBase64
 		for end < len(b) && class[b[end]]&b64 != 0 {
 			end++
-		}
-		// b[end] is not in the alphabet: no run starts before end+1.
-		i = end
-		if end-start < minBase64 {
-			continue
 		}
 		seen := hexDigit
 		for _, c := range b[start:end] {
