@@ -1,8 +1,10 @@
 package leaks
 
 import (
+	"cmp"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -20,9 +22,10 @@ type Redactor struct {
 	onFinding func(Finding)
 
 	mu     sync.Mutex
-	buf    []byte    // from the last look's keep on, and what came since
-	base   int64     // the input offset of buf[0]
-	done   int64     // the input offset where the last look ended
+	buf    []byte // from the last look's keep on, and what came since
+	base   int64  // the input offset of buf[0]
+	cut    bool   // buf starts within the input, not at its start
+	told   map[Finding]bool
 	sent   int64     // the input offset up to which output went out
 	out    int64     // the output offset: how much went out
 	spans  []span    // what to redact that has not gone out, by input offset
@@ -40,7 +43,7 @@ type span struct {
 
 // Redactor returns a Redactor writing to dst.
 func (s *Scanner) Redactor(dst io.Writer, onFinding func(Finding)) *Redactor {
-	return &Redactor{s: s, dst: dst, onFinding: onFinding}
+	return &Redactor{s: s, dst: dst, onFinding: onFinding, told: map[Finding]bool{}}
 }
 
 // Write redacts p with what is held back and passes on all that no
@@ -67,19 +70,15 @@ func (r *Redactor) Close() error {
 func (r *Redactor) look(final bool) {
 	sc := scan{s: r.s, b: r.buf, final: final}
 	sc.run()
-	for _, f := range sc.found {
-		if !sc.settled(f) {
-			continue
-		}
-		f.Offset += r.base
+	// A finding found again is a span already.
+	for _, f := range sc.news(r.base, r.cut, r.told) {
 		r.spans = append(r.spans, span{f.Offset, f.Offset + int64(f.Length), f.Rule})
-		// One that ends before the last look's end was told by it.
-		if r.onFinding != nil && f.Offset+int64(f.Length) >= r.done {
+		if r.onFinding != nil {
 			r.untold = append(r.untold, f)
 		}
 	}
 	// Overlapping findings (a raw match inside an encoded run) merge.
-	slices.SortFunc(r.spans, func(a, b span) int { return int(a.from - b.from) })
+	slices.SortFunc(r.spans, func(a, b span) int { return cmp.Or(cmp.Compare(a.from, b.from), strings.Compare(a.rule, b.rule)) })
 	merged := r.spans[:0]
 	for _, s := range r.spans {
 		if len(merged) > 0 && s.from < merged[len(merged)-1].to {
@@ -136,8 +135,8 @@ func (r *Redactor) look(final bool) {
 		r.onFinding(f)
 		return true
 	})
-	r.done = r.base + int64(len(r.buf))
 	r.base += int64(sc.keep)
+	r.cut = !final && (r.cut || sc.keep > 0)
 	r.buf = append(r.buf[:0], r.buf[sc.keep:]...)
 }
 

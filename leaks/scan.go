@@ -175,7 +175,14 @@ func DefaultScanner() *Scanner {
 func (s *Scanner) Scan(b []byte) []Finding {
 	sc := scan{s: s, b: b, final: true}
 	sc.run()
-	return sc.found
+	if len(sc.found) == 0 {
+		return nil
+	}
+	fs := make([]Finding, len(sc.found))
+	for i, f := range sc.found {
+		fs[i] = f.Finding
+	}
+	return fs
 }
 
 // scan is one look at b: all of what Scan is given, or what a Stream or
@@ -185,13 +192,13 @@ type scan struct {
 	b     []byte
 	final bool
 
-	found []Finding
+	found []found
 	// keep is where, unless final, the next look must start (with what
-	// follows b appended) to see whole what b's end may have cut: a
-	// finding that touches the end (its run, token or match may go on),
-	// a keyword window or a needle the end cuts, the last token, the
-	// bytes before a keyword yet to come. It is a token's start, so that
-	// no run and no \b is cut, but never more than Overlap bytes back.
+	// follows b appended) to see whole what b's end may have cut: an
+	// open finding, a keyword window that may still grow, a needle the
+	// end cuts, the last token, the bytes before a keyword yet to come.
+	// It is a token's start, so that no run and no \b is cut, but never
+	// more than Overlap bytes back.
 	keep int
 
 	// The view being scanned: b, or a run of it decoded.
@@ -206,6 +213,21 @@ type scan struct {
 // not cut to the view's bounds.
 type window struct{ from, to int }
 
+// found is a Finding with what a look that more may follow needs of it.
+type found struct {
+	Finding
+	// from is where what it was found in starts in b: its match's keyword
+	// window (below 0 if the window reaches before b), or itself.
+	from int
+	// open: it may still change with what follows: it touches b's end
+	// (its run, token or match may go on), or its keyword window may
+	// still grow (a keyword within after+before of the end would merge
+	// into it).
+	open bool
+}
+
+// run scans b raw, and every run in it that may be encoded decoded; then
+// sets keep and sorts the findings.
 func (sc *scan) run() {
 	n := len(sc.b)
 	sc.keep = n
@@ -236,7 +258,7 @@ func (sc *scan) run() {
 		}
 		sc.keep = max(k, floor)
 	}
-	slices.SortFunc(sc.found, func(a, b Finding) int {
+	slices.SortFunc(sc.found, func(a, b found) int {
 		if a.Offset != b.Offset {
 			return int(a.Offset - b.Offset)
 		}
@@ -244,11 +266,31 @@ func (sc *scan) run() {
 	})
 }
 
-// settled says whether f is final: it does not touch the end of a look
-// that more may follow, or it must be told now, its start being about to
-// be dropped.
-func (sc *scan) settled(f Finding) bool {
-	return sc.final || int(f.Offset)+f.Length < len(sc.b) || int(f.Offset) < sc.keep
+// news are the look's findings not yet told, at stream offsets (b
+// starting at base), which it records in told: those settled (not open,
+// or open but about to be dropped, so told as they are), not found again
+// in a keyword window that lost its start to an earlier look (cut: what
+// it held was told when it was whole). It forgets what cannot be found
+// again.
+func (sc *scan) news(base int64, cut bool, told map[Finding]bool) []Finding {
+	var fs []Finding
+	for _, f := range sc.found {
+		if !sc.final && f.open && int(f.Offset) >= sc.keep || cut && f.from < 0 {
+			continue
+		}
+		g := f.Finding
+		g.Offset += base
+		if !told[g] {
+			told[g] = true
+			fs = append(fs, g)
+		}
+	}
+	for g := range told {
+		if g.Offset < base+int64(sc.keep) {
+			delete(told, g)
+		}
+	}
+	return fs
 }
 
 // view applies the rules and the values to v: b itself (enc Raw), or the
@@ -289,14 +331,15 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 		r := &s.rules[ri]
 		for _, w := range ws {
 			from, to := max(0, w.from), min(len(v), w.to)
-			if w.to > len(v) && enc == Raw {
+			open := w.to+before > len(v)
+			if open && enc == Raw {
 				sc.keep = min(sc.keep, from)
 			}
 			for _, m := range r.Regex.FindAllSubmatchIndex(v[from:to], -1) {
 				if r.MinEntropy > 0 && entropy(secretPart(v[from:to], m)) < r.MinEntropy {
 					continue
 				}
-				sc.place(r.ID, "", from+m[0], m[1]-m[0], from)
+				sc.place(r.ID, "", from+m[0], m[1]-m[0], w.from, open)
 			}
 		}
 	}
@@ -330,7 +373,7 @@ func (sc *scan) hit(v []byte, p int, cands []int32) {
 				sc.wins[nd.index] = append(ws, window{p - before, p + after})
 			}
 		case valueNeedle:
-			sc.place(HostValue, sc.s.values[nd.index].name, p, len(nd.text), p)
+			sc.place(HostValue, sc.s.values[nd.index].name, p, len(nd.text), p, false)
 		case plusNeedle:
 			if sc.enc == Raw {
 				sc.plus = append(sc.plus, p)
@@ -340,21 +383,27 @@ func (sc *scan) hit(v []byte, p int, cands []int32) {
 }
 
 // place adds a finding at off, n long, in the view: there in a raw view,
-// the whole run in a decoded one. A look that more may follow must start
-// again at from (the finding's window, or the finding) if it touches
-// the end.
-func (sc *scan) place(rule, name string, off, n, from int) {
-	f := Finding{Rule: rule, Name: name, Offset: int64(off), Length: n, Encoding: Raw}
+// the whole run in a decoded one; from and open as in found (open is
+// set too if it touches the end).
+func (sc *scan) place(rule, name string, off, n, from int, open bool) {
+	f := found{Finding{Rule: rule, Name: name, Offset: int64(off), Length: n, Encoding: Raw}, from, open}
 	if sc.enc != Raw {
 		f.Offset, f.Length, f.Encoding = int64(sc.at), sc.length, sc.enc
-		from = sc.at
+		f.from, f.open = sc.at, false
 	}
 	if int(f.Offset)+f.Length == len(sc.b) {
-		sc.keep = min(sc.keep, from)
+		f.open = true
 	}
-	if !slices.Contains(sc.found, f) {
+	if f.open {
+		sc.keep = min(sc.keep, max(0, f.from))
+	}
+	i := slices.IndexFunc(sc.found, func(g found) bool { return g.Finding == f.Finding })
+	if i < 0 {
 		sc.found = append(sc.found, f)
+		return
 	}
+	g := &sc.found[i]
+	g.from, g.open = min(g.from, f.from), g.open || f.open
 }
 
 // secretPart is the first matched group of m in b, or the whole match.

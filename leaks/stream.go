@@ -13,8 +13,10 @@ const Overlap = 4096
 // the next write may continue), and around a keyword or a part of one
 // the bytes its rule's expression is tried in, Overlap bytes at most.
 // OnFinding hears of each finding once, with its offset in the whole
-// stream, when its extent is known: one that reaches the end of what was
-// written waits for the next write or Close. Safe for concurrent writes.
+// stream, when it is settled: one that reaches the end of what was
+// written, or whose keyword's window may still grow (its keyword is
+// within 576 bytes of the end), waits for more or Close. Safe for
+// concurrent writes.
 type Stream struct {
 	s         *Scanner
 	onFinding func(Finding)
@@ -22,13 +24,14 @@ type Stream struct {
 	mu   sync.Mutex
 	buf  []byte // from the last look's keep on, and what was written since
 	base int64  // the stream offset of buf[0]
-	done int64  // the stream offset where the last look ended
+	cut  bool   // buf starts within the stream, not at its start
+	told map[Finding]bool
 	all  []Finding
 }
 
 // Stream returns a Stream scanning with s; onFinding may be nil.
 func (s *Scanner) Stream(onFinding func(Finding)) *Stream {
-	return &Stream{s: s, onFinding: onFinding}
+	return &Stream{s: s, onFinding: onFinding, told: map[Finding]bool{}}
 }
 
 // Write scans p after what came before; it never fails.
@@ -52,22 +55,14 @@ func (st *Stream) Close() error {
 func (st *Stream) look(final bool) {
 	sc := scan{s: st.s, b: st.buf, final: final}
 	sc.run()
-	for _, f := range sc.found {
-		if !sc.settled(f) {
-			continue
-		}
-		f.Offset += st.base
-		// One that ends before the last look's end was told by it.
-		if f.Offset+int64(f.Length) < st.done {
-			continue
-		}
+	for _, f := range sc.news(st.base, st.cut, st.told) {
 		st.all = append(st.all, f)
 		if st.onFinding != nil {
 			st.onFinding(f)
 		}
 	}
-	st.done = st.base + int64(len(st.buf))
 	st.base += int64(sc.keep)
+	st.cut = !final && (st.cut || sc.keep > 0)
 	st.buf = append(st.buf[:0], st.buf[sc.keep:]...)
 }
 
