@@ -268,14 +268,14 @@ func (sc *scan) run() {
 
 // news are the look's findings not yet told, at stream offsets (b
 // starting at base), which it records in told: those settled (not open,
-// or open but about to be dropped, so told as they are), not found again
-// in a keyword window that lost its start to an earlier look (cut: what
-// it held was told when it was whole). It forgets what cannot be found
-// again.
+// or open but what they were found in about to be dropped, so told as
+// they are), not found again in a keyword window that lost its start to
+// an earlier look (cut: what it held was told when it was whole). It
+// forgets what cannot be found again.
 func (sc *scan) news(base int64, cut bool, told map[Finding]bool) []Finding {
 	var fs []Finding
 	for _, f := range sc.found {
-		if !sc.final && f.open && int(f.Offset) >= sc.keep || cut && f.from < 0 {
+		if !sc.final && f.open && max(0, f.from) >= sc.keep || cut && f.from < 0 {
 			continue
 		}
 		g := f.Finding
