@@ -11,9 +11,11 @@ import (
 // Redactor passes a stream on to its destination with every secret the
 // Scanner finds replaced by [REDACTED:rule] (the whole encoded run for a
 // secret found encoded). It holds back only what may yet be part of a
-// secret, as a Stream keeps it (the last token, the bytes around a
-// keyword whose window the end cuts; Overlap bytes at most), until more
-// comes or Close: output is late by that much, never partly a secret.
+// secret, as a Stream keeps it (the last token, the 64 bytes before the
+// end where a keyword still to come may have its match start, the
+// window of a keyword near the end; Overlap bytes at most, from a
+// token's start), until more comes or Close: output is late by that
+// much, never partly a secret.
 // OnFinding, if set, hears of each finding once, when its marker goes
 // out, its offset in the redacted stream (where its marker stands).
 type Redactor struct {

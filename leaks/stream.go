@@ -10,8 +10,10 @@ const Overlap = 4096
 
 // Stream scans a stream as it is written (an io.Writer), keeping between
 // writes only what may yet be part of a secret: the last token (which
-// the next write may continue), and around a keyword or a part of one
-// the bytes its rule's expression is tried in, Overlap bytes at most.
+// the next write may continue), the 64 bytes before the end (a keyword
+// still to come may have its match start there), and around a keyword
+// or a part of one near the end the bytes its rule's expression is tried
+// in; Overlap bytes at most, from a token's start.
 // OnFinding hears of each finding once, with its offset in the whole
 // stream, when it is settled: one that reaches the end of what was
 // written, or whose keyword's window may still grow (its keyword is
