@@ -8,7 +8,8 @@
 // a secret's), which catches any format. A Finding says which rule, where
 // and in which encoding, never the secret.
 //
-// A Stream scans output as it is written, holding only a bounded window:
-// a secret split across two writes is found, and the whole output is
-// never kept.
+// A Stream scans output as it is written, holding only what may still be
+// part of a secret (a bounded window): a secret split across writes is
+// found once, whole, and the whole output is never kept. A Redactor
+// passes output on with the secrets replaced, holding back as little.
 package leaks

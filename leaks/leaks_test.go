@@ -1,11 +1,16 @@
 package leaks
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,42 +132,95 @@ func TestRules(t *testing.T) {
 	}
 }
 
-// TestSplitAtEveryByte: a secret written in two parts, cut at every
-// byte, is found once, at its place in the stream: raw and encoded, for
-// rules and registered host values alike.
+// writeParts writes text to w in parts cut at cuts (in order), then
+// closes it.
+func writeParts(w io.WriteCloser, text string, cuts ...int) {
+	at := 0
+	for _, c := range append(cuts, len(text)) {
+		w.Write([]byte(text[at:c]))
+		at = c
+	}
+	w.Close()
+}
+
+// everyByte are the cuts of a text n long into one-byte writes.
+func everyByte(n int) []int {
+	cuts := make([]int, 0, n)
+	for i := 1; i < n; i++ {
+		cuts = append(cuts, i)
+	}
+	return cuts
+}
+
+// TestSplitAtEveryByte: a secret written in parts (two parts cut at
+// every byte, three parts cut at every two bytes, a byte at a time) is
+// found once, at its place in the stream, whole: raw and encoded, for
+// rules and registered host values alike, the stream's end too.
 func TestSplitAtEveryByte(t *testing.T) {
 	s := New(nil)
 	hostKey := "host-own-key-" + randomString(rand.New(rand.NewSource(7)), alnum, 30)
 	s.AddValue("MY_API_KEY", hostKey)
+	// Longer than the bytes kept before a keyword, in words: kept whole
+	// while a part of it ends what was written; URL-encoded, '+' only.
+	phrase := "a long pass phrase with spaces that is longer than sixty four bytes"
+	s.AddValue("PHRASE", phrase)
 	c := samples()
 	cases := map[string]string{
-		"github raw":           "build ok\n" + c["github"].yes[0] + "\nmore",
-		"anthropic base64":     "auth: " + base64.StdEncoding.EncodeToString([]byte(c["anthropic"].yes[0])) + "\n",
+		"phrase raw":        "say " + phrase + " ok",
+		"phrase url":        "q=" + url.QueryEscape(phrase) + "\n",
+		"github raw":        "build ok\n" + c["github"].yes[0] + "\nmore",
+		"github raw at end": "build ok\n" + c["github"].yes[0],
+		"anthropic base64":  "auth: " + base64.StdEncoding.EncodeToString([]byte(c["anthropic"].yes[0])) + "\n",
+		"private key url":   "k=" + url.QueryEscape(c["private-key"].yes[1]),
+		"private key raw":   "key:\n" + c["private-key"].yes[0] + "\n",
+		"discord raw":       "say " + c["discord"].yes[1] + "\n",
+		// Its match ends before sk- once the word goes on past 38.
+		"discord word goes on": "x=" + c["discord"].yes[0] + "deadbeefsk-or\n",
 		"host value raw":       "env says " + hostKey + " done",
 		"host value hex":       "x=" + hex.EncodeToString([]byte(hostKey)) + "\n",
 		"host value url":       "q=" + url.QueryEscape("key "+hostKey+"&") + "\n",
 		"host value base64url": "t " + base64.URLEncoding.EncodeToString([]byte("a "+hostKey)) + " .",
+		"two values":           hostKey + " " + hostKey,
 	}
 	for name, text := range cases {
 		want := s.Scan([]byte(text))
 		if len(want) == 0 {
 			t.Fatalf("%s: nothing found whole", name)
 		}
-		for cut := 0; cut <= len(text); cut++ {
+		check := func(cuts ...int) {
+			t.Helper()
 			st := s.Stream(nil)
-			st.Write([]byte(text[:cut]))
-			st.Write([]byte(text[cut:]))
+			writeParts(st, text, cuts...)
 			got := st.Findings()
-			for _, w := range want {
-				n := 0
-				for _, g := range got {
-					if g == w {
-						n++
-					}
-				}
-				if n != 1 {
-					t.Errorf("%s cut at %d: %+v found %d times (got %+v)", name, cut, w, n, got)
-				}
+			slices.SortFunc(got, func(a, b Finding) int { return int(a.Offset - b.Offset) })
+			if !slices.Equal(got, want) {
+				t.Errorf("%s cut at %v: found %+v, want %+v", name, cuts, got, want)
+			}
+		}
+		for i := 0; i <= len(text); i++ {
+			check(i)
+			for j := i; j <= len(text); j += 2 {
+				check(i, j)
+			}
+		}
+		check(everyByte(len(text))...)
+	}
+}
+
+// TestLongRunSplit: a long base64 run (within Overlap) holding a host
+// value, written in parts cut inside it, is reported once with its whole
+// length, whether text follows it or it ends the stream.
+func TestLongRunSplit(t *testing.T) {
+	s := New(nil)
+	s.AddValue("K", "the-host-key-12345")
+	run := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("padding ", 300) + "the-host-key-12345"))
+	for _, text := range []string{"data: " + run + "\nnext line\n", "data: " + run} {
+		want := Finding{Rule: HostValue, Name: "K", Offset: 6, Length: len(run), Encoding: Base64}
+		for _, cuts := range [][]int{{100}, {1000, 2000}, {500, 1000, 1500, 2000, 2500, 3000}, {len(text) - 1}} {
+			st := s.Stream(nil)
+			writeParts(st, text, cuts...)
+			if got := st.Findings(); len(got) != 1 || got[0] != want {
+				t.Errorf("cut at %v: found %+v, want %+v", cuts, got, want)
 			}
 		}
 	}
@@ -181,12 +239,23 @@ func TestStreamBounded(t *testing.T) {
 	}
 	secret := samples()["google"].yes[0]
 	st.Write([]byte("key " + secret + "\n"))
+	if len(st.buf) > Overlap {
+		t.Errorf("the stream keeps %d bytes", len(st.buf))
+	}
+	// Its keyword's window may yet grow: told once it cannot, or at Close.
+	if fs := st.Findings(); len(fs) != 0 {
+		t.Errorf("findings %+v before the window is whole", fs)
+	}
+	for range 20 {
+		st.Write(line)
+	}
 	fs := st.Findings()
 	if len(fs) != 1 || fs[0].Rule != "google" || fs[0].Offset != off+4 {
 		t.Errorf("findings %+v; want google at %d", fs, off+4)
 	}
-	if len(st.tail) > Overlap {
-		t.Errorf("the stream keeps %d bytes", len(st.tail))
+	st.Close()
+	if len(st.Findings()) != 1 {
+		t.Errorf("findings %+v after Close", st.Findings())
 	}
 }
 
@@ -204,5 +273,69 @@ func TestAddEnv(t *testing.T) {
 	fs := s.Scan([]byte("PATH=/usr/bin:/bin home=/home/someone/long key=abcdefgh12345678"))
 	if len(fs) != 1 || fs[0].Name != "OPENAI_API_KEY" || fs[0].Rule != HostValue {
 		t.Errorf("findings %+v", fs)
+	}
+}
+
+// TestRandomCuts: texts made of secrets (and look-alikes), in every
+// encoding, among words and the characters that end tokens and runs,
+// written in parts cut at random: a Stream tells what Scan finds of the
+// whole text, each once; a Redactor tells as many and redacts the same
+// bytes as when written whole.
+func TestRandomCuts(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	s := New(nil)
+	phrase := "a pass phrase with spaces that is long enough to matter here"
+	s.AddValue("K", "the-host-key-12345")
+	s.AddValue("P", phrase)
+	secrets := []string{"the-host-key-12345", phrase}
+	for _, c := range samples() {
+		secrets = append(append(secrets, c.yes...), c.no...)
+	}
+	encode := []func(string) string{
+		func(v string) string { return v },
+		func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
+		func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte("x " + v)) },
+		func(v string) string { return hex.EncodeToString([]byte(v)) },
+		url.QueryEscape,
+	}
+	words := []string{"ok", "build", "\n", " ", "  ", "x=", "%", "+", "==", "'", "\"", "func main() {", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "deadbeef"}
+	order := func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.Offset, b.Offset), strings.Compare(a.Rule, b.Rule),
+			strings.Compare(string(a.Encoding), string(b.Encoding)), cmp.Compare(a.Length, b.Length))
+	}
+	// Where findings overlap, which marker stands for them, and whether
+	// one or two, may differ with the cuts.
+	markers := regexp.MustCompile(`(\[REDACTED:[a-z-]+\])+`)
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + rng.Intn(12) {
+			if rng.Intn(3) == 0 {
+				b.WriteString(encode[rng.Intn(len(encode))](secrets[rng.Intn(len(secrets))]))
+			} else {
+				b.WriteString(words[rng.Intn(len(words))])
+			}
+		}
+		text := b.String()
+		var cuts []int
+		for c := rng.Intn(20); c < len(text); c += 1 + rng.Intn(1+rng.Intn(80)) {
+			cuts = append(cuts, c)
+		}
+		want := s.Scan([]byte(text))
+		slices.SortFunc(want, order)
+		st := s.Stream(nil)
+		writeParts(st, text, cuts...)
+		got := st.Findings()
+		slices.SortFunc(got, order)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q cut at %v: found %+v, want %+v", text, cuts, got, want)
+		}
+		var whole, parts bytes.Buffer
+		nWhole, nParts := 0, 0
+		writeParts(s.Redactor(&whole, func(Finding) { nWhole++ }), text)
+		writeParts(s.Redactor(&parts, func(Finding) { nParts++ }), text, cuts...)
+		w, p := markers.ReplaceAllString(whole.String(), "[R]"), markers.ReplaceAllString(parts.String(), "[R]")
+		if w != p || nWhole != len(want) || nParts != len(want) {
+			t.Fatalf("%q cut at %v: redacted\n%q (%d told)\nin parts\n%q (%d told)", text, cuts, whole.String(), nWhole, parts.String(), nParts)
+		}
 	}
 }

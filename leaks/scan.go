@@ -3,8 +3,8 @@ package leaks
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -40,18 +40,39 @@ const HostValue = "host-value"
 type Scanner struct {
 	rules  []Rule
 	values []hostValue
-	// keywords are the rules' keywords, each with its rule's index.
-	keywords []keyword
-}
-
-type keyword struct {
-	text []byte
-	rule int
+	// needles are what one pass over a text looks for: the rules'
+	// keywords, the host values, and the '+' forms of those with a space
+	// (a '+' is a space URL-encoded).
+	needles []needle
+	// bigrams is 1 at the first two bytes (b[0] | b[1]<<8) of every
+	// needle, and byBigram lists the needles each stands for: the pass
+	// looks up one entry per byte, and compares needles only where one is
+	// set. A one-byte needle sets the entries of every second byte.
+	// byBigram[c] (second byte 0) also lists every needle starting with
+	// c, for a text's last byte, which has no second. Bytes, not bits:
+	// testing a bit takes a shift by a variable, slower here than the
+	// bigger table (the part text uses stays in the cache).
+	bigrams  *[1 << 16]uint8
+	byBigram map[uint16][]int32
 }
 
 type hostValue struct {
 	name  string
 	value []byte
+}
+
+type needleKind uint8
+
+const (
+	keywordNeedle needleKind = iota // index is the rule's
+	valueNeedle                     // index is the value's
+	plusNeedle                      // a token holding it is URL-decoded
+)
+
+type needle struct {
+	text  []byte
+	kind  needleKind
+	index int
 }
 
 // The shortest value worth registering: shorter ones would be found in
@@ -70,15 +91,42 @@ func New(rules []Rule) *Scanner {
 	if rules == nil {
 		rules = DefaultRules()
 	}
-	s := &Scanner{rules: rules}
+	s := &Scanner{rules: rules, bigrams: new([1 << 16]uint8), byBigram: map[uint16][]int32{}}
 	for i, r := range rules {
 		for _, k := range r.Keywords {
 			if k != "" {
-				s.keywords = append(s.keywords, keyword{[]byte(k), i})
+				s.addNeedle([]byte(k), keywordNeedle, i)
 			}
 		}
 	}
 	return s
+}
+
+// addNeedle registers text for the pass, and its '+' form if it holds a
+// space: URL-decoding a token whose only escapes are '+' can reveal only
+// something with a space in it, so such tokens are decoded only where
+// one occurs.
+func (s *Scanner) addNeedle(text []byte, kind needleKind, index int) {
+	i := int32(len(s.needles))
+	s.needles = append(s.needles, needle{text, kind, index})
+	first := uint16(text[0])
+	set := func(h uint16) {
+		s.bigrams[h] = 1
+		s.byBigram[h] = append(s.byBigram[h], i)
+	}
+	if len(text) == 1 {
+		for c := range 256 {
+			set(first | uint16(c)<<8)
+		}
+	} else {
+		set(first | uint16(text[1])<<8)
+	}
+	if len(text) > 1 && text[1] != 0 {
+		s.byBigram[first] = append(s.byBigram[first], i)
+	}
+	if kind != plusNeedle && bytes.IndexByte(text, ' ') >= 0 {
+		s.addNeedle(bytes.ReplaceAll(text, []byte(" "), []byte("+")), plusNeedle, 0)
+	}
 }
 
 // AddValue registers a host secret's value under name: it is found
@@ -89,6 +137,7 @@ func (s *Scanner) AddValue(name, value string) {
 		return
 	}
 	s.values = append(s.values, hostValue{name: name, value: []byte(value)})
+	s.addNeedle([]byte(value), valueNeedle, len(s.values)-1)
 }
 
 // secretWords are the words (between underscores) that make an
@@ -124,57 +173,237 @@ func DefaultScanner() *Scanner {
 
 // Scan finds the secrets in b, raw and decoded, sorted by offset.
 func (s *Scanner) Scan(b []byte) []Finding {
-	var found []Finding
-	add := func(f Finding) {
-		if !slices.Contains(found, f) {
-			found = append(found, f)
+	sc := scan{s: s, b: b, final: true}
+	sc.run()
+	if len(sc.found) == 0 {
+		return nil
+	}
+	fs := make([]Finding, len(sc.found))
+	for i, f := range sc.found {
+		fs[i] = f.Finding
+	}
+	return fs
+}
+
+// scan is one look at b: all of what Scan is given, or what a Stream or
+// a Redactor holds, which more may follow (final false).
+type scan struct {
+	s     *Scanner
+	b     []byte
+	final bool
+
+	found []found
+	// keep is where, unless final, the next look must start (with what
+	// follows b appended) to see whole what b's end may have cut: an
+	// open finding, a keyword window that may still grow, a needle the
+	// end cuts, the last token, the bytes before a keyword yet to come.
+	// It is a token's start, so that no run and no \b is cut, but never
+	// more than Overlap bytes back.
+	keep int
+
+	// The view being scanned: b, or a run of it decoded.
+	at, length int
+	enc        Encoding
+	wins       [][]window // by rule, the view's merged keyword windows
+	plus       []int      // where '+' forms occur in b
+	decoded    []byte     // reused for every run
+}
+
+// window is a stretch of a view in which a rule's expression is tried,
+// not cut to the view's bounds.
+type window struct{ from, to int }
+
+// found is a Finding with what a look that more may follow needs of it.
+type found struct {
+	Finding
+	// from is where what it was found in starts in b: its match's keyword
+	// window (below 0 if the window reaches before b), or itself.
+	from int
+	// open: it may still change with what follows: it touches b's end
+	// (its run, token or match may go on), or its keyword window may
+	// still grow (a keyword within after+before of the end would merge
+	// into it).
+	open bool
+}
+
+// run scans b raw, and every run in it that may be encoded decoded; then
+// sets keep and sorts the findings.
+func (sc *scan) run() {
+	n := len(sc.b)
+	sc.keep = n
+	sc.view(sc.b, 0, n, Raw)
+	encodedRuns(sc.b, sc.decode)
+	end := 0
+	for _, p := range sc.plus {
+		if p < end {
+			continue
+		}
+		var start int
+		start, end = token(sc.b, p)
+		// A token with a '%' in it is decoded as such, or is not URL.
+		if bytes.IndexByte(sc.b[start:end], '%') < 0 {
+			sc.decode(start, end, URL)
 		}
 	}
-	s.scanView(b, 0, len(b), Raw, add)
-	// Decoded views: a finding in one is placed at the encoded run.
-	for _, run := range encodedRuns(b) {
-		s.scanView(run.decoded, run.offset, run.length, run.enc, add)
+	if sc.final {
+		sc.keep = n
+	} else {
+		// A keyword still to come may have its match start up to before
+		// bytes back; and back to a token's start (from the end, that
+		// keeps the last token, which may go on).
+		floor := max(0, n-Overlap)
+		k := min(sc.keep, n-before)
+		for k > floor && !isSpace(sc.b[k-1]) {
+			k--
+		}
+		sc.keep = max(k, floor)
 	}
-	slices.SortFunc(found, func(a, b Finding) int {
+	slices.SortFunc(sc.found, func(a, b found) int {
 		if a.Offset != b.Offset {
 			return int(a.Offset - b.Offset)
 		}
 		return strings.Compare(a.Rule, b.Rule)
 	})
-	return found
 }
 
-// scanView applies the rules and the values to view. A raw view's
-// findings are where they match; a decoded one's are its run (at, n).
-func (s *Scanner) scanView(view []byte, at int64, n int, enc Encoding, add func(Finding)) {
-	place := func(rule, name string, off, length int) {
-		if enc == Raw {
-			add(Finding{Rule: rule, Name: name, Offset: at + int64(off), Length: length, Encoding: Raw})
-			return
+// news are the look's findings not yet told, at stream offsets (b
+// starting at base), which it records in told: those settled (not open,
+// or open but what they were found in about to be dropped, so told as
+// they are), not found again in a keyword window that lost its start to
+// an earlier look (cut: what it held was told when it was whole). It
+// forgets what cannot be found again.
+func (sc *scan) news(base int64, cut bool, told map[Finding]bool) []Finding {
+	var fs []Finding
+	for _, f := range sc.found {
+		if !sc.final && f.open && max(0, f.from) >= sc.keep || cut && f.from < 0 {
+			continue
 		}
-		add(Finding{Rule: rule, Name: name, Offset: at, Length: n, Encoding: enc})
+		g := f.Finding
+		g.Offset += base
+		if !told[g] {
+			told[g] = true
+			fs = append(fs, g)
+		}
 	}
-	for _, v := range s.values {
-		for off := 0; ; {
-			i := bytes.Index(view[off:], v.value)
-			if i < 0 {
-				break
+	for g := range told {
+		if g.Offset < base+int64(sc.keep) {
+			delete(told, g)
+		}
+	}
+	return fs
+}
+
+// view applies the rules and the values to v: b itself (enc Raw), or the
+// run of b at at, length long, decoded.
+func (sc *scan) view(v []byte, at, length int, enc Encoding) {
+	sc.at, sc.length, sc.enc = at, length, enc
+	for i := range sc.wins {
+		sc.wins[i] = sc.wins[i][:0]
+	}
+	if len(v) == 0 {
+		return
+	}
+	s := sc.s
+	set := s.bigrams
+	// Eight bigrams at a time, read from one word, tested together: the
+	// tests do not wait on each other, and one branch in 40 or so is taken
+	// (0.3% of the bigrams of build logs are set).
+	i := 0
+	for ; i+9 <= len(v); i += 8 {
+		w := binary.LittleEndian.Uint64(v[i:])
+		h7 := uint16(w>>56) | uint16(v[i+8])<<8
+		if set[uint16(w)]|set[uint16(w>>8)]|set[uint16(w>>16)]|set[uint16(w>>24)]|
+			set[uint16(w>>32)]|set[uint16(w>>40)]|set[uint16(w>>48)]|set[h7] != 0 {
+			for j := range 8 {
+				if h := uint16(v[i+j]) | uint16(v[i+j+1])<<8; set[h] != 0 {
+					sc.hit(v, i+j, s.byBigram[h])
+				}
 			}
-			place(HostValue, v.name, off+i, len(v.value))
-			off += i + len(v.value)
 		}
 	}
-	for ri, ws := range s.keywordWindows(view) {
-		r := s.rules[ri]
+	for ; i+1 < len(v); i++ {
+		if h := uint16(v[i]) | uint16(v[i+1])<<8; set[h] != 0 {
+			sc.hit(v, i, s.byBigram[h])
+		}
+	}
+	sc.hit(v, len(v)-1, s.byBigram[uint16(v[len(v)-1])])
+	for ri, ws := range sc.wins {
+		r := &s.rules[ri]
 		for _, w := range ws {
-			for _, m := range r.Regex.FindAllSubmatchIndex(view[w[0]:w[1]], -1) {
-				if r.MinEntropy > 0 && entropy(secretPart(view[w[0]:w[1]], m)) < r.MinEntropy {
+			from, to := max(0, w.from), min(len(v), w.to)
+			open := w.to+before > len(v)
+			if open && enc == Raw {
+				sc.keep = min(sc.keep, from)
+			}
+			for _, m := range r.Regex.FindAllSubmatchIndex(v[from:to], -1) {
+				if r.MinEntropy > 0 && entropy(secretPart(v[from:to], m)) < r.MinEntropy {
 					continue
 				}
-				place(r.ID, "", w[0]+m[0], m[1]-m[0])
+				sc.place(r.ID, "", from+m[0], m[1]-m[0], w.from, open)
 			}
 		}
 	}
+}
+
+// hit compares the needles of cands with v at p.
+func (sc *scan) hit(v []byte, p int, cands []int32) {
+	for _, i := range cands {
+		nd := &sc.s.needles[i]
+		if !bytes.HasPrefix(v[p:], nd.text) {
+			// A needle the end cuts may go on in what follows.
+			if sc.enc == Raw && len(v)-p < len(nd.text) && bytes.HasPrefix(nd.text, v[p:]) {
+				from := p
+				if nd.kind == keywordNeedle {
+					from -= before
+				}
+				sc.keep = min(sc.keep, max(0, from))
+			}
+			continue
+		}
+		switch nd.kind {
+		case keywordNeedle:
+			if sc.wins == nil {
+				sc.wins = make([][]window, len(sc.s.rules))
+			}
+			// Hits come in order: a window meets the last one or follows it.
+			ws := sc.wins[nd.index]
+			if len(ws) > 0 && p-before <= ws[len(ws)-1].to {
+				ws[len(ws)-1].to = p + after
+			} else {
+				sc.wins[nd.index] = append(ws, window{p - before, p + after})
+			}
+		case valueNeedle:
+			sc.place(HostValue, sc.s.values[nd.index].name, p, len(nd.text), p, false)
+		case plusNeedle:
+			if sc.enc == Raw {
+				sc.plus = append(sc.plus, p)
+			}
+		}
+	}
+}
+
+// place adds a finding at off, n long, in the view: there in a raw view,
+// the whole run in a decoded one; from and open as in found (open is
+// set too if it touches the end).
+func (sc *scan) place(rule, name string, off, n, from int, open bool) {
+	f := found{Finding{Rule: rule, Name: name, Offset: int64(off), Length: n, Encoding: Raw}, from, open}
+	if sc.enc != Raw {
+		f.Offset, f.Length, f.Encoding = int64(sc.at), sc.length, sc.enc
+		f.from, f.open = sc.at, false
+	}
+	if int(f.Offset)+f.Length == len(sc.b) {
+		f.open = true
+	}
+	if f.open {
+		sc.keep = min(sc.keep, max(0, f.from))
+	}
+	i := slices.IndexFunc(sc.found, func(g found) bool { return g.Finding == f.Finding })
+	if i < 0 {
+		sc.found = append(sc.found, f)
+		return
+	}
+	g := &sc.found[i]
+	g.from, g.open = min(g.from, f.from), g.open || f.open
 }
 
 // secretPart is the first matched group of m in b, or the whole match.
@@ -187,47 +416,27 @@ func secretPart(b []byte, m []int) []byte {
 	return b[m[0]:m[1]]
 }
 
-// keywordWindows are, by rule, the merged ranges of b around every
-// occurrence of one of the rule's keywords, in which its expression is
-// tried. Each keyword is a bytes.Index pass: vectorised, it beats a
-// byte-by-byte pass over a table of first bytes here (measured).
-func (s *Scanner) keywordWindows(b []byte) map[int][][2]int {
-	var byRule map[int][][2]int
-	for _, k := range s.keywords {
-		for off := 0; ; {
-			i := bytes.Index(b[off:], k.text)
-			if i < 0 {
-				break
-			}
-			i += off
-			if byRule == nil {
-				byRule = map[int][][2]int{}
-			}
-			byRule[k.rule] = append(byRule[k.rule], [2]int{max(0, i-before), min(len(b), i+after)})
-			off = i + len(k.text)
-		}
+// decode scans the run of b from from to to, decoded from enc, if it
+// decodes.
+func (sc *scan) decode(from, to int, enc Encoding) {
+	src := sc.b[from:to]
+	var ok bool
+	switch enc {
+	case URL:
+		sc.decoded, ok = unescapeURL(sc.decoded[:0], src)
+	case Hex:
+		n := len(src) &^ 1
+		sc.decoded = slices.Grow(sc.decoded[:0], n/2)[:n/2]
+		_, err := hex.Decode(sc.decoded, src[:n])
+		ok = err == nil
+	case Base64:
+		sc.decoded, ok = decodeBase64(sc.decoded[:0], base64.RawStdEncoding, src)
+	case Base64URL:
+		sc.decoded, ok = decodeBase64(sc.decoded[:0], base64.RawURLEncoding, src)
 	}
-	for r, ws := range byRule {
-		slices.SortFunc(ws, func(a, b [2]int) int { return a[0] - b[0] })
-		merged := ws[:1]
-		for _, w := range ws[1:] {
-			if last := &merged[len(merged)-1]; w[0] <= last[1] {
-				last[1] = max(last[1], w[1])
-			} else {
-				merged = append(merged, w)
-			}
-		}
-		byRule[r] = merged
+	if ok {
+		sc.view(sc.decoded, from, to-from, enc)
 	}
-	return byRule
-}
-
-// run is a stretch of b in an encoding, decoded.
-type run struct {
-	offset  int64
-	length  int
-	enc     Encoding
-	decoded []byte
 }
 
 // The shortest runs worth decoding: shorter ones are ordinary words.
@@ -236,86 +445,117 @@ const (
 	minHex    = 40
 )
 
-// encodedRuns finds the stretches of b that decode as URL escapes
-// (holding a %XX), base64 (standard or URL-safe, at least 24 characters)
-// or hex (at least 40 digits), and decodes them.
-func encodedRuns(b []byte) []run {
-	var runs []run
-	// URL escapes: a token (no space) with a %XX or a + in it.
+// encodedRuns calls f with the stretches of b that may be encoded: the
+// tokens (no space) holding a %XX, and the runs of the base64 alphabets
+// (standard or URL-safe, at least 24 characters, with their padding) or
+// of hex digits (at least 40).
+func encodedRuns(b []byte, f func(from, to int, enc Encoding)) {
 	for off := 0; ; {
-		i := bytes.IndexAny(b[off:], "%+")
+		i := bytes.IndexByte(b[off:], '%')
 		if i < 0 {
 			break
 		}
 		i += off
-		start, end := i, i
-		for start > 0 && !isSpace(b[start-1]) {
-			start--
+		if i+2 >= len(b) || class[b[i+1]]&hexDigit == 0 || class[b[i+2]]&hexDigit == 0 {
+			off = i + 1
+			continue
 		}
-		for end < len(b) && !isSpace(b[end]) {
-			end++
-		}
-		tok := string(b[start:end])
-		d, err := url.QueryUnescape(tok)
-		if err != nil {
-			d, err = url.PathUnescape(tok)
-		}
-		if err == nil && d != tok {
-			runs = append(runs, run{int64(start), end - start, URL, []byte(d)})
-		}
+		start, end := token(b, i)
+		f(start, end, URL)
 		off = end
 	}
-	// Base64 and hex: maximal runs of their alphabets.
-	for i := 0; i < len(b); {
-		if class[b[i]]&b64 == 0 {
-			i++
+	// A run is at least minBase64 long: look at the next minBase64 bytes
+	// from the last back, and at the first not in the alphabet (most
+	// often within a word's length) skip past it, no run holding it. Most
+	// bytes are never looked at.
+	for i := 0; i+minBase64 <= len(b); {
+		// No run starts before i.
+		j := i + minBase64 - 1
+		for j >= i && class[b[j]]&b64 != 0 {
+			j--
+		}
+		if j >= i {
+			i = j + 1
 			continue
 		}
-		j := i
-		var seen uint8 = hexDigit
-		for j < len(b) && class[b[j]]&b64 != 0 {
-			c := class[b[j]]
-			seen = seen&^hexDigit | seen&c&hexDigit | c&(urlOnly|stdOnly)
-			j++
+		start, end := i, i+minBase64
+		for end < len(b) && class[b[end]]&b64 != 0 {
+			end++
 		}
-		if j-i < minBase64 {
-			i = j
-			continue
+		seen := hexDigit
+		for _, c := range b[start:end] {
+			k := class[c]
+			seen = seen&^hexDigit | seen&k&hexDigit | k&(urlOnly|stdOnly)
 		}
-		k := j
-		for k < len(b) && k-j < 2 && b[k] == '=' {
-			k++
+		pad := end
+		for pad < len(b) && pad-end < 2 && b[pad] == '=' {
+			pad++
 		}
 		switch {
-		case seen&hexDigit != 0 && j-i >= minHex:
-			n := (j - i) &^ 1
-			if d, err := hex.DecodeString(string(b[i : i+n])); err == nil {
-				runs = append(runs, run{int64(i), j - i, Hex, d})
-			}
+		case seen&hexDigit != 0 && end-start >= minHex:
+			f(start, end, Hex)
 		case seen&urlOnly != 0 && seen&stdOnly != 0:
 		case seen&urlOnly != 0:
-			if d, ok := decodeBase64(base64.URLEncoding, b[i:k]); ok {
-				runs = append(runs, run{int64(i), k - i, Base64URL, d})
-			}
+			f(start, pad, Base64URL)
 		default:
-			if d, ok := decodeBase64(base64.StdEncoding, b[i:k]); ok {
-				runs = append(runs, run{int64(i), k - i, Base64, d})
-			}
+			f(start, pad, Base64)
 		}
-		i = k
+		i = pad
 	}
-	return runs
 }
 
-// decodeBase64 decodes seg, padded or not; a lone last character, which
-// carries no whole byte, is dropped.
-func decodeBase64(enc *base64.Encoding, seg []byte) ([]byte, bool) {
-	s := strings.TrimRight(string(seg), "=")
-	if len(s)%4 == 1 {
-		s = s[:len(s)-1]
+// token is the stretch of b around i between spaces.
+func token(b []byte, i int) (start, end int) {
+	start, end = i, i
+	for start > 0 && !isSpace(b[start-1]) {
+		start--
 	}
-	d, err := enc.WithPadding(base64.NoPadding).DecodeString(s)
-	return d, err == nil && len(d) > 0
+	for end < len(b) && !isSpace(b[end]) {
+		end++
+	}
+	return start, end
+}
+
+// unescapeURL appends tok URL-decoded to dst, as url.QueryUnescape would
+// (a '+' is a space), without making strings of every token.
+func unescapeURL(dst, tok []byte) ([]byte, bool) {
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; c {
+		case '%':
+			if i+2 >= len(tok) || class[tok[i+1]]&hexDigit == 0 || class[tok[i+2]]&hexDigit == 0 {
+				return dst, false
+			}
+			dst = append(dst, unhex(tok[i+1])<<4|unhex(tok[i+2]))
+			i += 2
+		case '+':
+			dst = append(dst, ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst, true
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// decodeBase64 appends seg decoded to dst, padded or not; a lone last
+// character, which carries no whole byte, is dropped.
+func decodeBase64(dst []byte, enc *base64.Encoding, seg []byte) ([]byte, bool) {
+	seg = bytes.TrimRight(seg, "=")
+	if len(seg)%4 == 1 {
+		seg = seg[:len(seg)-1]
+	}
+	dst = slices.Grow(dst, enc.DecodedLen(len(seg)))[:enc.DecodedLen(len(seg))]
+	n, err := enc.Decode(dst, seg)
+	return dst[:n], err == nil && n > 0
 }
 
 func isSpace(c byte) bool {
