@@ -119,6 +119,13 @@ func TestRules(t *testing.T) {
 				if !ok {
 					t.Errorf("%s in %s: not found in %q (found %+v)", id, enc, text, fs)
 				}
+				// One secret, one rule: an Anthropic key is not an
+				// OpenAI key too, though both start with sk-.
+				if enc == Raw {
+					if found := rulesFound(fs); len(found) != 1 {
+						t.Errorf("%s: found by %v", id, found)
+					}
+				}
 				if strings.Contains(fmt.Sprintf("%+v", fs), secret) {
 					t.Errorf("%s: a Finding holds the secret", id)
 				}
@@ -262,7 +269,9 @@ func TestStreamBounded(t *testing.T) {
 func TestAddEnv(t *testing.T) {
 	s := New(nil)
 	s.AddEnv([]string{"OPENAI_API_KEY=abcdefgh12345678", "GITHUB_TOKEN=zyxwvut98765", "PATH=/usr/bin:/bin", "DB_PASSWORD=short", "HOME=/home/someone/long",
-		"GIT_AUTHOR_NAME=Someone Longname", "KEYBOARD_LAYOUT=us-international"})
+		"GIT_AUTHOR_NAME=Someone Longname", "KEYBOARD_LAYOUT=us-international",
+		"SSH_AUTH_SOCK=/tmp/ssh-XXXXabcd/agent.123", "GIT_ASKPASS=ksshaskpass-helper", "SIGNING_KEY_FILE=keys/signing.pem",
+		"GOOGLE_APPLICATION_CREDENTIALS=/home/someone/.config/gcloud/adc.json", "DATABASE_PASSWORD_URL=postgres://db.internal/x"})
 	var names []string
 	for _, v := range s.values {
 		names = append(names, v.name)
@@ -336,6 +345,39 @@ func TestRandomCuts(t *testing.T) {
 		w, p := markers.ReplaceAllString(whole.String(), "[R]"), markers.ReplaceAllString(parts.String(), "[R]")
 		if w != p || nWhole != len(want) || nParts != len(want) {
 			t.Fatalf("%q cut at %v: redacted\n%q (%d told)\nin parts\n%q (%d told)", text, cuts, whole.String(), nWhole, parts.String(), nParts)
+		}
+	}
+}
+
+// TestHeld: a secret at the end of what was written so far is held back
+// (more may follow and change its extent), but Held tells it at once, to
+// a caller that must not wait; text without one is not held.
+func TestHeld(t *testing.T) {
+	s := New(nil)
+	token := samples()["github"].yes[0]
+	for _, tc := range []struct {
+		text string
+		held bool
+	}{
+		{"building\nusing " + token + "\n", true},
+		{"building\nusing " + token, true},
+		{"building\nusing " + base64.StdEncoding.EncodeToString([]byte(token)), true},
+		{"building\nno secret in here, ghp_ alone\n", false},
+	} {
+		st := s.Stream(nil)
+		st.Write([]byte(tc.text))
+		var out strings.Builder
+		r := s.Redactor(&out, nil)
+		r.Write([]byte(tc.text))
+		if st.Held() != tc.held || r.Held() != tc.held {
+			t.Errorf("%q: Stream.Held %v, Redactor.Held %v, want %v", tc.text, st.Held(), r.Held(), tc.held)
+		}
+		if strings.Contains(out.String(), "ghp_") && tc.held {
+			t.Errorf("%q: passed on before it was settled: %q", tc.text, out.String())
+		}
+		st.Close()
+		if got := len(st.Findings()) > 0; got != tc.held {
+			t.Errorf("%q: %d findings after Close", tc.text, len(st.Findings()))
 		}
 	}
 }

@@ -69,6 +69,14 @@ func (r *Redactor) Close() error {
 	return r.err
 }
 
+// Held says whether what the Redactor holds back holds a secret, known
+// already or one were the stream to end now, as Stream.Held.
+func (r *Redactor) Held() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.spans) > 0 || held(r.s, r.buf)
+}
+
 func (r *Redactor) look(final bool) {
 	sc := scan{s: r.s, b: r.buf, final: final}
 	sc.run()

@@ -28,7 +28,7 @@ func DefaultRules() []Rule {
 		{ID: "openrouter", Description: "OpenRouter API key", Keywords: []string{"sk-or-"},
 			Regex: regexp.MustCompile(`sk-or-v1-([0-9a-f]{64})`), MinEntropy: 3},
 		{ID: "openai", Description: "OpenAI API key", Keywords: []string{"sk-"},
-			Regex: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?([A-Za-z0-9_-]{32,200})`), MinEntropy: 3.5},
+			Regex: regexp.MustCompile(`\bsk-(?:(?:proj|svcacct|admin)-([A-Za-z0-9_-]{32,200})|([A-Za-z0-9]{32,200}))`), MinEntropy: 3.5},
 		{ID: "private-key", Description: "PEM private key", Keywords: []string{"PRIVATE KEY-----"},
 			Regex: regexp.MustCompile(`-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY-----`)},
 		{ID: "github", Description: "GitHub token", Keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},

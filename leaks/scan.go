@@ -145,21 +145,30 @@ func (s *Scanner) AddValue(name, value string) {
 // GITHUB_TOKEN, not GIT_AUTHOR_NAME or KEYBOARD_LAYOUT.
 var secretWords = []string{"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "AUTH", "PRIVATE"}
 
+// locationWords, as a name's last word, make its value where a secret is,
+// not one: SSH_AUTH_SOCK, GIT_ASKPASS, PRIVATE_KEY_FILE, AWS_CONFIG_PATH.
+// The sandbox's masks guard what they name; a command naming them is no
+// leak.
+var locationWords = []string{"SOCK", "SOCKET", "FILE", "PATH", "DIR", "ASKPASS", "HOME", "URL"}
+
 // AddEnv registers the value of every variable of env (KEY=VALUE, as
 // os.Environ gives it) whose name looks like a secret's: one of its
 // words is KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH, PRIVATE or the
-// like.
+// like. Left out are values that say where a secret is rather than being
+// one: the name's last word is SOCK, FILE, PATH, DIR or the like, or the
+// value is an absolute path (GOOGLE_APPLICATION_CREDENTIALS).
 func (s *Scanner) AddEnv(env []string) {
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
+		if !ok || strings.HasPrefix(v, "/") {
 			continue
 		}
-		for _, w := range strings.FieldsFunc(strings.ToUpper(k), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-			if slices.Contains(secretWords, w) {
-				s.AddValue(k, v)
-				break
-			}
+		words := strings.FieldsFunc(strings.ToUpper(k), func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+		if len(words) == 0 || slices.Contains(locationWords, words[len(words)-1]) {
+			continue
+		}
+		if slices.ContainsFunc(words, func(w string) bool { return slices.Contains(secretWords, w) }) {
+			s.AddValue(k, v)
 		}
 	}
 }

@@ -54,6 +54,23 @@ func (st *Stream) Close() error {
 	return nil
 }
 
+// Held says whether what the Stream holds back would be a finding were
+// the stream to end now: for a caller that must act on a secret as soon
+// as it is written (stop the writer), not once more comes or Close. Its
+// findings are still reported, once, when settled.
+func (st *Stream) Held() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return held(st.s, st.buf)
+}
+
+// held says whether b, were it the end of a stream, holds a finding.
+func held(s *Scanner, b []byte) bool {
+	sc := scan{s: s, b: b, final: true}
+	sc.run()
+	return len(sc.found) > 0
+}
+
 func (st *Stream) look(final bool) {
 	sc := scan{s: st.s, b: st.buf, final: final}
 	sc.run()

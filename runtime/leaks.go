@@ -176,19 +176,25 @@ func (l *leakLog) result() ([]Leak, int) {
 
 // leakStage puts the scanner between a command's output stream and w
 // (its destination, behind the output limit) as action says; found hears
-// of each secret. finish is called at the stream's end: it passes on what
-// a redactor held back (a secret cut by a write boundary must be seen
-// whole before any of it is passed on) and scans the end of the stream.
-func leakStage(s *leaks.Scanner, action LeakAction, w io.Writer, found func(leaks.Finding)) (io.Writer, func() error) {
+// of each secret once it is settled. finish is called at the stream's
+// end: it passes on what a redactor held back (a secret cut by a write
+// boundary must be seen whole before any of it is passed on) and scans
+// the end of the stream. held, under LeaksKill, says whether what is
+// held back holds a secret already: a command that prints one and then
+// waits must not wait with it.
+func leakStage(s *leaks.Scanner, action LeakAction, w io.Writer, found func(leaks.Finding)) (out io.Writer, finish func() error, held func() bool) {
 	switch {
 	case s == nil || action == LeaksOff:
-		return w, func() error { return nil }
+		return w, func() error { return nil }, nil
 	case action == LeaksReport:
 		st := s.Stream(found)
-		return io.MultiWriter(w, st), func() error { return nil }
+		return io.MultiWriter(w, st), st.Close, nil
 	}
 	r := s.Redactor(w, found)
-	return r, r.Close
+	if action == LeaksKill {
+		held = r.Held
+	}
+	return r, r.Close, held
 }
 
 // sameWriter says a and b are one writer: as with os/exec, the command

@@ -521,7 +521,10 @@ func (c *Cmd) leakStage(name string, dst io.Writer) io.Writer {
 	if dst == nil {
 		return nil
 	}
-	w, finish := leakStage(c.sb.leaks, c.sb.policy.Leaks, dst, func(f leaks.Finding) {
+	// Without a copier of its own here, a secret held back (at the end of
+	// what the command wrote so far) kills the command once it settles:
+	// when more output comes, or at its end.
+	w, finish, _ := leakStage(c.sb.leaks, c.sb.policy.Leaks, dst, func(f leaks.Finding) {
 		c.leaks.add(name, f)
 		if c.sb.policy.Leaks == LeaksKill {
 			c.mu.Lock()
