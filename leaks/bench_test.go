@@ -2,6 +2,7 @@ package leaks
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"io/fs"
 	"os"
@@ -12,21 +13,33 @@ import (
 )
 
 // buildLog is real text of this machine's: Go sources from the module
-// cache and the documentation under /usr/share/doc, n bytes at most.
+// cache, the documentation under /usr/share/doc (changelogs decompressed),
+// the manual pages (decompressed) and Go's own sources, n bytes at most.
 func buildLog(tb testing.TB, n int) []byte {
 	var out []byte
-	for _, root := range []string{filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod"), "/usr/share/doc", "/usr/local/go/src"} {
+	text := func(p string) bool {
+		for _, suffix := range []string{".go", ".txt", "README", ".md"} {
+			if strings.HasSuffix(p, suffix) {
+				return true
+			}
+		}
+		return strings.Contains(p, "changelog") || strings.HasPrefix(p, "/usr/share/man/man")
+	}
+	for _, root := range []string{filepath.Join(os.Getenv("HOME"), "go", "pkg", "mod"), "/usr/share/doc", "/usr/share/man", "/usr/local/go/src"} {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || len(out) >= n {
 				return filepath.SkipDir
 			}
-			if d.IsDir() || !(strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".txt") || strings.HasSuffix(p, "README") || strings.HasSuffix(p, ".md") || strings.Contains(p, "changelog")) {
-				return nil
-			}
-			if strings.Contains(p, "testdata") || strings.HasSuffix(p, "_test.go") {
+			if d.IsDir() || !text(p) || strings.Contains(p, "testdata") || strings.HasSuffix(p, "_test.go") {
 				return nil // fixtures hold fake keys on purpose
 			}
 			b, err := os.ReadFile(p)
+			if err == nil && strings.HasSuffix(p, ".gz") {
+				var zr *gzip.Reader
+				if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
+					b, err = io.ReadAll(io.LimitReader(zr, 1<<20))
+				}
+			}
 			if err == nil && len(b) < 1<<20 {
 				out = append(out, b...)
 			}
