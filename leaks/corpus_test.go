@@ -7,10 +7,10 @@ import (
 )
 
 // TestCorpusFalsePositives scans real, secret-free text of this machine
-// (HUTCH_LEAKS_CORPUS_MB megabytes of Go sources, documentation and manual
-// pages) and
-// reports every finding: each is a false positive. A measurement, run
-// when asked for: another machine's text is another corpus.
+// (HUTCH_LEAKS_CORPUS_MB megabytes of Go sources, documentation and
+// manual pages) and reports every finding: each is a false positive. A
+// measurement, run when asked for: another machine's text is another
+// corpus.
 func TestCorpusFalsePositives(t *testing.T) {
 	v := os.Getenv("HUTCH_LEAKS_CORPUS_MB")
 	if v == "" {
