@@ -3,6 +3,8 @@ package leaks
 import (
 	"math"
 	"regexp"
+	"slices"
+	"sync"
 )
 
 // Rule is one kind of secret.
@@ -20,8 +22,21 @@ type Rule struct {
 	MinEntropy float64
 }
 
-// DefaultRules are the secret formats the agents hutch serves look for.
+// DefaultRules returns the secret formats the agents hutch serves look
+// for, a new slice each call; the compiled expressions, safe for
+// concurrent use, are shared: compiled once per process, not per Scanner
+// (every Sandbox has one).
 func DefaultRules() []Rule {
+	rules := slices.Clone(defaultRules())
+	for i := range rules {
+		rules[i].Keywords = slices.Clone(rules[i].Keywords)
+	}
+	return rules
+}
+
+var defaultRules = sync.OnceValue(compileDefaultRules)
+
+func compileDefaultRules() []Rule {
 	return []Rule{
 		{ID: "anthropic", Description: "Anthropic API key", Keywords: []string{"sk-ant-"},
 			Regex: regexp.MustCompile(`sk-ant-(?:api|admin)\d\d-([A-Za-z0-9_-]{80,120})`), MinEntropy: 3.5},
