@@ -314,6 +314,14 @@ func TestLeaksLibrary(t *testing.T) {
 	if _, err := newSandboxErr(ws, func(p *runtime.Policy) { p.Leaks = "warn" }); err == nil || !strings.Contains(err.Error(), `Leaks "warn"`) {
 		t.Errorf("Leaks warn: %v", err)
 	}
+	// The policy's own environment is refused by New, once.
+	_, err = newSandboxErr(ws, func(p *runtime.Policy) {
+		p.Env, p.LeakValues = []string{"X=prefix-" + secret}, map[string]string{"service key": secret}
+	})
+	var le *runtime.LeakError
+	if !errors.Is(err, runtime.ErrLeak) || !errors.As(err, &le) || le.Where != "Policy.Env[X]" || le.Name != "service key" || strings.Contains(err.Error(), secret) {
+		t.Errorf("a secret in Policy.Env: %v", err)
+	}
 }
 
 func newSandboxErr(ws string, mod func(*runtime.Policy)) (*runtime.Sandbox, error) {

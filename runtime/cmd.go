@@ -255,7 +255,7 @@ func (c *Cmd) Start() error {
 	if sb.policy.Unsandboxed {
 		return c.startUnsandboxed()
 	}
-	if err := checkLeaksIn(sb.leaks, c.Args, sb.policy.Env, c.Env); err != nil {
+	if err := checkLeaksIn(sb.leaks, "Cmd.Env", c.Args, c.Env); err != nil {
 		return c.notStarted(err)
 	}
 	if err := c.ctx.Err(); err != nil {

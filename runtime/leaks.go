@@ -41,11 +41,12 @@ const KilledLeak KillReason = "secret leak"
 // ErrLeak is matched (errors.Is) by a *LeakError.
 var ErrLeak = errors.New("holds a secret")
 
-// LeakError refuses a command, or a file read, that holds a secret: Where
-// names what held it ("Cmd.Args[2]", "Cmd.Env[GITHUB_TOKEN]",
-// "Policy.Env[...]", or the file), Rule the kind of secret (a rule of
-// package leaks, or leaks.HostValue and Name for a value the host
-// registered). It never holds the secret.
+// LeakError refuses a command, a policy or a file read that holds a
+// secret: Where names what held it ("Cmd.Args[2]",
+// "Cmd.Env[GITHUB_TOKEN]", "Policy.Env[NAME]" from New, or "ReadFile
+// PATH"), Rule the kind of secret (a rule of package leaks, or
+// leaks.HostValue and Name for a value the host registered). It never
+// holds the secret.
 type LeakError struct {
 	Where    string
 	Rule     string
@@ -112,12 +113,17 @@ func resolveLeaks(p *Policy) (*leaks.Scanner, error) {
 	for _, name := range slices.Sorted(maps.Keys(p.LeakValues)) {
 		s.AddValue(name, p.LeakValues[name])
 	}
+	// The policy's own environment goes to every command: a secret there
+	// is refused once, here, not at every Start.
+	if err := checkLeaksIn(s, "Policy.Env", nil, p.Env); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// checkLeaksIn refuses a command whose arguments or environment (the
-// policy's, then the command's own) hold a secret, naming the first.
-func checkLeaksIn(s *leaks.Scanner, args, policyEnv, env []string) error {
+// checkLeaksIn refuses a command whose arguments or environment hold a
+// secret, naming the first: Cmd.Args[i], or envField[KEY].
+func checkLeaksIn(s *leaks.Scanner, envField string, args, env []string) error {
 	if s == nil {
 		return nil
 	}
@@ -132,15 +138,10 @@ func checkLeaksIn(s *leaks.Scanner, args, policyEnv, env []string) error {
 			return err
 		}
 	}
-	for _, e := range []struct {
-		field string
-		env   []string
-	}{{"Policy.Env", policyEnv}, {"Cmd.Env", env}} {
-		for _, kv := range e.env {
-			k, v, _ := strings.Cut(kv, "=")
-			if err := first(e.field+"["+k+"]", v); err != nil {
-				return err
-			}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := first(envField+"["+k+"]", v); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -166,9 +167,6 @@ func (l *leakLog) add(stream string, f leaks.Finding) {
 // result is what goes into a Result: the leaks in the order found, and
 // how many more there were.
 func (l *leakLog) result() ([]Leak, int) {
-	if l == nil {
-		return nil, 0
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.leaks), l.dropped

@@ -234,7 +234,7 @@ func (c *Cmd) startSeatbelt() error {
 	if err := checkEnv("Cmd.Env", c.Env); err != nil {
 		return err
 	}
-	if err := checkLeaksIn(c.sb.leaks, c.Args, c.sb.policy.Env, c.Env); err != nil {
+	if err := checkLeaksIn(c.sb.leaks, "Cmd.Env", c.Args, c.Env); err != nil {
 		return err
 	}
 	if err := lookCommand(c.Path, c.Dir, mergeEnv(c.sb.env, c.Env)); err != nil {
