@@ -85,6 +85,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--net", "allow", "--allow-local", "localhost:80"}, "hutch: --allow-local localhost:80: not an exact ip:port pair"},
 		{[]string{"--net", "allow", "--allow-local", "10.0.0.2:5432", "--allow-local", "8.8.8.8:53"}, "hutch: --allow-local 8.8.8.8:53: a public address"},
 		{[]string{"--min-level", "strong"}, "hutch: --min-level strong: not a level"},
+		{[]string{"--leaks", "maybe"}, "hutch: --leaks maybe: not report, redact, kill or off"},
 		{[]string{"--seccomp", "/nonexistent/profile.json"}, "hutch: --seccomp /nonexistent/profile.json: "},
 		{[]string{"--workspace", "/"}, "hutch: --workspace /: the whole host tree cannot be writable"},
 		{[]string{"--workspace", "/x/" + bad}, `hutch: --workspace "/x/` + esc + `": contains a control character`},
