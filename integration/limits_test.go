@@ -35,7 +35,8 @@ func cgroupsEnforced(t *testing.T, ws string) bool {
 }
 
 // TestForkBombBounded: a fork bomb stays under --pids and the host keeps
-// spawning processes while it rages. The host counts the bomb's processes
+// spawning processes while it rages (how fast is the machine's load's
+// business, not the test's). The host counts the bomb's processes
 // itself, in its own process table.
 func TestForkBombBounded(t *testing.T) {
 	ws := dir(t, "ws-")
@@ -45,7 +46,7 @@ func TestForkBombBounded(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	most := 0
+	most, spawned := 0, 0
 	var slowest time.Duration
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
@@ -54,6 +55,8 @@ func TestForkBombBounded(t *testing.T) {
 		start := time.Now()
 		if err := exec.Command("/bin/true").Run(); err != nil {
 			t.Errorf("host: cannot spawn during the bomb: %v", err)
+		} else {
+			spawned++
 		}
 		slowest = max(slowest, time.Since(start))
 		time.Sleep(50 * time.Millisecond)
@@ -63,13 +66,16 @@ func TestForkBombBounded(t *testing.T) {
 	if most > limit+4 {
 		t.Errorf("host: the bomb reached %d processes, limit %d", most, limit)
 	}
-	if slowest > time.Second {
-		t.Errorf("host: a spawn took %v during the bomb", slowest)
+	// Not a bound on how long a spawn took: under an emulated CPU beside
+	// other jobs one took 1.7 s. A host the bomb starved would manage
+	// none or one in the 3 s.
+	if spawned < 3 {
+		t.Errorf("host: only %d spawns went through in 3 s of the bomb (slowest %v)", spawned, slowest)
 	}
 	if left := descendants(c.Process.Pid); len(left) > 0 {
 		t.Errorf("host: bomb processes left: %v", left)
 	}
-	t.Logf("bomb peaked at %d processes on the host; slowest host spawn %v", most, slowest)
+	t.Logf("bomb peaked at %d processes on the host; %d host spawns, the slowest %v", most, spawned, slowest)
 }
 
 // TestMemoryLimit: 1 GiB asked for under a 128 MiB limit is refused: with
