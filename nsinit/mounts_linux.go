@@ -142,9 +142,13 @@ func (e *expander) mount(m mounts.Mount) error {
 	case mounts.BindRO:
 		e.add(mntBind, []uint64{flags | mntRecursive, attrsRO}, m.Source, m.Target)
 	case mounts.ReadOnly:
-		e.add(mntRebind, []uint64{flags | mntRecursive, attrsRO}, m.Target)
+		// A rebind changes a path that is there; creating a missing
+		// one in the private /tmp would create it in the host tree
+		// bound there (a directory named .git/commondir breaks the
+		// repository).
+		e.add(mntRebind, []uint64{flags&^mntCreate | mntRecursive, attrsRO}, m.Target)
 	case mounts.Pin:
-		e.add(mntRebind, []uint64{flags | mntRecursive, 0}, m.Target)
+		e.add(mntRebind, []uint64{flags&^mntCreate | mntRecursive, 0}, m.Target)
 	case mounts.Mask:
 		e.add(mntMask, []uint64{flags, attrsSealed}, m.Target)
 	case mounts.Dir:

@@ -69,12 +69,13 @@ type fresh struct {
 }
 
 // readFresh reads the top levels for an init about to be built, refuses
-// them as scanFresh does, and with AllowGitWrite makes the repositories'
-// missing code directories, so that the view can keep them read-only.
+// them as scanFresh does, and makes the missing code directories of the
+// repositories' writable git directories, so that the view can keep them
+// read-only.
 func (sb *Sandbox) readFresh() (fresh, error) {
 	f, err := sb.scanFresh()
-	if err == nil && sb.policy.AllowGitWrite {
-		makeGitCodeDirs(sb.repos(f))
+	if err == nil {
+		makeGitCodeDirs(sb.repos(f), sb.policy.AllowGitWrite)
 	}
 	return f, err
 }

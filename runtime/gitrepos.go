@@ -45,11 +45,13 @@ import (
 // and info itself, and git ignores an empty modules or worktrees), since a
 // missing one could be created and filled. commondir and config.worktree
 // are files that must not exist unless the repository uses them: they are
-// kept read-only when present and reported when a command adds them.
+// kept read-only when present and reported when a command adds them; so is
+// gitdir, with which a linked worktree's git directory names the worktree's
+// .git file (git worktree prune, repair and remove act on what it names).
 var (
 	gitCodeDirs  = []string{"hooks", "info", "modules", "worktrees"}
 	gitCodeFiles = []string{"config"}
-	gitRedirects = []string{"commondir", "config.worktree"}
+	gitRedirects = []string{"commondir", "config.worktree", "gitdir"}
 )
 
 // maxGitFile bounds what is read of a .git file or a commondir: each is
@@ -65,6 +67,11 @@ type gitRepo struct {
 	// writable trees: Entry itself when it is a directory, the one a .git
 	// file or symlink names, and the common directory a commondir names.
 	Dirs []string
+	// Trees are those of the same that are writable trees themselves (a
+	// worktree workspace's own git directory, see Worktree): writable as
+	// the caller asked, but for their gitCodePaths, read-only whatever
+	// AllowGitWrite says.
+	Trees []string
 	// info identifies Entry as found, so that a replaced entry is told
 	// from the one that was there; redirects are the gitRedirects files
 	// present in Dirs then.
@@ -94,14 +101,14 @@ func loadRepo(entry string, roots []string) (gitRepo, bool) {
 		return r, true
 	}
 	r.addDir(dir, roots)
-	for i := 0; i < len(r.Dirs); i++ {
+	for _, d := range slices.Concat(r.Dirs, r.Trees) {
 		// A linked worktree's git directory names its main one; both
 		// are the repository's.
-		if common := readGitPath(filepath.Join(r.Dirs[i], "commondir"), ""); common != "" {
+		if common := readGitPath(filepath.Join(d, "commondir"), ""); common != "" {
 			r.addDir(common, roots)
 		}
 	}
-	for _, d := range r.Dirs {
+	for _, d := range slices.Concat(r.Dirs, r.Trees) {
 		for _, n := range gitRedirects {
 			if p := filepath.Join(d, n); exists(p) {
 				r.redirects = append(r.redirects, p)
@@ -113,18 +120,22 @@ func loadRepo(entry string, roots []string) (gitRepo, bool) {
 
 // addDir adds the git directory at p when it resolves to a directory
 // strictly inside a writable tree (one outside is read-only in the view
-// anyway, and a writable tree itself is the caller's to make writable).
+// anyway), or to Trees when it is a writable tree itself.
 func (r *gitRepo) addDir(p string, roots []string) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return
 	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() || slices.Contains(r.Dirs, real) {
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() || slices.Contains(r.Dirs, real) || slices.Contains(r.Trees, real) {
+		return
+	}
+	if slices.Contains(roots, real) {
+		r.Trees = append(r.Trees, real)
 		return
 	}
 	for _, root := range roots {
 		if mounts.Within(root, real) {
-			return // a writable tree is in it, or is it
+			return // a writable tree is in it: the caller's to make writable
 		}
 	}
 	for _, root := range roots {
@@ -171,7 +182,7 @@ func exists(p string) bool {
 // each still the same file.
 func sameRepos(a, b []gitRepo) bool {
 	return slices.EqualFunc(a, b, func(x, y gitRepo) bool {
-		return x.Entry == y.Entry && os.SameFile(x.info, y.info) && slices.Equal(x.Dirs, y.Dirs) && slices.Equal(x.redirects, y.redirects)
+		return x.Entry == y.Entry && os.SameFile(x.info, y.info) && slices.Equal(x.Dirs, y.Dirs) && slices.Equal(x.Trees, y.Trees) && slices.Equal(x.redirects, y.redirects)
 	})
 }
 
@@ -221,8 +232,8 @@ func walkTrees(roots []string, visit func(root, p string, d fs.DirEntry) bool) {
 // gitGuard is what keeps the repositories' configuration and code as they
 // were for a command: paths bound read-only, and directories pinned (they
 // cannot be renamed or removed; what is in them stays writable). It only
-// computes; with allowWrite, makeGitCodeDirs must have made the missing
-// gitCodeDirs first (a missing path's mount is skipped).
+// computes; makeGitCodeDirs must have made the missing gitCodeDirs first
+// (a missing path's mount is skipped).
 func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
 	for _, r := range repos {
 		if r.info.Mode().IsRegular() {
@@ -237,22 +248,38 @@ func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
 				continue
 			}
 			pins = append(pins, d)
-			for _, n := range slices.Concat(gitCodeDirs, gitCodeFiles, gitRedirects) {
-				readOnly = append(readOnly, filepath.Join(d, n))
-			}
+			readOnly = append(readOnly, gitCodePaths(d)...)
+		}
+		// A writable tree is a mount point already: no pin.
+		for _, d := range r.Trees {
+			readOnly = append(readOnly, gitCodePaths(d)...)
 		}
 	}
 	return readOnly, pins
 }
 
-// makeGitCodeDirs makes the gitCodeDirs missing in the repositories' git
-// directories, so that with AllowGitWrite they can be bound read-only
-// rather than created and filled by a command. A directory that cannot
-// be made is left out of the view's mounts (the repository is then
-// likely read-only to the command anyway).
-func makeGitCodeDirs(repos []gitRepo) {
+// gitCodePaths are the paths of git directory d that stay read-only when
+// the rest of it is writable.
+func gitCodePaths(d string) []string {
+	var out []string
+	for _, n := range slices.Concat(gitCodeDirs, gitCodeFiles, gitRedirects) {
+		out = append(out, filepath.Join(d, n))
+	}
+	return out
+}
+
+// makeGitCodeDirs makes the gitCodeDirs missing in the git directories
+// that will be writable (Trees, and with allowWrite Dirs), so that they
+// can be bound read-only rather than created and filled by a command. A
+// directory that cannot be made is left out of the view's mounts (the
+// repository is then likely read-only to the command anyway).
+func makeGitCodeDirs(repos []gitRepo, allowWrite bool) {
 	for _, r := range repos {
-		for _, d := range r.Dirs {
+		dirs := r.Trees
+		if allowWrite {
+			dirs = slices.Concat(r.Dirs, r.Trees)
+		}
+		for _, d := range dirs {
 			for _, n := range gitCodeDirs {
 				_ = os.Mkdir(filepath.Join(d, n), 0o755)
 			}

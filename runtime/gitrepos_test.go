@@ -87,10 +87,10 @@ func TestGitGuard(t *testing.T) {
 		t.Errorf("gitGuard made modules: it only computes")
 	}
 
-	makeGitCodeDirs(repos[:1])
+	makeGitCodeDirs(repos[:1], true)
 	ro, pins = gitGuard(repos[:1], true)
 	var want []string
-	for _, n := range []string{"hooks", "info", "modules", "worktrees", "config", "commondir", "config.worktree"} {
+	for _, n := range []string{"hooks", "info", "modules", "worktrees", "config", "commondir", "config.worktree", "gitdir"} {
 		want = append(want, filepath.Join(git, n))
 	}
 	if !slices.Equal(ro, want) || !slices.Equal(pins, []string{git}) {
@@ -99,6 +99,41 @@ func TestGitGuard(t *testing.T) {
 	for _, n := range gitCodeDirs {
 		if fi, err := os.Stat(filepath.Join(git, n)); err != nil || !fi.IsDir() {
 			t.Errorf("AllowGitWrite: %s not made: %v", n, err)
+		}
+	}
+}
+
+// TestGitGuardTree: a git directory that is a writable tree itself (a
+// worktree workspace's own) stays writable but for its code paths,
+// whatever AllowGitWrite says, and is not pinned (it is a mount point);
+// the common directory its commondir names, outside the writable trees,
+// is left to the view's read-only host.
+func TestGitGuardTree(t *testing.T) {
+	dir := t.TempDir()
+	ws, admin := filepath.Join(dir, "ws"), filepath.Join(dir, "main/.git/worktrees/ws")
+	must(t, os.MkdirAll(ws, 0o755))
+	must(t, os.MkdirAll(admin, 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, ".git"), []byte("gitdir: "+admin+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(admin, "commondir"), []byte("../..\n"), 0o644))
+	roots := []string{ws, admin}
+	repos := topRepos(roots)
+	if len(repos) != 1 || repos[0].Dirs != nil || !slices.Equal(repos[0].Trees, []string{admin}) {
+		t.Fatalf("repositories %+v; want the workspace's, with Trees %s", repos, admin)
+	}
+	if want := []string{filepath.Join(admin, "commondir")}; !slices.Equal(repos[0].redirects, want) {
+		t.Errorf("redirects %q; want %q", repos[0].redirects, want)
+	}
+	makeGitCodeDirs(repos, false)
+	for _, allow := range []bool{false, true} {
+		ro, pins := gitGuard(repos, allow)
+		want := append([]string{filepath.Join(ws, ".git")}, gitCodePaths(admin)...)
+		if !slices.Equal(ro, want) || pins != nil {
+			t.Errorf("AllowGitWrite %v: read-only %q, pins %q; want %q and none", allow, ro, pins, want)
+		}
+	}
+	for _, n := range gitCodeDirs {
+		if fi, err := os.Stat(filepath.Join(admin, n)); err != nil || !fi.IsDir() {
+			t.Errorf("%s not made: %v", n, err)
 		}
 	}
 }

@@ -86,9 +86,7 @@ func New(p Policy) (*Sandbox, error) {
 		os.RemoveAll(tmp)
 		return nil, seatbeltError(err)
 	}
-	if p.AllowGitWrite {
-		makeGitCodeDirs(repos)
-	}
+	makeGitCodeDirs(repos, p.AllowGitWrite)
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/bin:/bin:/usr/sbin:/sbin"

@@ -35,8 +35,8 @@ func seatbeltLevel(min Level) error {
 
 // seatbeltPolicy maps a resolved policy onto the macOS backend's. It
 // reads the writable trees for git repositories, which it returns too
-// (with AllowGitWrite New makes their missing code directories), and
-// changes nothing.
+// (New makes the missing code directories of those that will be
+// writable), and changes nothing.
 func seatbeltPolicy(r resolved) (darwin.Policy, []gitRepo) {
 	roots := r.roots()
 	repos := append(topRepos(roots), deepRepos(roots)...)

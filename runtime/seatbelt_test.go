@@ -83,7 +83,7 @@ func TestSeatbeltPolicy(t *testing.T) {
 	// made either). Resolving makes nothing: New makes the missing
 	// directories once every check passed.
 	git := ws + "/.git/"
-	if want := []string{git + "hooks", git + "info", git + "modules", git + "worktrees", git + "config", git + "commondir", git + "config.worktree"}; !slices.Equal(dp.ReadOnly, want) || !slices.Equal(dp.Pins, []string{ws + "/.git"}) {
+	if want := []string{git + "hooks", git + "info", git + "modules", git + "worktrees", git + "config", git + "commondir", git + "config.worktree", git + "gitdir"}; !slices.Equal(dp.ReadOnly, want) || !slices.Equal(dp.Pins, []string{ws + "/.git"}) {
 		t.Errorf("AllowGitWrite: ReadOnly = %q, Pins = %q, want %q and .git", dp.ReadOnly, dp.Pins, want)
 	}
 	if _, err := os.Stat(git + "worktrees"); err == nil {

@@ -140,6 +140,7 @@ type typedFlag struct {
 func (f runFlags) byField() map[string]typedFlag {
 	return map[string]typedFlag{
 		"Workspace": {name: "--workspace", one: &f.workspace},
+		"Worktree":  {name: "--worktree", one: &f.worktree},
 		"Writable":  {name: "--write", list: f.write},
 		"Deny":      {name: "--deny", list: f.deny},
 		"DenyNames": {name: "--deny-name", list: f.denyNames},
@@ -196,6 +197,8 @@ func (f runFlags) flagError(err error) error {
 	}
 	v := pe.Value
 	switch {
+	case name == "Workspace" && f.worktree != "":
+		return errors.New("the worktree " + quote(pe.Value) + " (see --worktree): " + pe.Reason)
 	case name == "Workspace" && f.workspace == "":
 		return errors.New("workspace " + quote(pe.Value) + " (the current directory; see --workspace): " + pe.Reason)
 	case name == "Env":

@@ -78,7 +78,9 @@ func execute(args []string) int {
 }
 
 type runFlags struct {
-	workspace   string
+	workspace string
+	// worktree is run's --worktree REPO[:BRANCH].
+	worktree    string
 	write, deny []string
 	denyNames   []string
 	noDefDeny   bool
@@ -159,6 +161,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// works as well as `hutch run -- ls -la`.
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
+	fl.StringVar(&f.worktree, "worktree", "", "REPO[:BRANCH]: add a git worktree of the repository REPO on BRANCH (an existing one as it is, a new one from HEAD; default hutch/<random>) in the data directory's worktrees, and run in it as the workspace; the command can add, commit and stash there, the repository's config and hooks stay read-only (instead of --workspace)")
 	return c
 }
 
@@ -302,6 +305,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 
 func run(ctx context.Context, f runFlags, args []string, code *int) (runErr error) {
 	var cmd *runtime.Cmd
+	var wt *runtime.Worktree
 	// Signals are hutch's before anything is created: one that comes
 	// before the command runs ends the run as it would have ended the
 	// command (128+N), with the --result-json written.
@@ -322,15 +326,26 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			return fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 		}
 		defer func() {
-			if err := writeResult(out, cmd, args, *code, f.flagError(runErr)); err != nil && runErr == nil {
+			if err := writeResult(out, cmd, wt, args, *code, f.flagError(runErr)); err != nil && runErr == nil {
 				runErr = fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 				*code = exitHutchFailed
 			}
 		}()
 	}
+	if f.worktree != "" {
+		var err error
+		if wt, err = addWorktree(ctx, &f); err != nil {
+			return err
+		}
+	}
 	p, err := policyFrom(f)
 	if err != nil {
 		return err
+	}
+	if wt != nil {
+		if err := wt.Apply(&p); err != nil {
+			return f.flagError(err)
+		}
 	}
 	killAfter, err := f.gracePeriod()
 	if err != nil {
@@ -476,12 +491,24 @@ type resultFile struct {
 	// Error is why hutch exited 125, 126 or 127 instead of with the
 	// command's own status.
 	Error string `json:"error,omitempty"`
+	// Worktree is the worktree --worktree made, the workspace.
+	Worktree *worktreeDoc `json:"worktree,omitempty"`
 	*runtime.Result
 }
 
+// worktreeDoc is a runtime.Worktree in --result-json.
+type worktreeDoc struct {
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	GitDir string `json:"git_dir"`
+}
+
 // writeResult writes the document for a run that exits with code.
-func writeResult(out *os.File, cmd *runtime.Cmd, command []string, code int, runErr error) error {
+func writeResult(out *os.File, cmd *runtime.Cmd, wt *runtime.Worktree, command []string, code int, runErr error) error {
 	doc := resultFile{Schema: resultSchema, Version: version(), Argv: os.Args, Command: command}
+	if wt != nil {
+		doc.Worktree = &worktreeDoc{Path: wt.Dir, Branch: wt.Branch, GitDir: wt.GitDir}
+	}
 	if cmd != nil {
 		doc.Result = cmd.Result
 	}
