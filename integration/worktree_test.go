@@ -36,11 +36,11 @@ echo hello > f && $g add f && $g commit -q -m agent && $g log --oneline | grep -
 echo more >> f && $g stash -q && $g stash list | grep -q stash && $g stash pop -q && grep -q more f && echo STASH-OK
 gd=$(git rev-parse --git-dir); common=$(git rev-parse --git-common-dir)
 for p in "$common/hooks/pre-commit" "$common/config" "$common/HEAD" "$common/packed-refs" "$common/commondir" "$common/config.worktree" \
-	"$gd/commondir" "$gd/gitdir" "$gd/hooks/post-checkout" \
+	"$gd/commondir" "$gd/gitdir" "$gd/hooks/post-checkout" "$PWD/.git" \
 	"` + git + `/hooks/pre-commit" "` + git + `/config" "$common/worktrees/other/gitdir"; do
 	if (echo planted > "$p") 2>/dev/null; then echo "WROTE $p"; fi
 done
-for p in "$common/hooks" "$common/config" "$gd/commondir" "$gd/gitdir" "$gd" "$common/objects" "$common/refs"; do
+for p in "$common/hooks" "$common/config" "$gd/commondir" "$gd/gitdir" "$gd" "$common/objects" "$common/refs" "$PWD/.git"; do
 	if mv "$p" "$p.away" 2>/dev/null; then echo "RENAMED $p"; fi
 done
 if rm -f "$gd/commondir" 2>/dev/null && [ ! -e "$gd/commondir" ]; then echo "REMOVED commondir"; fi
@@ -101,6 +101,9 @@ echo DONE`
 	}
 	if b, err := os.ReadFile(filepath.Join(wtGit, "gitdir")); err != nil || strings.TrimSpace(string(b)) != filepath.Join(doc.Worktree.Path, ".git") {
 		t.Errorf("the worktree's gitdir: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(doc.Worktree.Path, ".git")); err != nil || strings.TrimSpace(string(b)) != "gitdir: "+wtGit {
+		t.Errorf("the worktree's .git file: %q, %v", b, err)
 	}
 	if out, err := hostGit(t, doc.Worktree.Path, "status", "--short"); err != nil || strings.TrimSpace(out) != "M f" {
 		t.Errorf("host git status in the worktree: %v\n%s", err, out)
