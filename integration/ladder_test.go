@@ -141,3 +141,69 @@ func TestLevelLandlock(t *testing.T) {
 		t.Errorf("host: the daemonized sleep %s outlived the command: %v", daemon, procsWithArg(daemon))
 	}
 }
+
+// TestBackendAuto (issue 20, must show 4): --backend auto takes the
+// strongest rung this host has, and with HUTCH_SIMULATE taking features
+// away each next one in order, reporting it in the result; every rung
+// really confines (a write outside the workspace does not reach the
+// host); with nothing left it refuses with exit 127 and runs nothing.
+// A backend this platform lacks, or one not built, is refused the same way.
+func TestBackendAuto(t *testing.T) {
+	for _, tc := range []struct {
+		simulate string
+		level    runtime.Level
+		backend  runtime.Backend
+	}{
+		{"", runtime.LevelNamespaces, runtime.BackendNamespaces},
+		{"no-proc", runtime.LevelNamespacesNoProc, runtime.BackendNamespaces},
+		{"no-userns", runtime.LevelLandlock, runtime.BackendLandlock},
+		{"no-userns,no-landlock", "", ""},
+	} {
+		t.Run("simulate="+tc.simulate, func(t *testing.T) {
+			if tc.level == runtime.LevelLandlock && landlock.ABI() < 1 {
+				t.Skip("no Landlock on this kernel")
+			}
+			t.Setenv("HUTCH_SIMULATE", tc.simulate)
+			ws, outside := dir(t, "ws-"), dir(t, "outside-")
+			must(os.Chmod(outside, 0o777))
+			r := sh(t, ws, "touch ran; touch "+filepath.Join(outside, "escaped"), "--backend", "auto")
+			_, ran := os.Stat(filepath.Join(ws, "ran"))
+			if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+				t.Errorf("host: rung %q let the command write outside the workspace", tc.level)
+			}
+			if tc.level == "" {
+				if r.code != 127 || !strings.Contains(r.stderr, "isolation level none") || ran == nil {
+					t.Errorf("nothing available: want exit 127, a refusal and nothing run:\n%s", r)
+				}
+				return
+			}
+			if ran != nil || r.result == nil || r.result.Level != tc.level || r.result.Backend != tc.backend {
+				t.Errorf("want level %s by %s:\n%s\n%+v", tc.level, tc.backend, r, r.result)
+			}
+		})
+	}
+	for _, b := range []string{"oci", "seatbelt"} {
+		ws := dir(t, "ws-")
+		r := sh(t, ws, "touch ran", "--backend", b)
+		if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil || r.code != 127 || !strings.Contains(r.stderr, "--backend "+b+": ") {
+			t.Errorf("--backend %s: want exit 127 naming it, nothing run:\n%s", b, r)
+		}
+	}
+}
+
+// TestBackendLandlockChosen (issue 20): --backend landlock runs at level
+// landlock on a host that has namespaces too, and confines there.
+func TestBackendLandlockChosen(t *testing.T) {
+	if landlock.ABI() < 1 {
+		t.Skip("no Landlock on this kernel")
+	}
+	ws, outside := dir(t, "ws-"), dir(t, "outside-")
+	must(os.Chmod(outside, 0o777))
+	r := sh(t, ws, "touch ran; touch "+filepath.Join(outside, "escaped"), "--backend", "landlock")
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("host: the command wrote outside the workspace")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err != nil || r.result == nil || r.result.Level != runtime.LevelLandlock || r.result.Backend != runtime.BackendLandlock {
+		t.Errorf("want level landlock:\n%s\n%+v", r, r.result)
+	}
+}

@@ -57,6 +57,7 @@ type settings struct {
 	AllowDegraded   *[]string  `toml:"allow_degraded"`
 	SkipLayers      *[]string  `toml:"skip_layers"`
 	MinLevel        *string    `toml:"min_level"`
+	Backend         *string    `toml:"backend"`
 	Prewarm         *int       `toml:"prewarm"`
 	Grantable       *grantable `toml:"grantable"`
 }
@@ -232,7 +233,7 @@ var fields = map[string]string{
 	"AllowLocal": "allow_local", "Leaks": "leaks", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
-	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Prewarm": "prewarm",
+	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Backend": "backend", "Prewarm": "prewarm",
 	"Unsandboxed": "mode", "Grantable": "grantable", "Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
 }
 
@@ -277,6 +278,9 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.MinLevel != nil {
 		p.MinLevel = runtime.Level(*s.MinLevel)
+	}
+	if s.Backend != nil {
+		p.Backend = runtime.Backend(*s.Backend)
 	}
 	if s.Prewarm != nil {
 		p.Prewarm = *s.Prewarm

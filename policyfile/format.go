@@ -45,6 +45,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		AllowDegraded   []string  `toml:"allow_degraded"`
 		SkipLayers      []string  `toml:"skip_layers"`
 		MinLevel        string    `toml:"min_level"`
+		Backend         string    `toml:"backend"`
 		Prewarm         int       `toml:"prewarm"`
 		Grantable       grantable `toml:"grantable"`
 	}
@@ -55,7 +56,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
 		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
 		Memory: formatSize(p.Memory), TmpSize: formatSize(p.TmpSize), FileSize: formatSize(p.FileSize),
-		SeccompAllow: list(p.SeccompAllow), SeccompDeny: list(p.SeccompDeny), MinLevel: string(p.MinLevel), Prewarm: p.Prewarm,
+		SeccompAllow: list(p.SeccompAllow), SeccompDeny: list(p.SeccompDeny), MinLevel: string(p.MinLevel), Backend: string(p.Backend), Prewarm: p.Prewarm,
 	}
 	if p.Apps != nil {
 		o.Apps = &apps{Dir: p.Apps.Dir, ID: p.Apps.ID}

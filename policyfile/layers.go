@@ -104,6 +104,8 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "Seccomp", "another system-call profile"
 	case leakRank(p.Leaks) < leakRank(base.Leaks):
 		return "Leaks", fmt.Sprintf("%s does less than %s", p.Leaks, base.Leaks)
+	case backendRank(p.Backend) < backendRank(base.Backend):
+		return "Backend", fmt.Sprintf("%s accepts less isolation than %s", orDefault(p.Backend), orDefault(base.Backend))
 	case levelRank(p.MinLevel) > levelRank(base.MinLevel):
 		return "MinLevel", fmt.Sprintf("%s is weaker than %s", p.MinLevel, base.MinLevel)
 	case base.Apps != nil && (p.Apps == nil || *p.Apps != *base.Apps):
@@ -213,6 +215,28 @@ func leakRank(a runtime.LeakAction) int {
 		a = runtime.LeaksReport
 	}
 	return slices.Index([]runtime.LeakAction{runtime.LeaksOff, runtime.LeaksReport, runtime.LeaksRedact, runtime.LeaksKill}, a)
+}
+
+// backendRank orders backends by the least isolation each accepts: none,
+// then Landlock alone (landlock, auto), then namespaces without a fresh
+// /proc, then "" (namespaces, MinLevel's default).
+func backendRank(b runtime.Backend) int {
+	switch b {
+	case runtime.BackendNone:
+		return 0
+	case runtime.BackendLandlock, runtime.BackendAuto:
+		return 1
+	case "":
+		return 3
+	}
+	return 2
+}
+
+func orDefault[T ~string](v T) string {
+	if v == "" {
+		return `""`
+	}
+	return string(v)
 }
 
 // levelRank orders levels weakest last, "" as namespaces.

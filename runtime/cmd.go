@@ -500,7 +500,7 @@ func (c *Cmd) killForOutput(reason KillReason, hit *bool) {
 // level and what that leaves unenforced, its network mode, and the layers
 // the host made it skip. g is the command's cgroup, nil without one.
 func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
-	r.Level, r.Network, r.LeakAction = sb.level, sb.policy.Network, sb.policy.Leaks
+	r.Level, r.Backend, r.Network, r.LeakAction = sb.level, sb.level.Backend(), sb.policy.Network, sb.policy.Leaks
 	if sb.level == LevelUnsandboxed {
 		r.Unsandboxed, r.Network, r.Unenforced, r.LeakAction = true, NetworkHost, []string{unsandboxedNote}, ""
 		return

@@ -14,8 +14,9 @@ import (
 
 // simulateEnv makes hutch treat the host as lacking a feature it has, to
 // test the lower rungs on a capable machine: a comma-separated list of
-// "no-userns" and "no-proc". It can only lower the level, never below the
-// policy's MinLevel, so it cannot weaken what a policy accepts.
+// "no-userns", "no-proc" and "no-landlock". It can only lower the level,
+// never below the policy's MinLevel, so it cannot weaken what a policy
+// accepts.
 const simulateEnv = "HUTCH_SIMULATE"
 
 func simulated(what string) bool {
@@ -25,18 +26,30 @@ func simulated(what string) bool {
 // chooseLevel decides, once per Sandbox, the level its commands get.
 func (sb *Sandbox) chooseLevel() error {
 	need := sb.policy.MinLevel
-	if need == "" {
-		need = LevelNamespaces
-	}
-	if need.rank() < 0 {
+	if need.rank() < 0 && need != "" {
 		return &PolicyError{Field: "MinLevel", Value: string(need), Reason: fmt.Sprintf("not a level (one of %v)", levels)}
+	}
+	// The floor: MinLevel, else what the backend accepts at the least.
+	if need == "" {
+		switch sb.policy.Backend {
+		case BackendAuto, BackendLandlock:
+			need = LevelLandlock
+		case BackendNamespaces:
+			need = LevelNamespacesNoProc
+		default:
+			need = LevelNamespaces
+		}
 	}
 	var reasons []string
 	var remedy string
 	have := Level("")
-	userns := probeUserNS(sb.uid)
-	if userns == nil && simulated("no-userns") {
-		userns = &LayerError{Layer: LayerUserNS, Reason: simulateEnv + " says no user namespaces"}
+	// Chosen by name, Landlock alone, whatever else is there.
+	userns := errLandlockChosen
+	if sb.policy.Backend != BackendLandlock {
+		userns = probeUserNS(sb.uid)
+		if userns == nil && simulated("no-userns") {
+			userns = &LayerError{Layer: LayerUserNS, Reason: simulateEnv + " says no user namespaces"}
+		}
 	}
 	if userns == nil {
 		if err := procMountable(); err != nil {
@@ -48,24 +61,31 @@ func (sb *Sandbox) chooseLevel() error {
 		}
 	} else {
 		var le *LayerError
-		if errors.As(userns, &le) {
+		switch {
+		case userns == errLandlockChosen:
+			reasons = append(reasons, userns.Error())
+		case errors.As(userns, &le):
 			reasons = append(reasons, "no user namespaces: "+le.Reason)
 			remedy = le.Remedy
-		} else {
+		default:
 			reasons = append(reasons, "no user namespaces: "+userns.Error())
 		}
-		if abi := landlock.ABI(); abi >= 1 {
+		if abi := landlock.ABI(); abi >= 1 && !simulated("no-landlock") {
 			have = LevelLandlock
 		} else {
 			reasons = append(reasons, "no Landlock (Linux 5.13+ with landlock in the lsm= list)")
 		}
 	}
 	if have == "" || have.rank() > need.rank() {
-		return &LevelError{Need: need, Have: have, Reasons: reasons, Remedy: remedy}
+		return &LevelError{Need: need, Have: have, Reasons: reasons, Remedy: remedy, Backend: sb.policy.Backend}
 	}
 	sb.level, sb.levelReasons = have, reasons
 	return nil
 }
+
+// errLandlockChosen stands for the namespaces not taken under
+// BackendLandlock.
+var errLandlockChosen = errors.New("backend landlock: chosen, no namespaces")
 
 // procMountable reports whether a fresh procfs can be mounted in the
 // sandbox's namespaces. The kernel refuses one ("mount too revealing")

@@ -31,6 +31,10 @@ const (
 	// LevelSeatbelt is macOS: the command runs under a Seatbelt profile
 	// (see package darwin), with no namespaces and no resource limits.
 	LevelSeatbelt Level = "seatbelt"
+	// LevelUnsandboxed is no isolation at all: Policy.Unsandboxed, the
+	// disabled mode of self-hosted setups. Every Result of such a command
+	// says so (Unsandboxed, this Level, no Layers).
+	LevelUnsandboxed Level = "unsandboxed"
 )
 
 // levels orders the rungs, strongest first.
@@ -45,6 +49,15 @@ type LevelError struct {
 	Need, Have Level // Have is "" when no level at all is reachable
 	Reasons    []string
 	Remedy     string
+	// Backend is the backend the policy chose, "" for none.
+	Backend Backend
+}
+
+// Is makes a LevelError of a policy that chose a backend match
+// ErrBackendUnavailable: the host lacks it. Without a choice it is the
+// policy's MinLevel that the host does not meet.
+func (e *LevelError) Is(target error) bool {
+	return target == ErrBackendUnavailable && e.Backend != ""
 }
 
 func (e *LevelError) Error() string {

@@ -232,6 +232,14 @@ type Policy struct {
 	// none.
 	Prewarm int
 
+	// Backend is what enforces the sandbox: BackendAuto (the strongest
+	// this host has, down to Landlock, never none), BackendNamespaces,
+	// BackendLandlock, BackendSeatbelt, BackendOCI (not built yet) or
+	// BackendNone (Unsandboxed). "" is MinLevel's rule alone. New refuses
+	// one this platform or host does not have with an error matching
+	// ErrBackendUnavailable; every Result names the backend and the level.
+	Backend Backend
+
 	// MinLevel is the weakest isolation level (a rung of the fallback
 	// ladder) the policy accepts; "" means LevelNamespaces: New fails on
 	// a host that cannot give full namespaces, naming why and the remedy.

@@ -117,6 +117,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if r.leaks, err = resolveLeaks(&r.policy); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveBackend(&r.policy); err != nil {
+		return resolved{}, err
+	}
 	if p.Tools != "" {
 		if err := checkPath("Tools", p.Tools); err != nil {
 			return resolved{}, err

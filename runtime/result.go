@@ -102,6 +102,8 @@ type Result struct {
 	// does not enforce that LevelNamespaces would.
 	Level      Level    `json:"level"`
 	Unenforced []string `json:"unenforced,omitempty"`
+	// Backend is what enforced the level (Policy.Backend; Level.Backend).
+	Backend Backend `json:"backend,omitempty"`
 	// Unsandboxed says the command ran with no isolation at all
 	// (Policy.Unsandboxed, the disabled mode).
 	Unsandboxed bool `json:"unsandboxed,omitempty"`

@@ -104,7 +104,7 @@ func New(p Policy) (*Sandbox, error) {
 	if err := sb.setupGrants(p, r.policy); err != nil {
 		return nil, err
 	}
-	if p.Unsandboxed {
+	if sb.policy.Unsandboxed { // or Backend none
 		return sb.unsandboxed()
 	}
 	// The level next: the filesystem view, the filter and the Landlock

@@ -208,7 +208,7 @@ func (c *Cmd) Start() error {
 
 // result is the Result every command of sb starts from.
 func (sb *Sandbox) result() *Result {
-	return &Result{Level: LevelSeatbelt, Network: sb.policy.Network, LeakAction: sb.policy.Leaks,
+	return &Result{Level: LevelSeatbelt, Backend: BackendSeatbelt, Network: sb.policy.Network, LeakAction: sb.policy.Leaks,
 		Unenforced: []string{"resource limits: none on macOS", "processes: the command sees the host's processes", "output limit: not enforced on macOS"}}
 }
 

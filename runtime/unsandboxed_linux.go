@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// LevelUnsandboxed is no isolation at all: Policy.Unsandboxed, the
-// disabled mode of self-hosted setups. Every Result of such a command
-// says so (Unsandboxed, this Level, no Layers).
-const LevelUnsandboxed Level = "unsandboxed"
-
 // unsandboxedNote is what every Result of an unsandboxed command says it
 // lacked, and what New logs once.
 const unsandboxedNote = "everything: disabled mode (Policy.Unsandboxed) ran the command as a plain process with the host's full access"

@@ -164,6 +164,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"AllowLocal":      {name: "--allow-local", list: f.allowLocal},
 		"MinLevel":        {name: "--min-level", one: &f.minLevel},
 		"Leaks":           {name: "--leaks", one: &f.leaks},
+		"Backend":         {name: "--backend", one: &f.backend},
 	}
 }
 
@@ -172,6 +173,10 @@ func (f runFlags) byField() map[string]typedFlag {
 // Memory "1024"). Too many matches of the deny names say what to do with
 // the flags.
 func (f runFlags) flagError(err error) error {
+	var be *runtime.BackendError
+	if errors.As(err, &be) && f.given("backend", f.backend) {
+		return &flagErr{"--backend", f.backend, be.Reason}
+	}
 	var leak *runtime.LeakError
 	if errors.As(err, &leak) {
 		return errors.New(leakMessage(leak))
@@ -197,6 +202,8 @@ func (f runFlags) flagError(err error) error {
 	}
 	v := pe.Value
 	switch {
+	case name == "Unsandboxed" && f.backend == string(runtime.BackendNone):
+		return &flagErr{"--backend", f.backend, pe.Reason}
 	case name == "Workspace" && f.worktree != "":
 		return errors.New("the worktree " + quote(pe.Value) + " (see --worktree): " + pe.Reason)
 	case name == "Workspace" && f.workspace == "":

@@ -97,6 +97,7 @@ type runFlags struct {
 	cpus        string
 	tmpSize     string
 	minLevel    string
+	backend     string
 	leaks       string
 	network     string
 	allowDomain []string
@@ -206,6 +207,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	// No default value: the policy's own ("") is namespaces on Linux and
 	// the Seatbelt profile on macOS, where naming namespaces would refuse.
 	fl.StringVar(&f.leaks, "leaks", "", "a secret (API key, token, private key, the value of a host variable named like a secret) in the command's output or a file read: report (the default: listed in --result-json, never the secret), redact (replaced in the output by [REDACTED:rule]), kill (redacted, and the command killed) or off; under all but off, a command whose arguments or --env hold one is not run")
+	fl.StringVar(&f.backend, "backend", "", "what enforces the sandbox: auto (the strongest this host has: namespaces, namespaces without a fresh /proc, then Landlock alone; Seatbelt on macOS; never none), namespaces, landlock, seatbelt, oci (not built yet) or none (with --allow-unsandboxed); default: namespaces or nothing (see --min-level); one this host lacks exits 127")
 	fl.StringVar(&f.minLevel, "min-level", "", "weakest isolation level accepted: namespaces (the default on Linux), namespaces-no-proc or landlock (hosts without user namespaces); macOS always runs its Seatbelt profile; see hutch doctor")
 }
 
@@ -281,6 +283,9 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	if f.given("min-level", f.minLevel) {
 		p.MinLevel = runtime.Level(f.minLevel)
 	}
+	if f.given("backend", f.backend) {
+		p.Backend = runtime.Backend(f.backend)
+	}
 	if f.given("leaks", f.leaks) {
 		p.Leaks = runtime.LeakAction(f.leaks)
 	}
@@ -352,11 +357,11 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return err
 	}
 	sb, err := runtime.New(p)
-	if errors.Is(err, runtime.ErrUnsupportedPlatform) {
+	if errors.Is(err, runtime.ErrUnsupportedPlatform) || errors.Is(err, runtime.ErrBackendUnavailable) {
 		// As an agent's own backends say a missing sandbox: the command
 		// cannot be run here, and nothing ran unconfined.
 		*code = exitNotFound
-		return err
+		return f.flagError(err)
 	}
 	if err != nil {
 		return f.flagError(err)
