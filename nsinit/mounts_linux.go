@@ -20,15 +20,6 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // devLinks are the symlinks of a sandbox's /dev: name and content.
 var devLinks = [][2]string{{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}}
 
-// procReadOnly and procMasked are the kernel interfaces under /proc that a
-// command may not change or read. A command as uid 0 of a host-root run
-// owns /proc/sys entries; read-only is what stops it from rewriting
-// kernel.core_pattern, not the missing capabilities.
-var (
-	procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
-	procMasked   = []string{"kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi", "kallsyms", "config.gz"}
-)
-
 // scratchDir is where the executor mounts its scratch tmpfs before the
 // first pivot_root. Its host contents are not hidden for long: after the
 // pivot the host tree (including the real /tmp) is reachable under
@@ -193,14 +184,14 @@ func (e *expander) dev(flags uint64, target string) {
 	}
 }
 
-// proc mounts a fresh procfs at target with procReadOnly made read-only
-// and procMasked masked, those the kernel has.
+// proc mounts a fresh procfs at target with ProcReadOnly made read-only
+// and ProcMasked masked, those the kernel has.
 func (e *expander) proc(flags uint64, target string) {
 	e.newFS(flags, attrNosuid|attrNodev|attrNoexec, target, "proc")
-	for _, p := range procReadOnly {
+	for _, p := range ProcReadOnly {
 		e.add(mntRebind, []uint64{mntDepends | mntIfExists | mntRecursive, attrsSealed}, target+"/"+p)
 	}
-	for _, p := range procMasked {
+	for _, p := range ProcMasked {
 		e.add(mntMask, []uint64{mntDepends | mntIfExists, attrsSealed}, target+"/"+p)
 	}
 }

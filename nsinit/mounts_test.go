@@ -152,7 +152,7 @@ func TestExpandDevProc(t *testing.T) {
 	has(dev, stepString(rec(mntSymlink, []uint64{mntDepends}, "/dev", "ptmx", "pts/ptmx")))
 	has(proc, stepString(rec(mntRebind, []uint64{mntDepends | mntIfExists | mntRecursive, attrsSealed}, "/proc/sys")))
 	has(proc, stepString(rec(mntMask, []uint64{mntDepends | mntIfExists, attrsSealed}, "/proc/kcore")))
-	if len(dev) != 1+len(devNodes)+2+2+len(devLinks) || len(proc) != 1+len(procReadOnly)+len(procMasked) {
+	if len(dev) != 1+len(devNodes)+2+2+len(devLinks) || len(proc) != 1+len(ProcReadOnly)+len(ProcMasked) {
 		t.Errorf("%d /dev steps and %d /proc steps", len(dev), len(proc))
 	}
 	msg, err := encodeSteps(steps)

@@ -28,7 +28,9 @@ const (
 	// BackendSeatbelt is macOS's sandbox-exec profile.
 	BackendSeatbelt Backend = "seatbelt"
 	// BackendOCI runs commands through an installed OCI runtime (runc,
-	// crun, runsc). Not built yet: chosen, it is unavailable everywhere.
+	// crun, runsc): package oci (ExportView's form of the policy) and
+	// hutch run --backend oci --oci-runtime NAME. New does not run it:
+	// chosen there, it is unavailable.
 	BackendOCI Backend = "oci"
 	// BackendNone is Policy.Unsandboxed, the disabled mode, with the
 	// same consent (Policy.AllowUnsandboxed): chosen by name, never by
@@ -72,7 +74,7 @@ func resolveBackend(p *Policy) error {
 	case b == BackendLandlock && p.MinLevel != "" && p.MinLevel != LevelLandlock:
 		return &PolicyError{Field: "Backend", Value: string(b), Reason: fmt.Sprintf("gives level landlock, below MinLevel %s", p.MinLevel)}
 	case b == BackendOCI:
-		return &BackendError{Backend: b, Reason: "not built yet: commands run under hutch's own backends (auto, namespaces, landlock, seatbelt)"}
+		return &BackendError{Backend: b, Reason: "a Sandbox runs commands under hutch's own backends (auto, namespaces, landlock, seatbelt); an OCI runtime runs them through package oci (hutch run --backend oci --oci-runtime NAME)"}
 	}
 	if own := platformBackends[goruntime.GOOS]; !slices.Contains(own, b) && b != BackendAuto {
 		return &BackendError{Backend: b, Reason: fmt.Sprintf("not on %s (here: %v)", goruntime.GOOS, own)}

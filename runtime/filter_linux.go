@@ -19,44 +19,9 @@ import (
 // is embedded, precompiled.
 func (sb *Sandbox) compileFilter() error {
 	p := &sb.policy
-	// The filter is the built-in one named by builtin, or prof: a built-in
-	// filter's profile is only made if it must be compiled after all.
-	prof, name := p.Seccomp, seccomp.DefaultName
-	var builtin seccomp.Builtin
-	if prof == nil {
-		builtin = seccomp.BuiltinDefault
-	} else {
-		js, err := seccomp.Marshal(prof)
-		if err != nil {
-			return &PolicyError{Field: "Seccomp", Reason: err.Error()}
-		}
-		sum := sha256.Sum256(js)
-		name = "custom:" + hex.EncodeToString(sum[:6])
-	}
-	for i, n := range append(slices.Clone(p.SeccompAllow), p.SeccompDeny...) {
-		field := "SeccompAllow"
-		if i >= len(p.SeccompAllow) {
-			field, i = "SeccompDeny", i-len(p.SeccompAllow)
-		}
-		if n == "" || strings.ContainsAny(n, " /\x00") {
-			return &PolicyError{Field: fmt.Sprintf("%s[%d]", field, i), Value: n, Reason: "not a system call name"}
-		}
-	}
-	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
-		if builtin != "" {
-			prof, builtin = builtin.Profile(), ""
-		}
-		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
-		name += "+adjusted"
-	}
-	if sb.level == LevelLandlock && p.Network != NetworkHost {
-		// No network namespace: seccomp.WithoutSocket says why.
-		if builtin == seccomp.BuiltinDefault {
-			builtin = seccomp.BuiltinDefaultNoSocket
-		} else {
-			prof = seccomp.WithoutSocket(prof)
-		}
-		name += "+no-socket"
+	prof, builtin, name, err := filterProfile(p, sb.level)
+	if err != nil {
+		return err
 	}
 	if sb.level != LevelLandlock && !slices.Contains(p.SkipLayers, LayerUnixSockets) {
 		wall, err := unixWallFilter()
@@ -111,4 +76,50 @@ func unixWallFilter() ([]byte, error) {
 		}
 	})
 	return unixWallProg, unixWallErr
+}
+
+// filterProfile is the system-call filter of policy p at level: a
+// built-in filter (builtin set, prof nil) or a profile to compile; name
+// says which, for results. The one rule both hutch's own inits and the
+// OCI form of a policy take their filter from.
+func filterProfile(p *Policy, level Level) (prof *seccomp.Profile, builtin seccomp.Builtin, name string, err error) {
+	// The filter is the built-in one named by builtin, or prof: a built-in
+	// filter's profile is only made if it must be compiled after all.
+	prof, name = p.Seccomp, seccomp.DefaultName
+	if prof == nil {
+		builtin = seccomp.BuiltinDefault
+	} else {
+		js, err := seccomp.Marshal(prof)
+		if err != nil {
+			return nil, "", "", &PolicyError{Field: "Seccomp", Reason: err.Error()}
+		}
+		sum := sha256.Sum256(js)
+		name = "custom:" + hex.EncodeToString(sum[:6])
+	}
+	for i, n := range append(slices.Clone(p.SeccompAllow), p.SeccompDeny...) {
+		field := "SeccompAllow"
+		if i >= len(p.SeccompAllow) {
+			field, i = "SeccompDeny", i-len(p.SeccompAllow)
+		}
+		if n == "" || strings.ContainsAny(n, " /\x00") {
+			return nil, "", "", &PolicyError{Field: fmt.Sprintf("%s[%d]", field, i), Value: n, Reason: "not a system call name"}
+		}
+	}
+	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
+		if builtin != "" {
+			prof, builtin = builtin.Profile(), ""
+		}
+		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
+		name += "+adjusted"
+	}
+	if level == LevelLandlock && p.Network != NetworkHost {
+		// No network namespace: seccomp.WithoutSocket says why.
+		if builtin == seccomp.BuiltinDefault {
+			builtin = seccomp.BuiltinDefaultNoSocket
+		} else {
+			prof = seccomp.WithoutSocket(prof)
+		}
+		name += "+no-socket"
+	}
+	return prof, builtin, name, nil
 }

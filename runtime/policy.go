@@ -234,8 +234,8 @@ type Policy struct {
 
 	// Backend is what enforces the sandbox: BackendAuto (the strongest
 	// this host has, down to Landlock, never none), BackendNamespaces,
-	// BackendLandlock, BackendSeatbelt, BackendOCI (not built yet) or
-	// BackendNone (Unsandboxed). "" is MinLevel's rule alone. New refuses
+	// BackendLandlock, BackendSeatbelt, BackendOCI (package oci runs it;
+	// New refuses it) or BackendNone (Unsandboxed). "" is MinLevel's rule alone. New refuses
 	// one this platform or host does not have with an error matching
 	// ErrBackendUnavailable; every Result names the backend and the level.
 	Backend Backend

@@ -37,6 +37,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hutchbox/hutch/leaks"
+	"github.com/hutchbox/hutch/oci"
 	"github.com/hutchbox/hutch/policyfile"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
@@ -66,7 +67,7 @@ func execute(args []string) int {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.AddCommand(fileCommands(&code)...)
-	root.AddCommand(processCommand(&code), policyCommand(&code), grantsCommand(&code))
+	root.AddCommand(processCommand(&code), policyCommand(&code), grantsCommand(&code), ociCommand(&code))
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
@@ -98,6 +99,8 @@ type runFlags struct {
 	tmpSize     string
 	minLevel    string
 	backend     string
+	// ociRuntime is run's --oci-runtime, for --backend oci.
+	ociRuntime  string
 	leaks       string
 	network     string
 	allowDomain []string
@@ -162,6 +165,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// works as well as `hutch run -- ls -la`.
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
+	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "with --backend oci: the installed OCI runtime to run the command through: "+strings.Join(oci.Runtimes, ", "))
 	fl.StringVar(&f.worktree, "worktree", "", "REPO[:BRANCH]: add a git worktree of the repository REPO on BRANCH (an existing one as it is, a new one from HEAD; default hutch/<random>) in the data directory's worktrees, and run in it as the workspace; the command can add, commit and stash there, the repository's config and hooks stay read-only (instead of --workspace)")
 	return c
 }
@@ -207,7 +211,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	// No default value: the policy's own ("") is namespaces on Linux and
 	// the Seatbelt profile on macOS, where naming namespaces would refuse.
 	fl.StringVar(&f.leaks, "leaks", "", "a secret (API key, token, private key, the value of a host variable named like a secret) in the command's output or a file read: report (the default: listed in --result-json, never the secret), redact (replaced in the output by [REDACTED:rule]), kill (redacted, and the command killed) or off; under all but off, a command whose arguments or --env hold one is not run")
-	fl.StringVar(&f.backend, "backend", "", "what enforces the sandbox: auto (the strongest this host has: namespaces, namespaces without a fresh /proc, then Landlock alone; Seatbelt on macOS; never none), namespaces, landlock, seatbelt, oci (not built yet) or none (with --allow-unsandboxed); default: namespaces or nothing (see --min-level); one this host lacks exits 127")
+	fl.StringVar(&f.backend, "backend", "", "what enforces the sandbox: auto (the strongest this host has: namespaces, namespaces without a fresh /proc, then Landlock alone; Seatbelt on macOS; never none), namespaces, landlock, seatbelt, oci (through --oci-runtime) or none (with --allow-unsandboxed); default: namespaces or nothing (see --min-level); one this host lacks exits 127")
 	fl.StringVar(&f.minLevel, "min-level", "", "weakest isolation level accepted: namespaces (the default on Linux), namespaces-no-proc or landlock (hosts without user namespaces); macOS always runs its Seatbelt profile; see hutch doctor")
 }
 
@@ -310,6 +314,9 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 
 func run(ctx context.Context, f runFlags, args []string, code *int) (runErr error) {
 	var cmd *runtime.Cmd
+	// ociResult is the Result of a run through an OCI runtime, which has
+	// no Cmd.
+	var ociResult *runtime.Result
 	var wt *runtime.Worktree
 	// Signals are hutch's before anything is created: one that comes
 	// before the command runs ends the run as it would have ended the
@@ -331,7 +338,11 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			return fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 		}
 		defer func() {
-			if err := writeResult(out, cmd, wt, args, *code, f.flagError(runErr)); err != nil && runErr == nil {
+			res := ociResult
+			if cmd != nil {
+				res = cmd.Result
+			}
+			if err := writeResult(out, res, wt, args, *code, f.flagError(runErr)); err != nil && runErr == nil {
 				runErr = fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 				*code = exitHutchFailed
 			}
@@ -354,6 +365,10 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	}
 	killAfter, err := f.gracePeriod()
 	if err != nil {
+		return err
+	}
+	if p.Backend == runtime.BackendOCI {
+		ociResult, err = runOCI(ctx, f, p, args, code)
 		return err
 	}
 	sb, err := runtime.New(p)
@@ -509,14 +524,12 @@ type worktreeDoc struct {
 }
 
 // writeResult writes the document for a run that exits with code.
-func writeResult(out *os.File, cmd *runtime.Cmd, wt *runtime.Worktree, command []string, code int, runErr error) error {
+func writeResult(out *os.File, res *runtime.Result, wt *runtime.Worktree, command []string, code int, runErr error) error {
 	doc := resultFile{Schema: resultSchema, Version: version(), Argv: os.Args, Command: command}
 	if wt != nil {
 		doc.Worktree = &worktreeDoc{Path: wt.Dir, Branch: wt.Branch, GitDir: wt.GitDir}
 	}
-	if cmd != nil {
-		doc.Result = cmd.Result
-	}
+	doc.Result = res
 	if doc.Result == nil || doc.Result.LeakAction != runtime.LeaksOff {
 		// The document never holds a secret the command line did (a
 		// command refused for one): it goes where results are kept.

@@ -1,0 +1,261 @@
+//go:build linux
+
+package oci
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// Options are what Export takes besides the policy.
+type Options struct {
+	// Rootfs is a directory holding an image's root to run in; "" is the
+	// host's own tree, read-only, as hutch runs commands (see
+	// Form.HostRoot).
+	Rootfs string
+	// Dir is the command's working directory; "" is the workspace.
+	Dir string
+}
+
+// Form is the OCI form of a policy.
+type Form struct {
+	Spec *specs.Spec
+	// HostRoot says the root is the host's tree: the bundle's rootfs
+	// directory must hold / bound read-only (recursively) when the
+	// runtime starts, which Run does in a mount namespace of its own.
+	HostRoot bool
+	// Layers are hutch's layers the configuration enforces.
+	Layers []runtime.Layer
+	// SeccompName names the filter as Result.SeccompProfile does.
+	SeccompName string
+	// Network is the policy's network mode.
+	Network runtime.NetworkMode
+	// Unexpressed says, one line each, what of the policy the OCI form
+	// does not enforce or enforces differently.
+	Unexpressed []string
+}
+
+// SpecVersion is the runtime-spec version the configuration declares:
+// the oldest whose fields it uses, so that the runtimes of stable
+// distributions take it (crun 1.8 refuses a version it does not know,
+// such as the 1.3.0 of the specs-go package).
+const SpecVersion = "1.0.2"
+
+// RootfsDir is the bundle's root directory, as config.json names it.
+const RootfsDir = "rootfs"
+
+// Export builds the OCI form of p running args. p is resolved as
+// runtime.New resolves it (runtime.ExportView): the same errors, the
+// same view.
+func Export(p runtime.Policy, args []string, o Options) (*Form, error) {
+	if len(args) == 0 || args[0] == "" {
+		return nil, fmt.Errorf("oci: no command given")
+	}
+	v, err := runtime.ExportView(p)
+	if err != nil {
+		return nil, err
+	}
+	pol := v.Policy
+	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network}
+	root := &specs.Root{Path: RootfsDir, Readonly: true}
+	if o.Rootfs != "" {
+		abs, err := filepath.Abs(o.Rootfs)
+		if err != nil {
+			return nil, fmt.Errorf("oci: rootfs %q: %w", o.Rootfs, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("oci: rootfs %q: not a directory", o.Rootfs)
+		}
+		root.Path = abs
+	}
+	dir := o.Dir
+	if dir == "" {
+		dir = pol.Workspace
+	}
+	s := &specs.Spec{
+		Version:  SpecVersion,
+		Root:     root,
+		Hostname: v.Hostname,
+		Process: &specs.Process{
+			Args: args,
+			Env:  v.Env,
+			Cwd:  dir,
+			User: specs.User{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())},
+			// No capability in any set: a command of hutch's holds none.
+			Capabilities:    &specs.LinuxCapabilities{Bounding: []string{}, Effective: []string{}, Inheritable: []string{}, Permitted: []string{}, Ambient: []string{}},
+			NoNewPrivileges: true,
+			Rlimits:         rlimits(v),
+		},
+		Linux: &specs.Linux{
+			Resources: resources(v),
+			Seccomp:   v.Seccomp,
+		},
+	}
+	f.Spec = s
+	f.Layers = []runtime.Layer{runtime.LayerMountNS, runtime.LayerPidNS}
+	s.Linux.Namespaces = []specs.LinuxNamespace{{Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
+	if pol.Network != runtime.NetworkHost {
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+		f.Layers = append(f.Layers, runtime.LayerNetNS)
+	}
+	f.Layers = append(f.Layers, runtime.LayerIPCNS, runtime.LayerUTSNS, runtime.LayerCgroupNS, runtime.LayerFilesystem, runtime.LayerKeyring, runtime.LayerNoNewPrivs, runtime.LayerCapabilities)
+	if v.Seccomp != nil {
+		f.Layers = append(f.Layers, runtime.LayerSeccomp)
+	}
+	if s.Linux.Resources != nil {
+		f.Layers = append(f.Layers, runtime.LayerCgroup)
+	}
+	f.Layers = append(f.Layers, runtime.LayerRlimits)
+	if err := f.addMounts(v.Mounts, pol); err != nil {
+		return nil, err
+	}
+	f.Unexpressed = unexpressed(v, f)
+	return f, nil
+}
+
+// addMounts turns hutch's mount plan into the configuration's mounts,
+// masked and read-only paths, in the plan's order: the runtime applies
+// maskedPaths and readonlyPaths after every mount, as the plan puts its
+// masks and read-only rebinds last. Steps on paths that do not exist now
+// are left out (they are optional in the plan): the runtime would create
+// a missing mount point, or fail.
+func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
+	s := f.Spec
+	add := func(m specs.Mount) { s.Mounts = append(s.Mounts, m) }
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	for _, m := range plan.Mounts {
+		switch m.Kind {
+		case mounts.HostRoot:
+			// The root: Form.HostRoot.
+		case mounts.Dev:
+			add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}})
+			add(specs.Mount{Destination: m.Target + "/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
+			add(specs.Mount{Destination: m.Target + "/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777"}})
+		case mounts.Proc:
+			add(specs.Mount{Destination: m.Target, Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}})
+			for _, p := range nsinit.ProcReadOnly {
+				s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, filepath.Join(m.Target, p))
+			}
+			for _, p := range nsinit.ProcMasked {
+				s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, filepath.Join(m.Target, p))
+			}
+		case mounts.EmptyRO:
+			// A missing target of a required step is created by the
+			// runtime in a tmpfs of the plan's, or fails the start.
+			if m.Optional && !exists(m.Target) {
+				continue
+			}
+			add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=755", "size=4k"}})
+		case mounts.Tmpfs, mounts.Dir:
+			// A Dir is a directory in the private /tmp (HOME): OCI has no
+			// step that makes one, so it is a tmpfs of its own there.
+			opts := []string{"nosuid", "nodev", "mode=" + strconv.FormatUint(uint64(m.Mode), 8)}
+			if pol.TmpSize > 0 {
+				opts = append(opts, "size="+strconv.FormatInt(pol.TmpSize, 10))
+			}
+			add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: opts})
+		case mounts.BindRW, mounts.BindRO, mounts.Pin:
+			src := m.Source
+			if m.Kind == mounts.Pin {
+				src = m.Target
+			}
+			if !exists(src) {
+				if m.Optional {
+					continue
+				}
+				return fmt.Errorf("oci: %s: %s does not exist", m.Kind, src)
+			}
+			mode := "rw"
+			if m.Kind == mounts.BindRO {
+				mode = "ro"
+			}
+			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"rbind", mode, "nosuid", "nodev"}})
+		case mounts.ReadOnly:
+			s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, m.Target)
+		case mounts.Mask:
+			s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)
+		default:
+			return fmt.Errorf("oci: mount plan step %s has no OCI form", m)
+		}
+	}
+	return nil
+}
+
+// rlimitNames are the OCI names of the rlimits hutch sets.
+var rlimitNames = map[int]string{
+	unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE",
+	unix.RLIMIT_DATA: "RLIMIT_DATA", unix.RLIMIT_NPROC: "RLIMIT_NPROC", unix.RLIMIT_AS: "RLIMIT_AS",
+}
+
+// rlimits are the per-process limits, by their OCI names.
+func rlimits(v runtime.OCIView) []specs.POSIXRlimit {
+	var out []specs.POSIXRlimit
+	for _, r := range v.Rlimits {
+		name, ok := rlimitNames[r.Resource]
+		if !ok {
+			name = "RLIMIT_" + strconv.Itoa(r.Resource)
+		}
+		// The runtime sets them once the command holds no capability:
+		// above this process's hard limit it may not raise them.
+		var cur unix.Rlimit
+		if unix.Getrlimit(r.Resource, &cur) == nil {
+			r.Soft, r.Hard = min(r.Soft, cur.Max), min(r.Hard, cur.Max)
+		}
+		out = append(out, specs.POSIXRlimit{Type: name, Soft: r.Soft, Hard: r.Hard})
+	}
+	return out
+}
+
+// resources are the cgroup limits: memory without swap on top, pids,
+// CPUs as a quota per 100 ms period. nil when there are none.
+func resources(v runtime.OCIView) *specs.LinuxResources {
+	l := v.Limits
+	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUs == 0 {
+		return nil
+	}
+	r := &specs.LinuxResources{}
+	if l.MemoryBytes > 0 {
+		m := l.MemoryBytes
+		// Swap counts memory and swap together: equal, no swap on top.
+		r.Memory = &specs.LinuxMemory{Limit: &m, Swap: &m}
+	}
+	if l.Pids > 0 {
+		n := l.Pids
+		r.Pids = &specs.LinuxPids{Limit: &n}
+	}
+	if l.CPUs > 0 {
+		period := uint64(100000)
+		quota := int64(math.Ceil(l.CPUs * float64(period)))
+		r.CPU = &specs.LinuxCPU{Period: &period, Quota: &quota}
+	}
+	return r
+}
+
+// Write writes the bundle: dir/config.json and, for the host's tree or
+// an image given by path, the root directory it names.
+func (f *Form) Write(dir string) error {
+	b, err := json.MarshalIndent(f.Spec, "", "\t")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("oci: bundle %q: %w", dir, err)
+	}
+	if f.HostRoot {
+		if err := os.MkdirAll(filepath.Join(dir, RootfsDir), 0o755); err != nil {
+			return fmt.Errorf("oci: bundle %q: %w", dir, err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644)
+}

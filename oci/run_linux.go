@@ -1,0 +1,192 @@
+//go:build linux
+
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// ErrRuntimeMissing is matched (errors.Is) by LookRuntime's error for a
+// runtime that is not installed; it also matches
+// runtime.ErrBackendUnavailable, as the backend is not available then.
+var ErrRuntimeMissing = errors.New("OCI runtime not installed")
+
+type missingError struct{ name, reason string }
+
+func (e *missingError) Error() string {
+	return fmt.Sprintf("hutch: backend oci: --oci-runtime %s: %s", e.name, e.reason)
+}
+
+func (e *missingError) Is(target error) bool {
+	return target == ErrRuntimeMissing || target == runtime.ErrBackendUnavailable
+}
+
+// LookRuntime returns the path of the runtime name, one of Runtimes.
+func LookRuntime(name string) (string, error) {
+	known := false
+	for _, r := range Runtimes {
+		known = known || r == name
+	}
+	if !known {
+		return "", fmt.Errorf("hutch: --oci-runtime %q: not an OCI runtime hutch drives (one of %v)", name, Runtimes)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", &missingError{name, "not installed (not found on PATH)"}
+	}
+	return path, nil
+}
+
+// Stdio are the command's standard streams.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Run runs f's command through the OCI runtime at path (LookRuntime) in
+// a bundle of its own, removed afterwards, and returns its Result: the
+// command's exit status (128+N for signal N, as the runtime reports it),
+// the layers f enforces and what it does not. SIGINT, SIGTERM and SIGHUP
+// this process gets are passed on to the runtime, which passes them on
+// to the command. An error means the command did not run.
+func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Result, error) {
+	id := make([]byte, 8)
+	rand.Read(id)
+	name := "hutch-" + hex.EncodeToString(id)
+	bundle, err := os.MkdirTemp("", "hutch-oci-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(bundle)
+	spec := *f.Spec
+	linux := *spec.Linux
+	// The runtime's own cgroup, named for the command.
+	linux.CgroupsPath = "/hutch-oci/" + name
+	spec.Linux = &linux
+	g := *f
+	g.Spec = &spec
+	if err := g.Write(bundle); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, path, "run", "--bundle", bundle, name)
+	cmd.Stdin, cmd.Stdout = stdio.Stdin, stdio.Stdout
+	cmd.Stderr = stdio.Stderr
+	cmd.WaitDelay = 5 * time.Second
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	start := time.Now()
+	if err := startIn(cmd, f.HostRoot, bundle, filepath.Base(path)); err != nil {
+		return nil, fmt.Errorf("hutch: backend oci: %s: %w", path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			cmd.Process.Signal(s)
+		case waitErr = <-done:
+			break wait
+		}
+	}
+	r := &runtime.Result{
+		Wall:           time.Since(start),
+		Layers:         f.Layers,
+		Unenforced:     f.Unexpressed,
+		Backend:        runtime.BackendOCI,
+		Network:        f.Network,
+		SeccompProfile: f.SeccompName,
+	}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee) && ee.ExitCode() >= 0:
+		r.ExitCode = ee.ExitCode()
+		if r.ExitCode > 128 && r.ExitCode < 128+65 {
+			r.Signal = syscall.Signal(r.ExitCode - 128)
+		}
+	default:
+		return r, fmt.Errorf("hutch: backend oci: %s: %w", path, waitErr)
+	}
+	// Whatever the runtime left behind (it removes a container that
+	// ran; one that failed to start may remain).
+	exec.Command(path, "delete", "--force", name).Run()
+	return r, nil
+}
+
+// startIn starts cmd; with hostRoot, in a mount namespace of its own
+// where bundle's rootfs holds the host's / bound read-only, recursively,
+// without suid and device files, as hutch's own view's root is. The
+// namespace is made on a thread of this process locked for it and
+// never returned to the scheduler: a forked child inherits the thread's
+// mount namespace, and the namespace and its mounts go away with the
+// runtime and the thread.
+func startIn(cmd *exec.Cmd, hostRoot bool, bundle, runtimeName string) error {
+	if !hostRoot {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		errc <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+				return fmt.Errorf("unshare mount namespace: %w", err)
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return fmt.Errorf("make / private: %w", err)
+			}
+			rootfs := filepath.Join(bundle, RootfsDir)
+			if err := unix.Mount("/", rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+				return fmt.Errorf("bind / at %s: %w", rootfs, err)
+			}
+			attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+			if err := unix.MountSetattr(-1, rootfs, unix.AT_RECURSIVE, attr); err != nil {
+				return fmt.Errorf("make %s read-only: %w", rootfs, err)
+			}
+			if runtimeName == "crun" {
+				if err := hideHybridCgroup2(); err != nil {
+					return err
+				}
+			}
+			return cmd.Start()
+		}()
+	}()
+	return <-errc
+}
+
+// hideHybridCgroup2 unmounts, in the runtime's mount namespace, the
+// cgroup2 hierarchy of a hybrid host (cgroup v1 controllers, plus a
+// cgroup2 mount at /sys/fs/cgroup/unified) when that hierarchy has
+// controllers: crun refuses such a host ("cgroups in hybrid mode not
+// supported"), and without it crun sees a v1 host, where its limits go
+// in the v1 controllers as they would anyway.
+func hideHybridCgroup2() error {
+	const unified = "/sys/fs/cgroup/unified"
+	b, err := os.ReadFile(filepath.Join(unified, "cgroup.controllers"))
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if err := unix.Unmount(unified, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount %s for crun on a hybrid cgroup host: %w", unified, err)
+	}
+	return nil
+}

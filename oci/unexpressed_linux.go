@@ -1,0 +1,50 @@
+//go:build linux
+
+package oci
+
+import (
+	"strconv"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// unexpressed lists what hutch enforces for p that the OCI form f of
+// view v does not, or does differently: said in the export's output and
+// every Result, never dropped silently.
+func unexpressed(v runtime.OCIView, f *Form) []string {
+	p := v.Policy
+	out := []string{
+		"landlock: no Landlock ruleset (OCI runtime-spec has none); the mounts alone are the filesystem boundary",
+		"user namespace: none; the command runs as the caller's uid and gid (" + uidOf(f) + ") with no capabilities, where hutch maps it into a user namespace of its own",
+		"unix sockets: no socket wall; a unix socket reachable in the read-only tree outside the hidden /run can be connected to",
+		"deny names and git guards: the matches and repositories found at export are masked and guarded; ones created later (hutch re-reads the top levels for every command) are not, and Result.Repositories is not reported",
+		"masked files read as empty (the runtime binds /dev/null over them) where hutch's masks refuse reading",
+		"leak scanning: no scan of arguments, environment or output (hutch-side)",
+		"output limit and timeout: hutch-side; not part of the configuration",
+		"HOME is a tmpfs of its own in the private /tmp, not a directory in it",
+	}
+	switch p.Network {
+	case runtime.NetworkAllow:
+		out = append(out, "network allow: the egress proxy and its allow-list are hutch's; the bundle's network namespace has nothing in it, so no domain is reachable")
+	case runtime.NetworkHost:
+		out = append(out, "network host: the host's network, no isolation (as hutch's --net host)")
+	default:
+		out = append(out, "loopback: the runtime leaves lo down in the network namespace; hutch brings it up")
+	}
+	if v.ModeWall {
+		out = append(out, "seccomp mode wall: hutch stacks its no-setuid-file rules under a caller's profile; OCI takes one profile, so only the caller's applies")
+	}
+	if v.Seccomp == nil {
+		out = append(out, "seccomp: skipped by the policy")
+	}
+	if f.HostRoot {
+		out = append(out, "root: the bundle's rootfs must hold the host's / bound read-only and recursively when the runtime starts (mount --rbind / rootfs; mount -o remount,bind,ro, recursively); hutch run --backend oci does it in a mount namespace of its own")
+	}
+	return out
+}
+
+// uidOf is the uid and gid the form's command runs as, for messages.
+func uidOf(f *Form) string {
+	u := f.Spec.Process.User
+	return strconv.FormatUint(uint64(u.UID), 10) + ":" + strconv.FormatUint(uint64(u.GID), 10)
+}
