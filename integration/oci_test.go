@@ -1,0 +1,203 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// ociRuntimes are the OCI runtimes the suite runs the oci backend under
+// (runsc is not in Debian).
+var ociRuntimes = []string{"runc", "crun"}
+
+// ociFlags are run's flags for the oci backend under rt; the test is
+// skipped, saying why, where it cannot run: the runtimes need root to
+// make namespaces and cgroups of their own without a user namespace, and
+// must be installed.
+func ociFlags(t *testing.T, rt string) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the oci backend's runtimes run as root here (no rootless configuration)")
+	}
+	if _, err := exec.LookPath(rt); err != nil {
+		t.Skipf("%s is not installed (apt-get install %s)", rt, rt)
+	}
+	return []string{"--backend", "oci", "--oci-runtime", rt}
+}
+
+// TestOCIConfines (issue: OCI export, must show): the same subset of the
+// suite hutch's own backend passes, under runc and under crun, judged on
+// the host: a write outside the workspace does not reach the host while
+// one in it does, the default deny-list's planted key is not read, no
+// host listener (on loopback or the host's own address) is reached, and
+// the Result names the backend and what it did not enforce.
+func TestOCIConfines(t *testing.T) {
+	for _, rt := range ociRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			flags := ociFlags(t, rt)
+			ws, outside := dir(t, "ws-"), dir(t, "outside-")
+			must(os.Chmod(outside, 0o777))
+			ln, err := net.Listen("tcp4", "0.0.0.0:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var accepted atomic.Int32
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					accepted.Add(1)
+					c.Close()
+				}
+			}()
+			port := ln.Addr().(*net.TCPAddr).Port
+			targets := []string{"127.0.0.1"}
+			if addrs, err := net.InterfaceAddrs(); err == nil {
+				for _, a := range addrs {
+					if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+						targets = append(targets, ipn.IP.String())
+						break
+					}
+				}
+			}
+			var probes strings.Builder
+			for _, ip := range targets {
+				fmt.Fprintf(&probes, "python3 -c 'import socket; socket.create_connection((\"%s\", %d), 2)' 2>/dev/null\n", ip, port)
+			}
+			script := fmt.Sprintf(`echo in > inside
+echo escape > %[1]s/escaped
+touch /usr/hutch-oci-escaped
+cat %[2]s/.ssh/id_ed25519 > leak-ssh
+cat %[2]s/.aws/credentials > leak-aws
+cat /etc/shadow > leak-shadow
+%[3]s
+exit 3`, outside, fakeHome, probes.String())
+			r := sh(t, ws, script, flags...)
+			if r.code != 3 {
+				t.Errorf("want the command's exit status 3:\n%s", r)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "inside")); err != nil {
+				t.Errorf("host: the workspace write did not happen: %v\n%s", err, r)
+			}
+			for _, p := range []string{filepath.Join(outside, "escaped"), "/usr/hutch-oci-escaped"} {
+				if _, err := os.Stat(p); err == nil {
+					os.Remove(p)
+					t.Errorf("host: the command wrote %s outside the workspace", p)
+				}
+			}
+			shadow, _ := os.ReadFile("/etc/shadow")
+			for _, leak := range []string{"leak-ssh", "leak-aws", "leak-shadow"} {
+				b, _ := os.ReadFile(filepath.Join(ws, leak))
+				if strings.Contains(string(b), sshSecret) || (len(shadow) > 0 && len(b) > 0 && strings.Contains(string(shadow), strings.TrimSpace(string(b)))) {
+					t.Errorf("host: %s holds a denied file's content (%d bytes)", leak, len(b))
+				}
+			}
+			time.Sleep(100 * time.Millisecond) // an accept in flight is counted
+			if n := accepted.Load(); n != 0 {
+				t.Errorf("host: the listener on %v port %d accepted %d connections", targets, port, n)
+			}
+			res := r.result
+			if res == nil {
+				t.Fatalf("no result:\n%s", r)
+			}
+			if res.Backend != runtime.BackendOCI || res.ExitCode != 3 || !slices.Contains(res.Layers, runtime.LayerNetNS) || !slices.ContainsFunc(res.Unenforced, func(s string) bool { return strings.HasPrefix(s, "landlock:") }) {
+				t.Errorf("result: %+v", res)
+			}
+			if !strings.Contains(r.stderr, "not enforced: landlock:") {
+				t.Errorf("the CLI does not list what the OCI form leaves out:\n%s", r)
+			}
+		})
+	}
+}
+
+// TestOCILimits: a fork bomb stays under --pids and 1 GiB is not
+// allocated under --memory 128MiB, under each runtime; the bomb's
+// processes are counted on the host, in its own process table.
+func TestOCILimits(t *testing.T) {
+	for _, rt := range ociRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			flags := ociFlags(t, rt)
+			ws := dir(t, "ws-")
+			const limit = 64
+			args := append([]string{"run", "--workspace", ws, "--pids", fmt.Sprint(limit)}, flags...)
+			c := exec.Command(hutchBin, append(args, "--", "sh", "-c", "b() { b | b & }; (b) ; sleep 3")...)
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			most := 0
+			for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				most = max(most, len(descendants(c.Process.Pid)))
+			}
+			_ = c.Wait()
+			// hutch's own tree: the runtime and its helpers on top of the bomb.
+			if most > limit+6 {
+				t.Errorf("host: the bomb reached %d processes, limit %d", most, limit)
+			}
+			if left := descendants(c.Process.Pid); len(left) > 0 {
+				t.Errorf("host: bomb processes left: %v", left)
+			}
+			t.Logf("bomb peaked at %d processes on the host", most)
+
+			r := runCLI(t, ws, append([]string{"--memory", "128MiB"}, flags...), "python3", "-c", "b = bytearray(1 << 30); open('allocated', 'w').write('x')")
+			if _, err := os.Stat(filepath.Join(ws, "allocated")); err == nil || r.code == 0 {
+				t.Errorf("host: 1 GiB allocated under a 128 MiB limit:\n%s", r)
+			}
+		})
+	}
+}
+
+// TestOCIExport: hutch oci export writes a bundle whose config.json
+// masks the default deny-list, holds the limits and the seccomp profile,
+// and lists what it cannot express, on stderr and as JSON.
+func TestOCIExport(t *testing.T) {
+	ws, bundle := dir(t, "ws-"), filepath.Join(dir(t, "bundle-"), "b")
+	uj := filepath.Join(t.TempDir(), "unexpressed.json")
+	r := runCLIArgs(t, "oci", "export", "--bundle", bundle, "--workspace", ws, "--memory", "256MiB", "--pids", "100", "--net", "allow", "--allow-domain", "example.com", "--unexpressed-json", uj, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("export:\n%s", r)
+	}
+	var cfg struct {
+		Root  struct{ Path string }
+		Linux struct {
+			MaskedPaths []string
+			Resources   struct {
+				Memory struct{ Limit int64 }
+				Pids   struct{ Limit int64 }
+			}
+			Seccomp *struct{ DefaultAction string }
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(json.Unmarshal(b, &cfg))
+	if !slices.Contains(cfg.Linux.MaskedPaths, filepath.Join(fakeHome, ".ssh")) || cfg.Linux.Resources.Memory.Limit != 256<<20 || cfg.Linux.Resources.Pids.Limit != 100 || cfg.Linux.Seccomp == nil {
+		t.Errorf("config.json: %s", b)
+	}
+	if fi, err := os.Stat(filepath.Join(bundle, cfg.Root.Path)); err != nil || !fi.IsDir() {
+		t.Errorf("host: no rootfs directory %q in the bundle: %v", cfg.Root.Path, err)
+	}
+	var lines []string
+	if b, err := os.ReadFile(uj); err != nil || json.Unmarshal(b, &lines) != nil {
+		t.Fatalf("--unexpressed-json: %v %s", err, b)
+	}
+	if !slices.ContainsFunc(lines, func(s string) bool { return strings.HasPrefix(s, "network allow:") }) || !strings.Contains(r.stderr, "not in the OCI form: network allow:") {
+		t.Errorf("the egress proxy is not listed as unexpressed: %q\n%s", lines, r)
+	}
+}
