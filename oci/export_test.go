@@ -1,0 +1,131 @@
+//go:build linux
+
+package oci
+
+import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/seccomp"
+)
+
+// TestExportDefaultPolicy: the OCI form of the default policy masks every
+// default deny path, holds its limits and the default seccomp profile,
+// gives no capability, and lists what it cannot express.
+func TestExportDefaultPolicy(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	p := runtime.DefaultPolicy(ws)
+	p.CPUs = 1.5
+	p.FileSize = 1 << 20
+	f, err := Export(p, []string{"true"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Spec
+	for _, d := range runtime.DefaultDeny() {
+		if rest, ok := strings.CutPrefix(d, "~/"); ok {
+			d = filepath.Join(home, rest)
+		} else if r, err := filepath.EvalSymlinks(d); err == nil {
+			d = r
+		}
+		if !slices.Contains(s.Linux.MaskedPaths, d) {
+			t.Errorf("default deny path %s is not masked: %q", d, s.Linux.MaskedPaths)
+		}
+	}
+	res := s.Linux.Resources
+	if res == nil || res.Memory == nil || *res.Memory.Limit != p.Memory || *res.Memory.Swap != p.Memory || res.Pids == nil || *res.Pids.Limit != runtime.DefaultPids || res.CPU == nil || *res.CPU.Quota != 150000 || *res.CPU.Period != 100000 {
+		t.Errorf("resources: %+v", res)
+	}
+	if !slices.ContainsFunc(s.Process.Rlimits, func(r specs.POSIXRlimit) bool { return r.Type == "RLIMIT_FSIZE" && r.Hard == 1<<20 }) ||
+		!slices.ContainsFunc(s.Process.Rlimits, func(r specs.POSIXRlimit) bool { return r.Type == "RLIMIT_CORE" && r.Hard == 0 }) {
+		t.Errorf("rlimits: %+v", s.Process.Rlimits)
+	}
+	if !reflect.DeepEqual(s.Linux.Seccomp, seccomp.BuiltinDefault.Profile()) || f.SeccompName != seccomp.DefaultName {
+		t.Errorf("seccomp is not the default profile (%s)", f.SeccompName)
+	}
+	c := s.Process.Capabilities
+	if c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) > 0 || !s.Process.NoNewPrivileges {
+		t.Errorf("capabilities %+v, no new privileges %v", c, s.Process.NoNewPrivileges)
+	}
+	if !s.Root.Readonly || !f.HostRoot || s.Process.Cwd != ws || s.Hostname != "hutch" {
+		t.Errorf("root %+v, cwd %s, hostname %s", s.Root, s.Process.Cwd, s.Hostname)
+	}
+	if !slices.ContainsFunc(s.Mounts, func(m specs.Mount) bool { return m.Destination == ws && slices.Contains(m.Options, "rw") }) ||
+		!slices.ContainsFunc(s.Mounts, func(m specs.Mount) bool { return m.Destination == "/tmp" && m.Type == "tmpfs" }) {
+		t.Errorf("no writable workspace or private /tmp: %+v", s.Mounts)
+	}
+	if !slices.Contains(s.Linux.MaskedPaths, "/proc/kcore") || !slices.Contains(s.Linux.ReadonlyPaths, "/proc/sys") {
+		t.Errorf("/proc's kernel interfaces: masked %q, read-only %q", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths)
+	}
+	if len(f.Unexpressed) == 0 || !strings.HasPrefix(f.Unexpressed[0], "landlock:") {
+		t.Errorf("unexpressed: %q", f.Unexpressed)
+	}
+}
+
+// TestExportModes: what each policy choice makes of the form.
+func TestExportModes(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	for _, tc := range []struct {
+		name        string
+		mod         func(*runtime.Policy)
+		netns       bool
+		seccomp     bool
+		unexpressed string
+	}{
+		{"default", func(*runtime.Policy) {}, true, true, "loopback:"},
+		{"net host", func(p *runtime.Policy) { p.Network = runtime.NetworkHost }, false, true, "network host:"},
+		{"net allow", func(p *runtime.Policy) {
+			p.Network, p.AllowDomains = runtime.NetworkAllow, []string{"example.com"}
+		}, true, true, "network allow:"},
+		{"no seccomp", func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }, true, false, "seccomp: skipped"},
+		{"allow a call", func(p *runtime.Policy) { p.SeccompAllow = []string{"ptrace"} }, true, true, "seccomp mode wall:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := runtime.DefaultPolicy(t.TempDir())
+			tc.mod(&p)
+			f, err := Export(p, []string{"true"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			netns := slices.ContainsFunc(f.Spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace })
+			if netns != tc.netns || netns != slices.Contains(f.Layers, runtime.LayerNetNS) {
+				t.Errorf("network namespace %v, layers %v", netns, f.Layers)
+			}
+			if (f.Spec.Linux.Seccomp != nil) != tc.seccomp || tc.seccomp != slices.Contains(f.Layers, runtime.LayerSeccomp) {
+				t.Errorf("seccomp %v, layers %v", f.Spec.Linux.Seccomp != nil, f.Layers)
+			}
+			if !slices.ContainsFunc(f.Unexpressed, func(s string) bool { return strings.HasPrefix(s, tc.unexpressed) }) {
+				t.Errorf("no %q in %q", tc.unexpressed, f.Unexpressed)
+			}
+		})
+	}
+}
+
+// TestExportRefuses: the policy's errors are runtime.New's, and the
+// disabled mode has no OCI form.
+func TestExportRefuses(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		p    runtime.Policy
+		args []string
+		want string
+	}{
+		{"no command", runtime.DefaultPolicy(ws), nil, "no command"},
+		{"no workspace", runtime.DefaultPolicy(""), []string{"true"}, "Workspace"},
+		{"disabled", runtime.Policy{Workspace: ws, Backend: runtime.BackendNone}, []string{"true"}, "disabled mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Export(tc.p, tc.args, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
