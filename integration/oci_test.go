@@ -125,9 +125,10 @@ exit 3`, outside, fakeHome, probes.String())
 	}
 }
 
-// TestOCILimits: a fork bomb stays under --pids and 1 GiB is not
-// allocated under --memory 128MiB, under each runtime; the bomb's
-// processes are counted on the host, in its own process table.
+// TestOCILimits: a fork bomb stays under --pids, 1 GiB is not allocated
+// under --memory 128MiB and --timeout ends the command, under each
+// runtime; the bomb's processes are counted on the host, in its own
+// process table.
 func TestOCILimits(t *testing.T) {
 	for _, rt := range ociRuntimes {
 		t.Run(rt, func(t *testing.T) {
@@ -156,6 +157,14 @@ func TestOCILimits(t *testing.T) {
 			r := runCLI(t, ws, append([]string{"--memory", "128MiB"}, flags...), "python3", "-c", "b = bytearray(1 << 30); open('allocated', 'w').write('x')")
 			if _, err := os.Stat(filepath.Join(ws, "allocated")); err == nil || r.code == 0 {
 				t.Errorf("host: 1 GiB allocated under a 128 MiB limit:\n%s", r)
+			}
+
+			// --timeout: the command (pid 1, deaf to SIGTERM) is killed
+			// --kill-after later, before it writes.
+			r = runCLI(t, ws, append([]string{"--timeout", "500ms", "--kill-after", "500ms"}, flags...), "sh", "-c", "sleep 3; touch late")
+			time.Sleep(3 * time.Second)
+			if _, err := os.Stat(filepath.Join(ws, "late")); err == nil || r.result == nil || r.result.KillReason != runtime.KilledTimeout || r.code != 137 {
+				t.Errorf("host: the command outlived --timeout (or was not reported killed):\n%s\n%+v", r, r.result)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -41,6 +42,9 @@ type Form struct {
 	SeccompName string
 	// Network is the policy's network mode.
 	Network runtime.NetworkMode
+	// Timeout ends the command after this long (Run: SIGTERM, then
+	// SIGKILL Grace later, runtime.DefaultWaitDelay when 0); 0: never.
+	Timeout, Grace time.Duration
 	// Unexpressed says, one line each, what of the policy the OCI form
 	// does not enforce or enforces differently.
 	Unexpressed []string
@@ -67,7 +71,7 @@ func Export(p runtime.Policy, args []string, o Options) (*Form, error) {
 		return nil, err
 	}
 	pol := v.Policy
-	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network}
+	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network, Timeout: max(pol.Timeout, 0)}
 	root := &specs.Root{Path: RootfsDir, Readonly: true}
 	if o.Rootfs != "" {
 		abs, err := filepath.Abs(o.Rootfs)

@@ -98,12 +98,29 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var timeout, grace <-chan time.Time
+	if f.Timeout > 0 {
+		timeout = time.After(f.Timeout)
+	}
+	timedOut := false
 	var waitErr error
 wait:
 	for {
 		select {
 		case s := <-sigs:
 			cmd.Process.Signal(s)
+		case <-timeout:
+			// The runtime's kill goes to the command, pid 1 of its
+			// namespace: SIGKILL ends every process in it.
+			timedOut = true
+			exec.Command(path, "kill", name, "TERM").Run()
+			d := f.Grace
+			if d <= 0 {
+				d = runtime.DefaultWaitDelay
+			}
+			grace = time.After(d)
+		case <-grace:
+			exec.Command(path, "kill", name, "KILL").Run()
 		case waitErr = <-done:
 			break wait
 		}
@@ -126,6 +143,9 @@ wait:
 		}
 	default:
 		return r, fmt.Errorf("hutch: backend oci: %s: %w", path, waitErr)
+	}
+	if timedOut {
+		r.Killed, r.KillReason, r.Reason = true, runtime.KilledTimeout, "timeout of "+f.Timeout.String()
 	}
 	// Whatever the runtime left behind (it removes a container that
 	// ran; one that failed to start may remain).

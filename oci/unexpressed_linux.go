@@ -20,7 +20,8 @@ func unexpressed(v runtime.OCIView, f *Form) []string {
 		"deny names and git guards: the matches and repositories found at export are masked and guarded; ones created later (hutch re-reads the top levels for every command) are not, and Result.Repositories is not reported",
 		"masked files read as empty (the runtime binds /dev/null over them) where hutch's masks refuse reading",
 		"leak scanning: no scan of arguments, environment or output (hutch-side)",
-		"output limit and timeout: hutch-side; not part of the configuration",
+		"output limit: hutch-side; not applied to the runtime's output",
+		"pid 1: the command is pid 1 of its pid namespace, where signals it has no handler for (SIGTERM, SIGINT) do not end it; hutch's own init is pid 1 and passes them on",
 		"HOME is a tmpfs of its own in the private /tmp, not a directory in it",
 	}
 	switch p.Network {

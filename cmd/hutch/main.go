@@ -368,7 +368,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return err
 	}
 	if p.Backend == runtime.BackendOCI {
-		ociResult, err = runOCI(ctx, f, p, args, code)
+		ociResult, err = runOCI(ctx, f, p, args, killAfter, code)
 		return err
 	}
 	sb, err := runtime.New(p)

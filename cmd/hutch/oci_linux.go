@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +81,7 @@ line each (and with --unexpressed-json, as a JSON array).`,
 // runOCI runs args through the OCI runtime f.ociRuntime names, with the
 // OCI form of p. Signals hutch gets go to the runtime, which passes them
 // on: ctx's cancellation by them does not kill the runtime.
-func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, code *int) (*runtime.Result, error) {
+func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, killAfter time.Duration, code *int) (*runtime.Result, error) {
 	if f.ociRuntime == "" {
 		*code = exitNotFound
 		return nil, &flagErr{"--backend", "oci", "needs --oci-runtime (one of " + fmt.Sprint(oci.Runtimes) + ")"}
@@ -97,11 +98,15 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, co
 	if err != nil {
 		return nil, f.flagError(err)
 	}
+	form.Grace = killAfter
 	r, err := oci.Run(context.WithoutCancel(ctx), form, path, oci.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
 		return r, err
 	}
 	*code = r.ExitCode
 	fmt.Fprintf(os.Stderr, "hutch: backend oci (%s); not enforced: %s\n", f.ociRuntime, strings.Join(r.Unenforced, "; "))
+	if r.Reason != "" {
+		fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
+	}
 	return r, nil
 }

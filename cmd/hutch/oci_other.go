@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,7 @@ func ociCommand(*int) *cobra.Command {
 }
 
 // runOCI: the oci backend is Linux's.
-func runOCI(_ context.Context, _ runFlags, _ runtime.Policy, _ []string, code *int) (*runtime.Result, error) {
+func runOCI(_ context.Context, _ runFlags, _ runtime.Policy, _ []string, _ time.Duration, code *int) (*runtime.Result, error) {
 	*code = exitNotFound
 	return nil, &runtime.BackendError{Backend: runtime.BackendOCI, Reason: "OCI runtimes run Linux containers; this is not Linux"}
 }
