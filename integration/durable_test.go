@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -427,32 +426,7 @@ func TestDurableStaleNeverSignalled(t *testing.T) {
 func TestDurableKeepsPolicyAcrossRestarts(t *testing.T) {
 	ws, data, out := dir(t, "durable-ws-"), dir(t, "durable-data-"), dir(t, "durable-out-")
 	must(os.Chmod(out, 0o777)) // the command's uid could write it, but for the sandbox
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	targets := []string{"127.0.0.1"}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
-				targets = append(targets, ipn.IP.String())
-				break
-			}
-		}
-	}
+	port, targets, accepted := hostListener(t)
 	var probes strings.Builder
 	for _, ip := range targets {
 		fmt.Fprintf(&probes, "(exec 3<>/dev/tcp/%s/%d) 2>/dev/null && echo reached-%s >> tries; ", ip, port, ip)

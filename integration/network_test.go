@@ -19,7 +19,32 @@ import (
 // connections it accepts: the host-side verdict on what reached it.
 func loopbackListener(t *testing.T) (port int, accepted *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	return countingListener(t, "127.0.0.1:0")
+}
+
+// hostListener is a counting host service on every address of the host,
+// and the addresses to try it at: loopback and the host's first
+// non-loopback IPv4 address.
+func hostListener(t *testing.T) (port int, targets []string, accepted *atomic.Int32) {
+	t.Helper()
+	port, accepted = countingListener(t, "0.0.0.0:0")
+	targets = []string{"127.0.0.1"}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				targets = append(targets, ipn.IP.String())
+				break
+			}
+		}
+	}
+	return port, targets, accepted
+}
+
+// countingListener is a host service on addr that counts the connections
+// it accepts.
+func countingListener(t *testing.T, addr string) (port int, accepted *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

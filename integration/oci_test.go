@@ -5,13 +5,11 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,32 +47,7 @@ func TestOCIConfines(t *testing.T) {
 			flags := ociFlags(t, rt)
 			ws, outside := dir(t, "ws-"), dir(t, "outside-")
 			must(os.Chmod(outside, 0o777))
-			ln, err := net.Listen("tcp4", "0.0.0.0:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			var accepted atomic.Int32
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					accepted.Add(1)
-					c.Close()
-				}
-			}()
-			port := ln.Addr().(*net.TCPAddr).Port
-			targets := []string{"127.0.0.1"}
-			if addrs, err := net.InterfaceAddrs(); err == nil {
-				for _, a := range addrs {
-					if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
-						targets = append(targets, ipn.IP.String())
-						break
-					}
-				}
-			}
+			port, targets, accepted := hostListener(t)
 			var probes strings.Builder
 			for _, ip := range targets {
 				fmt.Fprintf(&probes, "python3 -c 'import socket; socket.create_connection((\"%s\", %d), 2)' 2>/dev/null\n", ip, port)
