@@ -96,6 +96,17 @@ echo DONE`
 			t.Errorf("planted on the host: %s", p)
 		}
 	}
+	// What the command tried to rename is where it was, by the host's
+	// lookup, not by what the command said.
+	for _, p := range []string{filepath.Join(git, "hooks"), filepath.Join(git, "config"), filepath.Join(wtGit, "commondir"), filepath.Join(wtGit, "gitdir"),
+		wtGit, filepath.Join(git, "objects"), filepath.Join(git, "refs"), filepath.Join(doc.Worktree.Path, ".git")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("host: %s is gone: %v", p, err)
+		}
+		if _, err := os.Lstat(p + ".away"); err == nil {
+			t.Errorf("host: %s was renamed to %s.away", p, p)
+		}
+	}
 	if b, err := os.ReadFile(filepath.Join(wtGit, "commondir")); err != nil || strings.TrimSpace(string(b)) != "../.." {
 		t.Errorf("the worktree's commondir: %q, %v", b, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -40,11 +41,7 @@ func (e *missingError) Is(target error) bool {
 
 // LookRuntime returns the path of the runtime name, one of Runtimes.
 func LookRuntime(name string) (string, error) {
-	known := false
-	for _, r := range Runtimes {
-		known = known || r == name
-	}
-	if !known {
+	if !slices.Contains(Runtimes, name) {
 		return "", fmt.Errorf("hutch: --oci-runtime %q: not an OCI runtime hutch drives (one of %v)", name, Runtimes)
 	}
 	path, err := exec.LookPath(name)

@@ -55,14 +55,20 @@ type LeakError struct {
 }
 
 func (e *LeakError) Error() string {
+	return fmt.Sprintf("hutch: %s holds a secret (%s): refused (Policy.Leaks off allows it)", e.Where, e.What())
+}
+
+// What says which secret it was, in words: "rule github", "the value of
+// the host's OPENAI_API_KEY, base64-encoded".
+func (e *LeakError) What() string {
 	what := "rule " + e.Rule
 	if e.Rule == leaks.HostValue {
-		what = "the host's " + e.Name
+		what = "the value of the host's " + e.Name
 	}
 	if e.Encoding != leaks.Raw {
 		what += ", " + string(e.Encoding) + "-encoded"
 	}
-	return fmt.Sprintf("hutch: %s holds a secret (%s): refused (Policy.Leaks off allows it)", e.Where, what)
+	return what
 }
 
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
@@ -97,7 +103,8 @@ func resolveLeaks(p *Policy) (*leaks.Scanner, error) {
 	default:
 		return nil, &PolicyError{Field: "Leaks", Value: string(p.Leaks), Reason: "not report, redact, kill or off"}
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.LeakValues)) {
+	names := slices.Sorted(maps.Keys(p.LeakValues))
+	for _, name := range names {
 		switch v := p.LeakValues[name]; {
 		case name == "":
 			return nil, &PolicyError{Field: "LeakValues", Reason: "a value with an empty name"}
@@ -110,7 +117,7 @@ func resolveLeaks(p *Policy) (*leaks.Scanner, error) {
 	}
 	s := leaks.New(nil)
 	s.AddEnv(os.Environ())
-	for _, name := range slices.Sorted(maps.Keys(p.LeakValues)) {
+	for _, name := range names {
 		s.AddValue(name, p.LeakValues[name])
 	}
 	// The policy's own environment goes to every command: a secret there

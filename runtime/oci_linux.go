@@ -3,7 +3,6 @@
 package runtime
 
 import (
-	"os"
 	"slices"
 
 	"github.com/hutchbox/hutch/cgroups"
@@ -53,7 +52,7 @@ func ExportView(p Policy) (OCIView, error) {
 	if r.policy.Unsandboxed {
 		return OCIView{}, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
 	}
-	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}
+	sb := resolvedSandbox(r)
 	sb.level = LevelNamespaces
 	if err := sb.validate(r); err != nil {
 		return OCIView{}, err

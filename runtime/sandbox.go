@@ -90,6 +90,13 @@ type Sandbox struct {
 	closed bool
 }
 
+// resolvedSandbox is the Sandbox of resolved policy r, before the host is
+// probed. It owns its copy (resolvePolicy made it): a caller changing its
+// slices afterwards must not change what later commands get.
+func resolvedSandbox(r resolved) *Sandbox {
+	return &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}
+}
+
 // New validates p and probes the host once. Every later Command reuses
 // the result.
 func New(p Policy) (*Sandbox, error) {
@@ -98,9 +105,7 @@ func New(p Policy) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The Sandbox owns its copy (resolvePolicy made it): a caller changing
-	// its slices afterwards must not change what later commands get.
-	sb := &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}
+	sb := resolvedSandbox(r)
 	if err := sb.setupGrants(p, r.policy); err != nil {
 		return nil, err
 	}

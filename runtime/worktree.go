@@ -58,11 +58,11 @@ var worktreeParts = []string{"objects", "refs", "logs"}
 // directory in it) with the host's git, on branch: an existing branch is
 // checked out as it is (the work of an earlier run goes on); a missing one
 // is made from the repository's HEAD; "" is a new branch hutch/<random>.
-// The worktree is a new directory in parent, or with parent "" in
-// $XDG_STATE_HOME/hutch/worktrees (~/.local/state/hutch/worktrees): a
-// worktree holds what the command did not commit and the host's git
-// keeps track of it, so it belongs where state is kept, not in /tmp,
-// which is emptied at boot (and inside a sandbox is a private one).
+// The worktree is a new directory in parent, which the caller chooses
+// (hutch run: the data directory's worktrees): a worktree holds what the
+// command did not commit and the host's git keeps track of it, so it
+// belongs where state is kept, not in /tmp, which is emptied at boot
+// (and inside a sandbox is a private one).
 //
 // git runs as GitCommand runs it: the repository's own configuration and
 // hooks (post-checkout runs on worktree add) may have been planted by an
@@ -70,6 +70,9 @@ var worktreeParts = []string{"objects", "refs", "logs"}
 // repository, a branch that is not a valid branch name or one checked out
 // in another worktree are refused with a *PolicyError for "Worktree".
 func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, error) {
+	if parent == "" {
+		return nil, &PolicyError{Field: "AddWorktree parent", Reason: "empty: the directory to make the worktree in"}
+	}
 	refuse := func(value, reason string) error {
 		return &PolicyError{Field: "Worktree", Value: value, Reason: reason}
 	}
@@ -97,11 +100,6 @@ func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, e
 	}
 	if _, err := hostGit(ctx, abs, "check-ref-format", "--branch", branch); err != nil {
 		return nil, refuse(branch, "not a valid branch name")
-	}
-	if parent == "" {
-		if parent, err = stateDir(); err != nil {
-			return nil, refuse(repo, "no directory for worktrees: "+err.Error())
-		}
 	}
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, refuse(repo, "no directory for worktrees: "+err.Error())
@@ -157,18 +155,6 @@ func (w *Worktree) Apply(p *Policy) error {
 	}
 	p.Writable = append(p.Writable, w.GitDir)
 	return nil
-}
-
-// stateDir is where AddWorktree makes worktrees by default.
-func stateDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "hutch", "worktrees"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, ".local", "state", "hutch", "worktrees"), nil
 }
 
 // hostGit runs the host's git in dir as GitCommand makes it, and returns

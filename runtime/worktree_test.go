@@ -111,6 +111,11 @@ func TestAddWorktreeRefused(t *testing.T) {
 		}
 	}
 
+	var noParent *PolicyError
+	if _, err := AddWorktree(ctx, repo, "", ""); !errors.As(err, &noParent) || noParent.Field != "AddWorktree parent" {
+		t.Errorf("AddWorktree with no parent: %v; want a PolicyError naming it", err)
+	}
+
 	w, err := AddWorktree(ctx, repo, "b", t.TempDir())
 	if err != nil {
 		t.Fatal(err)

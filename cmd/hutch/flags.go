@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -322,12 +321,5 @@ func leakMessage(e *runtime.LeakError) string {
 			where, verdict = path, "not read"
 		}
 	}
-	what := "rule " + e.Rule
-	if e.Rule == leaks.HostValue {
-		what = "the value of the host's " + e.Name
-	}
-	if e.Encoding != leaks.Raw {
-		what += ", " + string(e.Encoding) + "-encoded"
-	}
-	return fmt.Sprintf("%s holds a secret (%s): %s (--leaks off allows it)", where, what, verdict)
+	return fmt.Sprintf("%s holds a secret (%s): %s (--leaks off allows it)", where, e.What(), verdict)
 }

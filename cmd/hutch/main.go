@@ -533,7 +533,8 @@ func writeResult(out *os.File, res *runtime.Result, wt *runtime.Worktree, comman
 	if doc.Result == nil || doc.Result.LeakAction != runtime.LeaksOff {
 		// The document never holds a secret the command line did (a
 		// command refused for one): it goes where results are kept.
-		doc.Argv, doc.Command = redactArgs(doc.Argv), redactArgs(doc.Command)
+		s := leaks.DefaultScanner()
+		doc.Argv, doc.Command = redactArgs(s, doc.Argv), redactArgs(s, doc.Command)
 	}
 	if runErr != nil {
 		doc.Error = strings.TrimPrefix(runErr.Error(), "hutch: ")
@@ -625,9 +626,9 @@ func leaksFound(r *runtime.Result) string {
 	return fmt.Sprintf("secrets in the output, %s: %s", done, strings.Join(where, ", "))
 }
 
-// redactArgs replaces the secrets in args as --leaks redact would.
-func redactArgs(args []string) []string {
-	s := leaks.DefaultScanner()
+// redactArgs replaces the secrets s finds in args as --leaks redact
+// would.
+func redactArgs(s *leaks.Scanner, args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		var b strings.Builder
