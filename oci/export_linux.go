@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -186,14 +188,81 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 			}
 			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"rbind", mode, "nosuid", "nodev"}})
 		case mounts.ReadOnly:
-			s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, m.Target)
+			// A read-only bind of the path onto itself, not
+			// readonlyPaths: runsc ignores readonlyPaths outside /proc.
+			// A path inside a tmpfs of the plan's has no host source;
+			// readonlyPaths is what runc and crun then apply.
+			src, ok := hostSource(s.Mounts, m.Target)
+			if !ok {
+				s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, m.Target)
+				continue
+			}
+			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
 		case mounts.Mask:
-			s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)
+			// A mount, not maskedPaths (runsc ignores maskedPaths
+			// outside /proc), and unreadable as hutch's masks are: a
+			// mode-0000 tmpfs over a directory, the bundle's mode-0000
+			// empty file over anything else. The command holds no
+			// capability, so not even uid 0 may open them.
+			// A path missing now is a maskedPath, which runc and crun
+			// apply if it exists when the command starts.
+			fi, err := os.Lstat(m.Target)
+			if err != nil {
+				s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)
+				continue
+			}
+			if fi.IsDir() {
+				add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "nosuid", "nodev", "noexec", "mode=000", "size=4k"}})
+			} else {
+				add(specs.Mount{Destination: m.Target, Type: "bind", Source: MaskFile, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+			}
 		default:
 			return fmt.Errorf("oci: mount plan step %s has no OCI form", m)
 		}
 	}
 	return nil
+}
+
+// Masked lists every path the configuration makes unreadable: its
+// maskedPaths and the masks mounted over existing paths.
+func (f *Form) Masked() []string {
+	out := slices.Clone(f.Spec.Linux.MaskedPaths)
+	for _, m := range f.Spec.Mounts {
+		if isMask(m) {
+			out = append(out, m.Destination)
+		}
+	}
+	return out
+}
+
+// isMask says m is a mask mount: the mask file bound, or a mode-0000
+// tmpfs.
+func isMask(m specs.Mount) bool {
+	return m.Source == MaskFile || (m.Type == "tmpfs" && slices.Contains(m.Options, "mode=000"))
+}
+
+// MaskFile is the bundle's mode-0000 empty file bound over masked
+// files, named relative to the bundle as runtimes resolve a relative
+// mount source.
+const MaskFile = "hutch-mask"
+
+// hostSource is the host path visible at target under mounts (the
+// configuration's, in order): the last bind whose destination holds
+// target, mapped to its source, or target itself under the host's root.
+// ok is false when a tmpfs of the configuration holds target.
+func hostSource(ms []specs.Mount, target string) (string, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		rel, err := filepath.Rel(m.Destination, target)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		if m.Type != "bind" || isMask(m) {
+			return "", false
+		}
+		return filepath.Join(m.Source, rel), true
+	}
+	return target, true
 }
 
 // rlimitNames are the OCI names of the rlimits hutch sets.
@@ -261,5 +330,17 @@ func (f *Form) Write(dir string) error {
 			return fmt.Errorf("oci: bundle %q: %w", dir, err)
 		}
 	}
+	if err := writeMaskFile(filepath.Join(dir, MaskFile)); err != nil {
+		return fmt.Errorf("oci: bundle %q: %w", dir, err)
+	}
 	return os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644)
+}
+
+// writeMaskFile makes path an empty file of mode 0000 (whatever the
+// umask; an existing one is truncated and its mode set).
+func writeMaskFile(path string) error {
+	if err := os.WriteFile(path, nil, 0); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0)
 }

@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -35,8 +36,8 @@ func TestExportDefaultPolicy(t *testing.T) {
 		} else if r, err := filepath.EvalSymlinks(d); err == nil {
 			d = r
 		}
-		if !slices.Contains(s.Linux.MaskedPaths, d) {
-			t.Errorf("default deny path %s is not masked: %q", d, s.Linux.MaskedPaths)
+		if !slices.Contains(f.Masked(), d) {
+			t.Errorf("default deny path %s is not masked: %q", d, f.Masked())
 		}
 	}
 	res := s.Linux.Resources
@@ -127,5 +128,91 @@ func TestExportRefuses(t *testing.T) {
 				t.Errorf("error %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExportMasksAndReadOnly: an existing masked directory gets a mode-0000
+// tmpfs, an existing masked file the bundle's mode-0000 file, a missing
+// one a maskedPath; a --read-only path is bound read-only from its host
+// source. Write puts the mask file in the bundle, unreadable.
+func TestExportMasksAndReadOnly(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(filepath.Join(home, ".ssh"), 0o700))
+	must(os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x"), 0o600))
+	must(os.Mkdir(filepath.Join(ws, "keep"), 0o755))
+	p := runtime.DefaultPolicy(ws)
+	p.ReadOnly = []string{filepath.Join(ws, "keep")}
+	f, err := Export(p, []string{"true"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount := func(dest string) (specs.Mount, bool) {
+		i := slices.IndexFunc(f.Spec.Mounts, func(m specs.Mount) bool { return m.Destination == dest })
+		if i < 0 {
+			return specs.Mount{}, false
+		}
+		return f.Spec.Mounts[i], true
+	}
+	for _, tc := range []struct {
+		path    string
+		typ     string
+		source  string
+		options string
+	}{
+		{filepath.Join(home, ".ssh"), "tmpfs", "tmpfs", "mode=000"},
+		{filepath.Join(home, ".netrc"), "bind", MaskFile, "ro"},
+		{filepath.Join(ws, "keep"), "bind", filepath.Join(ws, "keep"), "ro"},
+	} {
+		m, ok := mount(tc.path)
+		if !ok || m.Type != tc.typ || m.Source != tc.source || !slices.Contains(m.Options, tc.options) {
+			t.Errorf("%s: mount %+v (found %v), want %s from %s with %s", tc.path, m, ok, tc.typ, tc.source, tc.options)
+		}
+	}
+	missing := filepath.Join(home, ".aws")
+	if _, ok := mount(missing); ok || !slices.Contains(f.Spec.Linux.MaskedPaths, missing) || !slices.Contains(f.Masked(), missing) {
+		t.Errorf("missing %s: not a maskedPath only: %q", missing, f.Spec.Linux.MaskedPaths)
+	}
+	if slices.Contains(f.Masked(), filepath.Join(ws, "keep")) {
+		t.Errorf("a read-only path is listed as masked: %q", f.Masked())
+	}
+	bundle := t.TempDir()
+	must(f.Write(bundle))
+	if fi, err := os.Stat(filepath.Join(bundle, MaskFile)); err != nil || fi.Mode().Perm() != 0 || fi.Size() != 0 {
+		t.Errorf("bundle's mask file: %v, %v", fi, err)
+	}
+}
+
+// TestHostSource: the host path behind a path of the container's view.
+func TestHostSource(t *testing.T) {
+	ms := []specs.Mount{
+		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"},
+		{Destination: "/w", Type: "bind", Source: "/srv/w"},
+		{Destination: "/w/.git", Type: "bind", Source: "/srv/repo/.git/worktrees/w"},
+		{Destination: "/w/secret", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=000"}},
+	}
+	for _, tc := range []struct {
+		target, want string
+		ok           bool
+	}{
+		{"/usr/lib", "/usr/lib", true},
+		{"/w", "/srv/w", true},
+		{"/w/a/b", "/srv/w/a/b", true},
+		{"/w/.git/hooks", "/srv/repo/.git/worktrees/w/hooks", true},
+		{"/w/.gitx", "/srv/w/.gitx", true},
+		{"/tmp/x", "", false},
+		{"/w/secret/x", "", false},
+		{"/tmpx", "/tmpx", true},
+	} {
+		got, ok := hostSource(ms, tc.target)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("hostSource(%s) = %q, %v; want %q, %v", tc.target, got, ok, tc.want, tc.ok)
+		}
 	}
 }

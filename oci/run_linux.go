@@ -82,7 +82,8 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	if err := g.Write(bundle); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, path, "run", "--bundle", bundle, name)
+	runArgs := append(globalFlags(filepath.Base(path), f), "run", "--bundle", bundle, name)
+	cmd := exec.CommandContext(ctx, path, runArgs...)
 	cmd.Stdin, cmd.Stdout = stdio.Stdin, stdio.Stdout
 	cmd.Stderr = stdio.Stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -125,7 +126,7 @@ wait:
 	r := &runtime.Result{
 		Wall:           time.Since(start),
 		Layers:         f.Layers,
-		Unenforced:     f.Unexpressed,
+		Unenforced:     runtimeUnexpressed(filepath.Base(path), f),
 		Backend:        runtime.BackendOCI,
 		Network:        f.Network,
 		SeccompProfile: f.SeccompName,
@@ -148,6 +149,25 @@ wait:
 	// ran; one that failed to start may remain).
 	exec.Command(path, "delete", "--force", name).Run()
 	return r, nil
+}
+
+// globalFlags are the runtime's own flags the form needs. runsc takes
+// the network and the seccomp filter from its flags, not only from the
+// configuration: without --network=none it runs its network stack in
+// the namespace it was started in (and refuses the host's), and without
+// --oci-seccomp it drops the configuration's filter.
+func globalFlags(runtimeName string, f *Form) []string {
+	if runtimeName != "runsc" {
+		return nil
+	}
+	flags := []string{"--network=none"}
+	if f.Network == runtime.NetworkHost {
+		flags[0] = "--network=host"
+	}
+	if f.Spec.Linux.Seccomp != nil {
+		flags = append(flags, "--oci-seccomp")
+	}
+	return flags
 }
 
 // startIn starts cmd; with hostRoot, in a mount namespace of its own

@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/hutchbox/hutch/runtime"
@@ -18,7 +19,7 @@ func unexpressed(v runtime.OCIView, f *Form) []string {
 		"user namespace: none; the command runs as the caller's uid and gid (" + uidOf(f) + ") with no capabilities, where hutch maps it into a user namespace of its own",
 		"unix sockets: no socket wall; a unix socket reachable in the read-only tree outside the hidden /run can be connected to",
 		"deny names and git guards: the matches and repositories found at export are masked and guarded; ones created later (hutch re-reads the top levels for every command) are not, and Result.Repositories is not reported",
-		"masked files read as empty (the runtime binds /dev/null over them) where hutch's masks refuse reading",
+		"masks of paths that do not exist at export are maskedPaths: runc and crun mask them if they exist when the command starts (as empty files), runsc ignores them; existing ones are mounted over, unreadable, as hutch's are",
 		"leak scanning: no scan of arguments, environment or output (hutch-side)",
 		"output limit: hutch-side; not applied to the runtime's output",
 		"pid 1: the command is pid 1 of its pid namespace, where signals it has no handler for (SIGTERM, SIGINT) do not end it; hutch's own init is pid 1 and passes them on",
@@ -40,6 +41,19 @@ func unexpressed(v runtime.OCIView, f *Form) []string {
 	}
 	if f.HostRoot {
 		out = append(out, "root: the bundle's rootfs must hold the host's / bound read-only and recursively when the runtime starts (mount --rbind / rootfs; mount -o remount,bind,ro, recursively); hutch run --backend oci does it in a mount namespace of its own")
+	}
+	return out
+}
+
+// runtimeUnexpressed adds to f's list what the runtime named does
+// differently from the configuration's letter.
+func runtimeUnexpressed(runtimeName string, f *Form) []string {
+	out := slices.Clone(f.Unexpressed)
+	if runtimeName != "runsc" {
+		return out
+	}
+	if r := f.Spec.Linux.Resources; r != nil && r.Pids != nil {
+		out = append(out, "pids (runsc): the limit holds the sandbox's host cgroup, where the gVisor kernel's own threads count; the command's processes are gVisor tasks, not host processes, and are bounded by the memory limit, not this one")
 	}
 	return out
 }
