@@ -140,10 +140,24 @@ func TestOCILimits(t *testing.T) {
 				t.Errorf("host: bomb processes left: %v", left)
 			}
 			t.Logf("bomb peaked at %d %s on the host", most, what)
+			// The runtime's cgroup, and the group of hutch's it was made
+			// in, are gone from every hierarchy.
+			left, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/*/hutch/hutch-%d-*", c.Process.Pid))
+			more, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/hutch/hutch-%d-*", c.Process.Pid))
+			if left = append(left, more...); len(left) > 0 {
+				t.Errorf("host: cgroups left behind: %q", left)
+			}
 
 			r := runCLI(t, ws, append([]string{"--memory", "128MiB"}, flags...), "python3", "-c", "b = bytearray(1 << 30); open('allocated', 'w').write('x')")
 			if _, err := os.Stat(filepath.Join(ws, "allocated")); err == nil || r.code == 0 {
 				t.Errorf("host: 1 GiB allocated under a 128 MiB limit:\n%s", r)
+			}
+			// The Result's usage, read from the runtime's cgroup's parent:
+			// 64 MiB touched is at least 64 MiB at the peak, under the
+			// limit, and the four children count.
+			r = runCLI(t, ws, append([]string{"--memory", "128MiB"}, flags...), "python3", "-c", "import os\nb = bytearray(64 << 20)\nfor _ in range(4):\n    os.fork() or os._exit(0)\nos.wait()")
+			if u := r.result; u == nil || u.Usage == nil || u.Usage.PeakMemoryBytes < 64<<20 || u.Usage.PeakMemoryBytes > 128<<20 || u.Usage.PidsPeak < 2 || u.Usage.CPUUser+u.Usage.CPUSystem == 0 {
+				t.Errorf("usage of 64 MiB and four children:\n%s\n%+v", r, r.result)
 			}
 
 			// --timeout: the command (pid 1, deaf to SIGTERM) is killed

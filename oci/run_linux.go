@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -74,8 +75,16 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	defer os.RemoveAll(bundle)
 	spec := *f.Spec
 	linux := *spec.Linux
-	// The runtime's own cgroup, named for the command.
-	linux.CgroupsPath = "/hutch-oci/" + name
+	// The runtime's cgroup is made below a group of hutch's: that group's
+	// counters hold what the command consumed once the runtime has
+	// removed its own, and it removes what the runtime leaves behind.
+	parent, err := parentGroup()
+	if err != nil {
+		return nil, err
+	}
+	defer parent.DestroyNested()
+	cgPath, _ := parent.CgroupsPath()
+	linux.CgroupsPath = cgPath + "/" + name
 	spec.Linux = &linux
 	g := *f
 	g.Spec = &spec
@@ -142,6 +151,9 @@ wait:
 	default:
 		return r, fmt.Errorf("hutch: backend oci: %s: %w", path, waitErr)
 	}
+	if u, err := parent.Usage(); err == nil {
+		r.Usage = &u
+	}
 	if timedOut {
 		r.Killed, r.KillReason, r.Reason = true, runtime.KilledTimeout, "timeout of "+f.Timeout.String()
 	}
@@ -149,6 +161,24 @@ wait:
 	// ran; one that failed to start may remain).
 	exec.Command(path, "delete", "--force", name).Run()
 	return r, nil
+}
+
+// parentGroup makes the group a runtime's cgroup is made in; it must
+// have one path in every hierarchy, as a configuration names one.
+func parentGroup() (*cgroups.Group, error) {
+	m, err := cgroups.NewManager()
+	if err != nil {
+		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
+	}
+	g, err := m.Create(cgroups.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
+	}
+	if _, ok := g.CgroupsPath(); !ok {
+		g.Destroy()
+		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: group %s is not at one path in every cgroup hierarchy (%q), as linux.cgroupsPath names one", g.Name(), g.Dirs())
+	}
+	return g, nil
 }
 
 // globalFlags are the runtime's own flags the form needs. runsc takes
