@@ -173,6 +173,29 @@ func TestOCILimits(t *testing.T) {
 	}
 }
 
+// TestOCINeedsRoot: as another user than root the oci backend refuses,
+// as a missing backend does (exit 127, naming why), and runs nothing.
+func TestOCINeedsRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("as root the oci backend runs (TestOCIConfines)")
+	}
+	for _, rt := range ociRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			if _, err := exec.LookPath(rt); err != nil {
+				t.Skipf("%s is not installed", rt)
+			}
+			ws := dir(t, "ws-")
+			r := runCLI(t, ws, []string{"--backend", "oci", "--oci-runtime", rt}, "touch", "ran")
+			if r.code != 127 || !strings.Contains(r.stderr, "needs root") {
+				t.Errorf("want exit 127 naming root:\n%s", r)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+				t.Errorf("host: the command ran")
+			}
+		})
+	}
+}
+
 // hostTasks counts the threads of pid's descendants in the host's
 // process table.
 func hostTasks(pid int) int {

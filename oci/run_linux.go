@@ -30,14 +30,20 @@ import (
 // runtime.ErrBackendUnavailable, as the backend is not available then.
 var ErrRuntimeMissing = errors.New("OCI runtime not installed")
 
-type missingError struct{ name, reason string }
+// unavailableError says why the runtime cannot run a command here; it
+// matches runtime.ErrBackendUnavailable, and ErrRuntimeMissing when the
+// runtime is not installed.
+type unavailableError struct {
+	name, reason string
+	missing      bool
+}
 
-func (e *missingError) Error() string {
+func (e *unavailableError) Error() string {
 	return fmt.Sprintf("hutch: backend oci: --oci-runtime %s: %s", e.name, e.reason)
 }
 
-func (e *missingError) Is(target error) bool {
-	return target == ErrRuntimeMissing || target == runtime.ErrBackendUnavailable
+func (e *unavailableError) Is(target error) bool {
+	return (target == ErrRuntimeMissing && e.missing) || target == runtime.ErrBackendUnavailable
 }
 
 // LookRuntime returns the path of the runtime name, one of Runtimes.
@@ -47,7 +53,7 @@ func LookRuntime(name string) (string, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", &missingError{name, "not installed (not found on PATH)"}
+		return "", &unavailableError{name: name, reason: "not installed (not found on PATH)", missing: true}
 	}
 	return path, nil
 }
@@ -64,7 +70,15 @@ type Stdio struct {
 // the layers f enforces and what it does not. SIGINT, SIGTERM and SIGHUP
 // this process gets are passed on to the runtime, which passes them on
 // to the command. An error means the command did not run.
+//
+// Run needs root: hutch has no rootless configuration (no user
+// namespace mapping, and no cgroup delegated to the runtime for the
+// limits). As another user its error matches
+// runtime.ErrBackendUnavailable, and nothing runs.
 func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Result, error) {
+	if uid := os.Geteuid(); uid != 0 {
+		return nil, &unavailableError{name: filepath.Base(path), reason: fmt.Sprintf("uid %d: needs root (hutch has no rootless OCI configuration: no user namespace mapping, no cgroup delegated to the runtime for the limits)", uid)}
+	}
 	id := make([]byte, 8)
 	rand.Read(id)
 	name := "hutch-" + hex.EncodeToString(id)

@@ -87,7 +87,7 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, ki
 		return nil, &flagErr{"--backend", "oci", "needs --oci-runtime (one of " + fmt.Sprint(oci.Runtimes) + ")"}
 	}
 	path, err := oci.LookRuntime(f.ociRuntime)
-	if errors.Is(err, oci.ErrRuntimeMissing) {
+	if errors.Is(err, runtime.ErrBackendUnavailable) {
 		*code = exitNotFound
 		return nil, err
 	}
@@ -100,6 +100,9 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, ki
 	}
 	form.Grace = killAfter
 	r, err := oci.Run(context.WithoutCancel(ctx), form, path, oci.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if errors.Is(err, runtime.ErrBackendUnavailable) {
+		*code = exitNotFound
+	}
 	if err != nil {
 		return r, err
 	}
