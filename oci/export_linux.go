@@ -271,14 +271,19 @@ var rlimitNames = map[int]string{
 	unix.RLIMIT_DATA: "RLIMIT_DATA", unix.RLIMIT_NPROC: "RLIMIT_NPROC", unix.RLIMIT_AS: "RLIMIT_AS",
 }
 
+// rlimitName is resource's OCI name.
+func rlimitName(resource int) string {
+	if name, ok := rlimitNames[resource]; ok {
+		return name
+	}
+	return "RLIMIT_" + strconv.Itoa(resource)
+}
+
 // rlimits are the per-process limits, by their OCI names.
 func rlimits(v runtime.OCIView) []specs.POSIXRlimit {
 	var out []specs.POSIXRlimit
 	for _, r := range v.Rlimits {
-		name, ok := rlimitNames[r.Resource]
-		if !ok {
-			name = "RLIMIT_" + strconv.Itoa(r.Resource)
-		}
+		name := rlimitName(r.Resource)
 		// The runtime sets them once the command holds no capability:
 		// above this process's hard limit it may not raise them.
 		var cur unix.Rlimit

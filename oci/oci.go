@@ -2,8 +2,11 @@
 // runtime.Policy into an OCI runtime configuration (config.json) with the
 // same view, filter and limits hutch's own inits get, and says, one line
 // each, what of the policy that form cannot express; Run runs a command
-// through an installed OCI runtime (runc, crun, runsc) with it. Linux
-// only: an OCI runtime runs Linux containers.
+// through an installed OCI runtime (runc, crun, runsc) with it. Pod turns
+// the same policy into a Kubernetes Pod manifest (with the NetworkPolicy
+// and ConfigMap it needs, and its seccomp profile for the nodes), saying
+// as well what a Pod cannot express. Linux only: an OCI runtime runs
+// Linux containers.
 package oci
 
 // Runtimes are the OCI runtimes Run drives, by their names on PATH.

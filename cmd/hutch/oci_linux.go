@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,21 +21,29 @@ import (
 )
 
 // ociCommand is hutch oci export: the OCI form of the policy run's flags
-// make.
+// make, or with --kubernetes its Pod form.
 func ociCommand(code *int) *cobra.Command {
-	c := &cobra.Command{Use: "oci", Short: "The OCI form of a policy (config.json for runc, crun, runsc)"}
+	c := &cobra.Command{Use: "oci", Short: "The OCI form of a policy (config.json for runc, crun, runsc; a Kubernetes Pod)"}
 	f := newRunFlags()
 	var bundle, rootfs, jsonOut string
+	var kube bool
+	var pod oci.PodOptions
 	export := &cobra.Command{
-		Use:   "export --bundle DIR [flags] -- CMD ARGS...",
-		Short: "Write the policy run's flags make as an OCI bundle running CMD",
+		Use:   "export --bundle DIR [--kubernetes --image IMAGE] [flags] -- CMD ARGS...",
+		Short: "Write the policy run's flags make as an OCI bundle, or a Kubernetes Pod, running CMD",
 		Long: `Write the policy run's flags make as an OCI bundle: DIR/config.json with
 its namespaces, mounts, masked and read-only paths, seccomp profile, rlimits,
 cgroup resources, no capabilities and no new privileges, and DIR/rootfs.
 
 With the host's tree as the root (no --rootfs), DIR/rootfs must hold / bound
 read-only when the runtime starts; hutch run --backend oci does that itself.
-What the OCI form does not express of the policy is listed on stderr, one
+
+With --kubernetes, write instead DIR/pod.yaml, a Pod running CMD in --image
+(with a NetworkPolicy denying all traffic but for --net host, and a
+ConfigMap masked files are bound from), and its seccomp profile under
+DIR/seccomp/, to copy into each node's ` + oci.KubeletSeccompRoot + `.
+
+What the form does not express of the policy is listed on stderr, one
 line each (and with --unexpressed-json, as a JSON array).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,24 +51,50 @@ line each (and with --unexpressed-json, as a JSON array).`,
 				return errors.New("oci export: no command given (hutch oci export --bundle DIR [flags] -- CMD ARGS...)")
 			}
 			if bundle == "" {
-				return &flagErr{"--bundle", "", "required: the directory to write the bundle to"}
+				files := "the bundle"
+				if kube {
+					files = "pod.yaml and seccomp/"
+				}
+				return &flagErr{"--bundle", "", "required: the directory to write " + files + " to"}
+			}
+			if err := checkPodFlags(cmd, kube); err != nil {
+				return err
 			}
 			p, err := policyFrom(f)
 			if err != nil {
 				return err
 			}
-			form, err := oci.Export(p, args, oci.Options{Rootfs: rootfs})
-			if err != nil {
-				return f.flagError(err)
+			var unexpressed []string
+			what := "OCI form"
+			if kube {
+				m, err := oci.Pod(p, args, pod)
+				if err != nil {
+					return podFlagError(f.flagError(err))
+				}
+				if err := m.Write(bundle); err != nil {
+					return err
+				}
+				what, unexpressed = "Pod", m.Unexpressed
+				if m.SeccompFile != "" {
+					fmt.Fprintf(os.Stderr, "hutch: the Pod's seccomp profile is %s: copy it to %s on every node (cp -r %s/. %s/)\n",
+						filepath.Join(bundle, oci.SeccompDir, m.SeccompFile), filepath.Join(oci.KubeletSeccompRoot, m.SeccompFile),
+						filepath.Join(bundle, oci.SeccompDir), oci.KubeletSeccompRoot)
+				}
+			} else {
+				form, err := oci.Export(p, args, oci.Options{Rootfs: rootfs})
+				if err != nil {
+					return f.flagError(err)
+				}
+				if err := form.Write(bundle); err != nil {
+					return err
+				}
+				unexpressed = form.Unexpressed
 			}
-			if err := form.Write(bundle); err != nil {
-				return err
-			}
-			for _, u := range form.Unexpressed {
-				fmt.Fprintln(os.Stderr, "hutch: not in the OCI form:", u)
+			for _, u := range unexpressed {
+				fmt.Fprintf(os.Stderr, "hutch: not in the %s: %s\n", what, u)
 			}
 			if jsonOut != "" {
-				b, err := json.MarshalIndent(form.Unexpressed, "", "  ")
+				b, err := json.MarshalIndent(unexpressed, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -71,11 +108,59 @@ line each (and with --unexpressed-json, as a JSON array).`,
 	fl := export.Flags()
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
-	fl.StringVar(&bundle, "bundle", "", "the bundle directory to write (config.json, rootfs)")
+	fl.StringVar(&bundle, "bundle", "", "the directory to write (config.json, rootfs; with --kubernetes pod.yaml, seccomp/)")
 	fl.StringVar(&rootfs, "rootfs", "", "an image's root directory to run in (default: the host's tree, read-only, as hutch runs commands)")
-	fl.StringVar(&jsonOut, "unexpressed-json", "", "also write what the OCI form does not express, as a JSON array of lines, to this file")
+	fl.StringVar(&jsonOut, "unexpressed-json", "", "also write what the form does not express, as a JSON array of lines, to this file")
+	fl.BoolVar(&kube, "kubernetes", false, "write a Kubernetes Pod manifest and its seccomp profile instead of an OCI bundle")
+	fl.StringVar(&pod.Image, "image", "", "with --kubernetes: the container image to run in (required)")
+	fl.StringVar(&pod.RuntimeClass, "runtime-class", "", "with --kubernetes: the Pod's runtimeClassName (gvisor, kata, ...)")
+	fl.StringVar(&pod.Name, "pod-name", oci.DefaultPodName, "with --kubernetes: the Pod's name")
+	fl.StringVar(&pod.Namespace, "namespace", "", "with --kubernetes: the objects' namespace")
+	fl.StringVar(&pod.WorkspaceClaim, "workspace-claim", "", "with --kubernetes: a PersistentVolumeClaim mounted at the workspace's path instead of the node's directory")
+	fl.Int64Var(&pod.RunAsUser, "run-as-user", oci.DefaultPodUser, "with --kubernetes: the uid the command runs as (not 0)")
+	fl.Int64Var(&pod.RunAsGroup, "run-as-group", oci.DefaultPodUser, "with --kubernetes: the gid the command runs as (not 0)")
 	c.AddCommand(export)
 	return c
+}
+
+// podFlags are oci export's flags for the Pod form, by the PodOptions
+// field each sets.
+var podFlags = map[string]string{
+	"Image": "--image", "RuntimeClass": "--runtime-class", "Name": "--pod-name", "Namespace": "--namespace",
+	"WorkspaceClaim": "--workspace-claim", "RunAsUser": "--run-as-user", "RunAsGroup": "--run-as-group",
+}
+
+// checkPodFlags refuses the Pod form's flags without --kubernetes, the
+// OCI form's with it, and a root uid or gid, which PodOptions would
+// take for its default.
+func checkPodFlags(cmd *cobra.Command, kube bool) error {
+	fl := cmd.Flags()
+	if !kube {
+		for _, name := range slices.Sorted(maps.Values(podFlags)) {
+			if fl.Changed(name[2:]) {
+				return &flagErr{name, fl.Lookup(name[2:]).Value.String(), "only with --kubernetes"}
+			}
+		}
+		return nil
+	}
+	if fl.Changed("rootfs") {
+		return &flagErr{"--rootfs", fl.Lookup("rootfs").Value.String(), "not with --kubernetes: a Pod's root is --image"}
+	}
+	for _, name := range []string{"run-as-user", "run-as-group"} {
+		if v := fl.Lookup(name).Value.String(); v == "0" {
+			return &flagErr{"--" + name, v, "root: a Pod of hutch's runs as a user other than root"}
+		}
+	}
+	return nil
+}
+
+// podFlagError names the flag of a PodOptions field refused.
+func podFlagError(err error) error {
+	var pe *oci.PodOptionError
+	if errors.As(err, &pe) {
+		return &flagErr{podFlags[pe.Field], pe.Value, pe.Reason}
+	}
+	return err
 }
 
 // runOCI runs args through the OCI runtime f.ociRuntime names, with the
