@@ -50,11 +50,12 @@ test-unprivileged:
 	@dir=$$(mktemp -d /tmp/hutch-unpriv-XXXXXX) && chmod 0755 $$dir && \
 	$(GO) build -o $$dir/hutch ./cmd/hutch && \
 	$(GO) test -c -o $$dir/integration.test ./integration && \
-	chmod 0755 $$dir/hutch $$dir/integration.test && \
+	cp -r clients/python $$dir/python && \
+	chmod -R a+rX $$dir && chmod 0755 $$dir/hutch $$dir/integration.test && \
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-		HUTCH_BIN=$$dir/hutch $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
+		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 

@@ -226,11 +226,15 @@ func (f runFlags) flagError(err error) error {
 }
 
 // sandboxFrom makes the Sandbox the flags describe, as run does, with its
-// errors in the command line's words.
-func sandboxFrom(f runFlags) (*runtime.Sandbox, error) {
+// errors in the command line's words; adjust sets what no flag of run's
+// does (serve's pool).
+func sandboxFrom(f runFlags, adjust ...func(*runtime.Policy)) (*runtime.Sandbox, error) {
 	p, err := policyFrom(f)
 	if err != nil {
 		return nil, f.flagError(err)
+	}
+	for _, a := range adjust {
+		a(&p)
 	}
 	sb, err := runtime.New(p)
 	if err != nil {

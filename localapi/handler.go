@@ -1,0 +1,487 @@
+// Package localapi owns hutch's local API: the protocol that hutch serve
+// speaks on a unix socket, so that an agent in any language runs commands
+// and uses the file door of one runtime.Sandbox with nothing but its
+// standard library's HTTP client.
+//
+// The protocol is plain JSON over HTTP/1.1, versioned by its path prefix
+// (/v1/; ProtocolVersion). Every request body is one JSON object, decoded
+// strictly (an unknown field is an error, not ignored); every error is
+// {"error":{"code","message","field"}} with an HTTP status saying whose
+// fault it was. POST /v1/exec streams newline-delimited JSON events, the
+// command's output as it comes and its runtime.Result at the end.
+//
+// Access control is the socket's (Listen): a directory only its owner can
+// enter, the socket mode 0600, and every connection's peer credentials
+// checked against the server's uid and an explicit allow-list before any
+// request is read. Nothing listens on TCP.
+package localapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// ProtocolVersion is the version of the protocol, the N of /vN/. It
+// changes when a route, field or event changes meaning or goes away, not
+// when one is added.
+const ProtocolVersion = 1
+
+// DefaultMaxBody is the largest request body a Handler reads when
+// Options.MaxBody is 0: a file written through the API travels in one
+// body, base64 inflating it by a third.
+const DefaultMaxBody = 32 << 20
+
+// Options are a Handler's.
+type Options struct {
+	// Version is hutch's version, for GET /v1/version.
+	Version string
+	// WaitDelay is each command's Cmd.WaitDelay: the grace between the
+	// SIGTERM of a timeout or a gone client and the SIGKILL of its
+	// sandbox (0: runtime.DefaultWaitDelay).
+	WaitDelay time.Duration
+	// MaxBody caps a request's body (0: DefaultMaxBody).
+	MaxBody int64
+	// Logger gets the server's records (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler serves the API over one Sandbox. It is safe for concurrent use.
+type Handler struct {
+	sb     *runtime.Sandbox
+	opts   Options
+	routes map[string]route
+}
+
+// route is one path's method and handler.
+type route struct {
+	method string
+	serve  func(http.ResponseWriter, *http.Request) error
+}
+
+// NewHandler returns the API's handler over sb, which the caller keeps
+// and closes.
+func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	h := &Handler{sb: sb, opts: opts}
+	h.routes = map[string]route{
+		"/v1/health":      {http.MethodGet, h.health},
+		"/v1/version":     {http.MethodGet, h.version},
+		"/v1/exec":        {http.MethodPost, h.exec},
+		"/v1/files/read":  {http.MethodPost, h.read},
+		"/v1/files/write": {http.MethodPost, h.write},
+		"/v1/files/stat":  {http.MethodPost, h.stat},
+		"/v1/files/list":  {http.MethodPost, h.list},
+	}
+	return h
+}
+
+// ServeHTTP routes by exact path (no redirects, no pattern matching: the
+// routes are few and a client's mistake should be a JSON error, not a
+// ServeMux's text/plain one).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, ok := h.routes[r.URL.Path]
+	if !ok {
+		writeError(w, &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no route " + r.URL.Path + "; routes: " + strings.Join(slices.Sorted(maps.Keys(h.routes)), ", ")})
+		return
+	}
+	if r.Method != rt.method {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: r.URL.Path + " takes " + rt.method})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	if err := rt.serve(w, r); err != nil {
+		writeError(w, apiError(err))
+	}
+}
+
+// Error is the API's error, the body {"error": Error} of every response
+// that is not a success.
+type Error struct {
+	Status int `json:"-"`
+	// Code is a word a client can switch on: bad_request, denied,
+	// private, not_found, too_large, leak, unsupported, internal...
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the request's field at fault, when one is.
+	Field string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// badRequest is a 400 naming field.
+func badRequest(field, msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Field: field, Message: msg}
+}
+
+// apiError says err, from a decoder or the Sandbox, as the API does.
+func apiError(err error) *Error {
+	var (
+		e   *Error
+		fpe *runtime.FilePathError
+		pe  *runtime.PolicyError
+		le  *runtime.LeakError
+	)
+	msg := strings.TrimPrefix(err.Error(), "hutch: ")
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &fpe):
+		return &Error{Status: http.StatusBadRequest, Code: "bad_path", Field: "path", Message: msg}
+	case errors.As(err, &pe):
+		field := requestField(pe.Field)
+		if field != "" {
+			// In the request's words: the field is named apart.
+			msg = pe.Reason
+			if pe.Value != "" {
+				msg = strconv.Quote(pe.Value) + ": " + msg
+			}
+		}
+		return &Error{Status: http.StatusBadRequest, Code: "bad_request", Field: field, Message: msg}
+	case errors.As(err, &le):
+		return &Error{Status: http.StatusForbidden, Code: "leak", Message: msg}
+	case errors.Is(err, runtime.ErrPrivate):
+		return &Error{Status: http.StatusForbidden, Code: "private", Message: msg}
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Status: http.StatusForbidden, Code: "denied", Message: msg}
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: msg}
+	case errors.Is(err, errors.ErrUnsupported):
+		return &Error{Status: http.StatusNotImplemented, Code: "unsupported", Message: msg}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: msg}
+}
+
+// requestField is the request's name for a Cmd field a PolicyError
+// names (Cmd.Dir[...] is cwd).
+func requestField(field string) string {
+	name, _, _ := strings.Cut(field, "[")
+	switch name {
+	case "Cmd.Dir":
+		return "cwd"
+	case "Cmd.Env":
+		return "env"
+	case "Cmd.Args", "Cmd.Path":
+		return "argv"
+	}
+	return ""
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	writeJSON(w, e.Status, struct {
+		Error *Error `json:"error"`
+	}{e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
+	p := h.sb.Policy()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "workspace": p.Workspace, "prewarmed": h.sb.Prewarmed()})
+	return nil
+}
+
+func (h *Handler) version(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{"protocol": ProtocolVersion, "hutch_version": h.opts.Version})
+	return nil
+}
+
+// Event is one line of POST /v1/exec's response (application/x-ndjson):
+// "stdout" and "stderr" carry output as it arrives (Data as text, or
+// base64 when Base64 is set: a chunk that is not UTF-8), "result" comes
+// last, once.
+type Event struct {
+	Type   string `json:"type"`
+	Data   string `json:"data,omitempty"`
+	Base64 bool   `json:"base64,omitempty"`
+	// Result is the command's runtime.Result, as hutch run
+	// --result-json writes its fields.
+	Result *runtime.Result `json:"result,omitempty"`
+	// ExitStatus is hutch run's exit status for the same end: the
+	// command's, 128+N for signal N, 126 cannot execute, 127 not found,
+	// 125 hutch failed.
+	ExitStatus *int `json:"exit_status,omitempty"`
+	// Error is why the command did not run, or what went wrong copying
+	// its output.
+	Error string `json:"error,omitempty"`
+}
+
+func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
+	req, err := decodeExec(r.Body)
+	if err != nil {
+		return err
+	}
+	// The request's context ends with the client: a client that hangs up
+	// stops its command.
+	ctx := r.Context()
+	if req.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	argv := req.Argv
+	if req.Command != nil {
+		argv = []string{"sh", "-c", *req.Command}
+	}
+	cmd := h.sb.Command(ctx, argv[0], argv[1:]...)
+	cmd.Dir = req.Cwd
+	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+req.Env[k])
+	}
+	if req.Stdin != "" {
+		cmd.Stdin = strings.NewReader(req.Stdin)
+	}
+	cmd.WaitDelay = h.opts.WaitDelay
+	st := &stream{w: w, rc: http.NewResponseController(w)}
+	stdout, stderr := &chunker{st: st, name: "stdout"}, &chunker{st: st, name: "stderr"}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Start()
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) && !st.begun() {
+		// The request's fault (a cwd outside the workspace, a refused
+		// variable): nothing ran, so it is a 400, not a result.
+		return err
+	}
+	if err == nil {
+		err = cmd.Wait()
+		stdout.flush()
+		stderr.flush()
+	}
+	ev := Event{Type: "result", Result: cmd.Result}
+	status := exitStatus(cmd.Result, err)
+	ev.ExitStatus = &status
+	if err != nil && !errors.As(err, new(*runtime.ExitError)) {
+		// An exit status or a kill is the Result's to say; this is
+		// a command that did not start, or output that was lost.
+		ev.Error = strings.TrimPrefix(err.Error(), "hutch: ")
+	}
+	if err := st.event(ev); err != nil {
+		h.opts.Logger.Debug("hutch serve: result not sent", "err", err)
+	}
+	return nil
+}
+
+// exitStatus is the status hutch run exits with for a command that ended
+// as r and err say.
+func exitStatus(r *runtime.Result, err error) int {
+	var ee *runtime.ExitError
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return 127
+	case errors.Is(err, runtime.ErrCannotExec):
+		return 126
+	case r == nil, err != nil && !errors.As(err, &ee) && r.ExitCode == -1:
+		return 125
+	case r.Signal != 0:
+		return 128 + int(r.Signal)
+	}
+	return r.ExitCode
+}
+
+// stream writes an exec response's events, one JSON line each, flushed
+// at once: a client sees output as the command makes it.
+type stream struct {
+	mu    sync.Mutex
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	begin bool
+	err   error // the first write error: the client is gone
+}
+
+func (s *stream) begun() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begin
+}
+
+func (s *stream) event(ev Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if !s.begin {
+		s.begin = true
+		s.w.Header().Set("Content-Type", "application/x-ndjson")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	b, err := json.Marshal(ev)
+	if err == nil {
+		_, err = s.w.Write(append(b, '\n'))
+	}
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	s.err = err
+	return err
+}
+
+// chunker turns one output stream into events. A chunk is sent as text
+// when it is UTF-8; a character cut by the end of a chunk waits for the
+// rest, so that text split by a pipe's buffer is never sent as base64.
+type chunker struct {
+	st      *stream
+	name    string
+	pending []byte // at most 3 bytes: the start of a cut character
+}
+
+func (c *chunker) Write(p []byte) (int, error) {
+	buf := append(c.pending[:len(c.pending):len(c.pending)], p...)
+	cut := len(buf) - partialRune(buf)
+	if !utf8.Valid(buf[:cut]) {
+		cut = len(buf)
+	}
+	c.pending = slices.Clone(buf[cut:])
+	if cut == 0 {
+		return len(p), nil
+	}
+	return len(p), c.send(buf[:cut])
+}
+
+// flush sends what is pending once the stream has ended.
+func (c *chunker) flush() {
+	if len(c.pending) > 0 {
+		c.send(c.pending)
+		c.pending = nil
+	}
+}
+
+func (c *chunker) send(b []byte) error {
+	if utf8.Valid(b) {
+		return c.st.event(Event{Type: c.name, Data: string(b)})
+	}
+	return c.st.event(Event{Type: c.name, Data: base64.StdEncoding.EncodeToString(b), Base64: true})
+}
+
+// partialRune is the length of the start of a UTF-8 character that b
+// ends with, unfinished; 0 when b ends on a whole one (or on bytes that
+// are no UTF-8 at all).
+func partialRune(b []byte) int {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if utf8.FullRune(b[len(b)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
+}
+
+// readResponse is a file read: the content as text ("content") when it is
+// text, in "content_base64" otherwise.
+type readResponse struct {
+	*runtime.FileContent
+	// Data shadows FileContent.Data, which goes in Content or
+	// ContentBase64 instead.
+	Data          []byte  `json:"data,omitempty"`
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 []byte  `json:"content_base64,omitempty"`
+	Length        int     `json:"length"`
+}
+
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) error {
+	var req ReadRequest
+	if err := decode(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Path == "" {
+		return badRequest("path", "missing")
+	}
+	c, err := h.sb.ReadFile(req.Path, runtime.ReadOptions{Offset: req.Offset, Limit: req.Limit, Mode: runtime.ReadMode(req.Mode), NoFollow: req.NoFollow})
+	if err != nil {
+		return err
+	}
+	out := readResponse{FileContent: c, Length: len(c.Data)}
+	if c.Kind == runtime.ContentText && utf8.Valid(c.Data) {
+		s := string(c.Data)
+		out.Content = &s
+	} else {
+		out.ContentBase64 = c.Data
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *Handler) write(w http.ResponseWriter, r *http.Request) error {
+	req, data, err := decodeWrite(r.Body)
+	if err != nil {
+		return err
+	}
+	var perm fs.FileMode
+	if req.Perm != "" {
+		m, err := strconv.ParseUint(req.Perm, 8, 32)
+		if err != nil || m > 0o777 {
+			return badRequest("perm", fmt.Sprintf("%q: not an octal mode such as 644", req.Perm))
+		}
+		perm = fs.FileMode(m)
+	}
+	fi, err := h.sb.WriteFile(req.Path, data, runtime.WriteOptions{Append: req.Append, Perm: perm, NoFollow: req.NoFollow})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fi)
+	return nil
+}
+
+func (h *Handler) stat(w http.ResponseWriter, r *http.Request) error {
+	return h.onPath(w, r, "", func(p string) (any, error) { return h.sb.Stat(p) })
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
+	return h.onPath(w, r, ".", func(p string) (any, error) {
+		entries, err := h.sb.ReadDir(p)
+		return map[string]any{"entries": entries}, err
+	})
+}
+
+// onPath serves a request that is a path alone: it decodes the path
+// (missing, it is def; with no def, a 400), and answers with what do
+// returns for it.
+func (h *Handler) onPath(w http.ResponseWriter, r *http.Request, def string, do func(string) (any, error)) error {
+	var req PathRequest
+	if err := decode(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Path == "" && def == "" {
+		return badRequest("path", "missing")
+	}
+	if req.Path == "" {
+		req.Path = def // "." is the workspace
+	}
+	v, err := do(req.Path)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}

@@ -1,0 +1,470 @@
+//go:build linux
+
+package localapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchbox/hutch/runtime"
+)
+
+// The test binary is also the other end of the peer-credential tests:
+// started as another uid with helperEnv set, it dials or serves a socket.
+const helperEnv = "HUTCH_LOCALAPI_HELPER"
+
+func TestMain(m *testing.M) {
+	if h := os.Getenv(helperEnv); h != "" {
+		os.Exit(helper(h))
+	}
+	os.Exit(m.Run())
+}
+
+// helper is "dial PATH" (GET /v1/health, print the status or the error)
+// or "serve PATH [UID]" (serve it, allowing UID, printing "ready").
+func helper(h string) int {
+	f := strings.Fields(h)
+	switch f[0] {
+	case "dial":
+		fmt.Println(health(f[1]))
+		return 0
+	case "serve":
+		var allow []int
+		if len(f) > 2 {
+			var uid int
+			fmt.Sscan(f[2], &uid)
+			allow = append(allow, uid)
+		}
+		ln, err := Listen(f[1], allow, nil)
+		if err != nil {
+			fmt.Println("listen:", err)
+			return 1
+		}
+		fmt.Println("ready")
+		http.Serve(ln, okHandler)
+		return 0
+	}
+	return 2
+}
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+
+// health is the status GET /v1/health gets on the socket, or the error.
+func health(sock string) string {
+	resp, err := unixClient(sock).Get("http://hutch/v1/health")
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	resp.Body.Close()
+	return resp.Status
+}
+
+func unixClient(sock string) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+// server serves a Handler over a Sandbox of the default policy on a
+// socket made by Listen, and returns the socket and the workspace.
+func server(t *testing.T) (string, string) {
+	t.Helper()
+	ws := t.TempDir()
+	p := runtime.DefaultPolicy(ws)
+	p.Prewarm = 1
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s", "hutch.sock")
+	ln, err := Listen(sock, nil, nil)
+	if err != nil {
+		sb.Close()
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: NewHandler(sb, Options{Version: "test", WaitDelay: time.Second})}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		sb.Close()
+	})
+	return sock, sb.Policy().Workspace
+}
+
+// post sends body to path and returns the status and the body.
+func post(t *testing.T, sock, path, body string) (int, string) {
+	t.Helper()
+	resp, err := unixClient(sock).Post("http://hutch"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// execEvents runs an exec and returns its output streams and result event.
+func execEvents(t *testing.T, sock, body string) (stdout, stderr string, res Event) {
+	t.Helper()
+	code, out := post(t, sock, "/v1/exec", body)
+	if code != 200 {
+		t.Fatalf("exec %s: %d %s", body, code, out)
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("event %q: %v", sc.Text(), err)
+		}
+		switch ev.Type {
+		case "stdout":
+			stdout += ev.Data
+		case "stderr":
+			stderr += ev.Data
+		case "result":
+			res = ev
+		}
+	}
+	if res.Result == nil || res.ExitStatus == nil {
+		t.Fatalf("exec %s: no result event in %s", body, out)
+	}
+	return stdout, stderr, res
+}
+
+func TestExec(t *testing.T) {
+	sock, ws := server(t)
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	for _, tt := range []struct {
+		name, body     string
+		stdout, stderr string
+		status         int
+	}{
+		{"argv", `{"argv":["echo","a b"]}`, "a b\n", "", 0},
+		{"command", `{"command":"echo out; echo err >&2; exit 3"}`, "out\n", "err\n", 3},
+		{"cwd", `{"command":"pwd","cwd":"sub"}`, ws + "/sub\n", "", 0},
+		{"env", `{"command":"echo $GREETING","env":{"GREETING":"hi"}}`, "hi\n", "", 0},
+		{"stdin", `{"argv":["cat"],"stdin":"from stdin"}`, "from stdin", "", 0},
+		{"not found", `{"argv":["no-such-command-here"]}`, "", "", 127},
+		{"signal", `{"command":"kill -9 $$"}`, "", "", 137},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, res := execEvents(t, sock, tt.body)
+			if out != tt.stdout || errOut != tt.stderr || *res.ExitStatus != tt.status {
+				t.Errorf("got stdout %q stderr %q status %d (%s), want %q %q %d", out, errOut, *res.ExitStatus, res.Error, tt.stdout, tt.stderr, tt.status)
+			}
+		})
+	}
+
+	// A write in the workspace lands on the host; one outside does not.
+	outside := filepath.Join(outsideDir(t), "outside")
+	body, _ := json.Marshal(ExecRequest{Command: ptr(fmt.Sprintf("echo in > %s/in.txt; echo out > %s", ws, outside))})
+	execEvents(t, sock, string(body))
+	if b, err := os.ReadFile(filepath.Join(ws, "in.txt")); string(b) != "in\n" {
+		t.Errorf("host: workspace file %q, %v", b, err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("host: %s written from the sandbox", outside)
+	}
+
+	// timeout_ms stops the command, reported as a timeout.
+	start := time.Now()
+	_, _, res := execEvents(t, sock, `{"command":"sleep 30","timeout_ms":300}`)
+	if !res.Result.Killed || res.Result.KillReason != runtime.KilledTimeout || time.Since(start) > 10*time.Second {
+		t.Errorf("timeout: %+v after %v", res.Result, time.Since(start))
+	}
+
+	// A cwd outside the workspace is the request's fault: 400 naming cwd.
+	if code, out := post(t, sock, "/v1/exec", `{"command":"true","cwd":"/etc"}`); code != 400 || !strings.Contains(out, `"field":"cwd"`) {
+		t.Errorf("cwd /etc: %d %s", code, out)
+	}
+}
+
+// outsideDir is a directory of the host outside the workspace, not in
+// /tmp: a command's /tmp is its own, so a write there proves nothing.
+func outsideDir(t *testing.T) string {
+	d, err := os.MkdirTemp("/var/tmp", "hutch-localapi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestExecChunks: output that is not UTF-8 comes as base64; a character
+// cut between two writes comes whole, as text.
+func TestExecChunks(t *testing.T) {
+	sock, _ := server(t)
+	code, out := post(t, sock, "/v1/exec", `{"command":"printf '\\303'; sleep 0.2; printf '\\251\\n'; sleep 0.2; printf '\\377'"}`)
+	if code != 200 {
+		t.Fatal(code, out)
+	}
+	var texts, b64 []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev Event
+		json.Unmarshal([]byte(l), &ev)
+		if ev.Type == "stdout" && ev.Base64 {
+			b64 = append(b64, ev.Data)
+		} else if ev.Type == "stdout" {
+			texts = append(texts, ev.Data)
+		}
+	}
+	if strings.Join(texts, "") != "é\n" || strings.Join(b64, "") != "/w==" {
+		t.Errorf("text %q, base64 %q\n%s", texts, b64, out)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	sock, ws := server(t)
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hutch-localapi-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(outsideDir(t), "outside.txt")
+	for _, tt := range []struct {
+		name, path, body string
+		status           int
+		want             string // in the response
+	}{
+		{"write", "/v1/files/write", `{"path":"` + ws + `/d/a.txt","content":"héllo"}`, 200, `"writable":true`},
+		{"write base64", "/v1/files/write", `{"path":"` + ws + `/b.bin","content_base64":"AP8="}`, 200, `"size":2`},
+		{"read", "/v1/files/read", `{"path":"d/a.txt"}`, 200, `"content":"héllo"`},
+		{"read binary", "/v1/files/read", `{"path":"b.bin"}`, 200, `"content_base64":"AP8="`},
+		{"stat", "/v1/files/stat", `{"path":"d/a.txt"}`, 200, `"size":6`},
+		{"list", "/v1/files/list", `{}`, 200, `"denied":true`},
+		{"write outside", "/v1/files/write", `{"path":"` + outside + `","content":"x"}`, 403, `"denied"`},
+		{"write relative", "/v1/files/write", `{"path":"rel.txt","content":"x"}`, 400, `"field":"path"`},
+		{"read .env", "/v1/files/read", `{"path":".env"}`, 403, `"denied"`},
+		{"read /etc/shadow", "/v1/files/read", `{"path":"/etc/shadow"}`, 403, `"denied"`},
+		{"read private", "/v1/files/read", `{"path":"/tmp/x"}`, 403, `"private"`},
+		{"read missing", "/v1/files/read", `{"path":"nope"}`, 404, `"not_found"`},
+		{"read no path", "/v1/files/read", `{}`, 400, `"field":"path"`},
+		{"bad perm", "/v1/files/write", `{"path":"` + ws + `/p","content":"x","perm":"rw"}`, 400, `"field":"perm"`},
+	} {
+		code, out := post(t, sock, tt.path, tt.body)
+		if code != tt.status || !strings.Contains(out, tt.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tt.name, code, out, tt.status, tt.want)
+		}
+		if strings.Contains(out, "hutch-localapi-secret") {
+			t.Errorf("%s: the secret came back: %s", tt.name, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "d", "a.txt")); string(b) != "héllo" {
+		t.Errorf("host: %q, %v", b, err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("host: %s written", outside)
+	}
+}
+
+// TestMalformedBesideGood: malformed requests on other connections (bad
+// JSON, garbage that is not HTTP) get their errors while a command runs,
+// and the command's response is whole.
+func TestMalformedBesideGood(t *testing.T) {
+	sock, _ := server(t)
+	var wg sync.WaitGroup
+	var out string
+	var res Event
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		out, _, res = execEvents(t, sock, `{"command":"echo one; sleep 1; echo two"}`)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	for _, body := range []string{`{"argv":`, `{"argv":["ls"],"x":1}`, "\xff\xfe", `[]`} {
+		if code, resp := post(t, sock, "/v1/exec", body); code != 400 || !strings.Contains(resp, `"bad_request"`) {
+			t.Errorf("%q: %d %s", body, code, resp)
+		}
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(c, "NOT HTTP AT ALL\r\n\r\n")
+	b, _ := io.ReadAll(c)
+	c.Close()
+	if !strings.HasPrefix(string(b), "HTTP/1.1 400") {
+		t.Errorf("garbage: %q", b)
+	}
+	wg.Wait()
+	if out != "one\ntwo\n" || *res.ExitStatus != 0 {
+		t.Errorf("the good request: %q, %+v", out, res)
+	}
+}
+
+func TestListenRefuses(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o755)
+	os.Chmod(open, 0o755)
+	notSock := filepath.Join(base, "priv", "file")
+	os.Mkdir(filepath.Dir(notSock), 0o700)
+	os.WriteFile(notSock, []byte("keep"), 0o600)
+	for _, tt := range []struct{ path, want string }{
+		{filepath.Join(open, "s.sock"), "lets group or others in"},
+		{notSock, "not a socket"},
+		{filepath.Join(base, "missing", "deeper", "s.sock"), "no such file"},
+	} {
+		ln, err := Listen(tt.path, nil, nil)
+		if err == nil {
+			ln.Close()
+			t.Errorf("Listen(%s) accepted", tt.path)
+		} else if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Listen(%s) = %v, want %q", tt.path, err, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(notSock); string(b) != "keep" {
+		t.Errorf("the file at the socket's path was replaced")
+	}
+
+	// A stale socket is replaced; a live one is not, and closing the
+	// listener removes the socket.
+	sock := filepath.Join(base, "priv", "s.sock")
+	ln, err := Listen(sock, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(sock); fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v", fi.Mode())
+	}
+	if _, err := Listen(sock, nil, nil); err == nil || !strings.Contains(err.Error(), "already answers") {
+		t.Errorf("second Listen on a live socket: %v", err)
+	}
+	ln.Close()
+	if _, err := os.Lstat(sock); err == nil {
+		t.Error("socket left after Close")
+	}
+}
+
+// asNobody runs this test binary, copied where uid 65534 can run it, as
+// 65534 with helperEnv set to h; started, for a server, or waited for.
+func asNobody(t *testing.T, h string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "hutch-localapi-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "localapi.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin)
+	c.Dir = "/"
+	c.Env = []string{helperEnv + "=" + h, "PATH=/usr/bin:/bin"}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return c
+}
+
+// TestPeerCredentials: a root-owned server refuses a client running as
+// uid 65534, even when the directory and socket permissions are opened to
+// it (so that SO_PEERCRED alone stands), and accepts it once it is
+// allowed; a server of uid 65534 refuses root, which no file permission
+// keeps out.
+func TestPeerCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching to uid 65534 needs root")
+	}
+	dial := func(sock string) string {
+		t.Helper()
+		out, err := asNobody(t, "dial "+sock).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, tt := range []struct {
+		name  string
+		allow []int
+		open  bool
+		want  string
+	}{
+		{"directory wall", nil, false, "permission denied"},
+		{"peer refused", nil, true, "error: "},
+		{"peer allowed", []int{65534}, true, "200 OK"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, err := os.MkdirTemp("", "hutch-peer-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(base)
+			os.Chmod(base, 0o755)
+			sock := filepath.Join(base, "s", "hutch.sock")
+			ln, err := Listen(sock, tt.allow, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go http.Serve(ln, okHandler)
+			defer ln.Close()
+			if tt.open {
+				os.Chmod(filepath.Dir(sock), 0o711)
+				os.Chmod(sock, 0o666)
+			}
+			if got := dial(sock); !strings.Contains(got, tt.want) {
+				t.Errorf("uid 65534 dialing: %s, want %q", got, tt.want)
+			}
+			if got := health(sock); got != "200 OK" {
+				t.Errorf("the owner dialing: %s", got)
+			}
+		})
+	}
+
+	for _, tt := range []struct {
+		name, allow, want string
+	}{
+		{"root refused", "", "error: "},
+		{"root allowed", "0", "200 OK"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, err := os.MkdirTemp("", "hutch-peer-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(base)
+			os.Chown(base, 65534, 65534)
+			sock := filepath.Join(base, "s", "hutch.sock")
+			c := asNobody(t, strings.TrimSpace("serve "+sock+" "+tt.allow))
+			stdout, _ := c.StdoutPipe()
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { c.Process.Kill(); c.Wait() }()
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			if line != "ready\n" {
+				t.Fatalf("helper server: %q", line)
+			}
+			if got := health(sock); !strings.Contains(got, tt.want) {
+				t.Errorf("root dialing a server of uid 65534: %s, want %q", got, tt.want)
+			}
+		})
+	}
+}
