@@ -21,14 +21,7 @@ func TestV2CgroupsPath(t *testing.T) {
 			f := newFakeV2(t, allV2)
 			h := f.host(0, "/")
 			h.mounts.v2.Root = tc.mountRoot
-			m, err := newManager(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := m.Create(Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := newFakeGroup(t, h)
 			path, ok := g.CgroupsPath()
 			if ok != tc.ok || (ok && path != "/hutch/"+g.Name()) {
 				t.Errorf("CgroupsPath() = %q, %v; want /hutch/%s, %v", path, ok, g.Name(), tc.ok)
@@ -41,14 +34,7 @@ func TestV2CgroupsPath(t *testing.T) {
 // own children, are removed with it.
 func TestV2DestroyNested(t *testing.T) {
 	f := newFakeV2(t, allV2)
-	m, err := newManager(f.host(0, "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Create(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newFakeGroup(t, f.host(0, "/"))
 	path, _ := g.CgroupsPath()
 	if err := os.MkdirAll(f.abs(path+"/ctr/sub"), 0o755); err != nil {
 		t.Fatal(err)

@@ -209,6 +209,20 @@ func (f *fakeV2) writesSince(n int) []string { return slices.Clone(f.writes[n:])
 
 const allV2 = "cpuset cpu io memory hugetlb pids rdma misc"
 
+// newFakeGroup is a group without limits of a root Manager on h.
+func newFakeGroup(t *testing.T, h *host) *Group {
+	t.Helper()
+	m, err := newManager(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Create(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func TestV2RootManager(t *testing.T) {
 	f := newFakeV2(t, allV2)
 	m, err := newManager(f.host(0, "/system.slice/agent.service"))
@@ -600,14 +614,7 @@ func TestV2Usage(t *testing.T) {
 
 func TestV2KillFallback(t *testing.T) {
 	f := newFakeV2(t, allV2)
-	m, err := newManager(f.host(0, "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Create(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newFakeGroup(t, f.host(0, "/"))
 	defer g.Destroy()
 	rel := f.rel(g.Path())
 	// Before Linux 5.14 there is no cgroup.kill: freeze, kill, thaw.
@@ -685,14 +692,7 @@ func TestParseName(t *testing.T) {
 		}
 	}
 	f := newFakeV2(t, allV2)
-	m, err := newManager(f.host(0, "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Create(Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newFakeGroup(t, f.host(0, "/"))
 	defer g.Destroy()
 	if o, ok := parseName(g.Name()); !ok || o != (owner{pid: 4242, start: 777, pidns: fakePidNS}) {
 		t.Errorf("own group name %q parses as %+v, %v", g.Name(), o, ok)

@@ -21,7 +21,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -277,7 +276,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		stderr.flush()
 	}
 	ev := Event{Type: "result", Result: cmd.Result}
-	status := exitStatus(cmd.Result, err)
+	status := runtime.ExitStatus(cmd.Result, err)
 	ev.ExitStatus = &status
 	if err != nil && !errors.As(err, new(*runtime.ExitError)) {
 		// An exit status or a kill is the Result's to say; this is
@@ -288,23 +287,6 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		h.opts.Logger.Debug("hutch serve: result not sent", "err", err)
 	}
 	return nil
-}
-
-// exitStatus is the status hutch run exits with for a command that ended
-// as r and err say.
-func exitStatus(r *runtime.Result, err error) int {
-	var ee *runtime.ExitError
-	switch {
-	case errors.Is(err, runtime.ErrNotFound):
-		return 127
-	case errors.Is(err, runtime.ErrCannotExec):
-		return 126
-	case r == nil, err != nil && !errors.As(err, &ee) && r.ExitCode == -1:
-		return 125
-	case r.Signal != 0:
-		return 128 + int(r.Signal)
-	}
-	return r.ExitCode
 }
 
 // stream writes an exec response's events, one JSON line each, flushed
@@ -422,8 +404,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := readResponse{FileContent: c, Length: len(c.Data)}
-	if c.Kind == runtime.ContentText && utf8.Valid(c.Data) {
-		s := string(c.Data)
+	if s, ok := c.Text(); ok {
 		out.Content = &s
 	} else {
 		out.ContentBase64 = c.Data
@@ -439,11 +420,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request) error {
 	}
 	var perm fs.FileMode
 	if req.Perm != "" {
-		m, err := strconv.ParseUint(req.Perm, 8, 32)
-		if err != nil || m > 0o777 {
-			return badRequest("perm", fmt.Sprintf("%q: not an octal mode such as 644", req.Perm))
+		if perm, err = runtime.ParsePerm(req.Perm); err != nil {
+			return badRequest("perm", err.Error())
 		}
-		perm = fs.FileMode(m)
 	}
 	fi, err := h.sb.WriteFile(req.Path, data, runtime.WriteOptions{Append: req.Append, Perm: perm, NoFollow: req.NoFollow})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -140,7 +139,7 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 	s := f.Spec
 	add := func(m specs.Mount) { s.Mounts = append(s.Mounts, m) }
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
-	for _, m := range plan.Mounts {
+	for i, m := range plan.Mounts {
 		switch m.Kind {
 		case mounts.HostRoot:
 			// The root: Form.HostRoot.
@@ -188,26 +187,28 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 			}
 			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"rbind", mode, "nosuid", "nodev"}})
 		case mounts.ReadOnly:
-			// A read-only bind of the path onto itself, not
+			// A read-only bind of the path's host file onto it, not
 			// readonlyPaths: runsc ignores readonlyPaths outside /proc.
-			// A path inside a tmpfs of the plan's has no host source;
-			// readonlyPaths is what runc and crun then apply.
-			src, ok := hostSource(s.Mounts, m.Target)
-			if !ok {
+			// A path with no host file now (missing, or in a tmpfs of
+			// the plan's) is a readonlyPath, which runc and crun apply
+			// if it exists when the command starts.
+			before := placeBefore(plan, i, m.Target)
+			if before.Reach != mounts.OnHost || !exists(before.HostPath) {
 				s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, m.Target)
 				continue
 			}
-			add(specs.Mount{Destination: m.Target, Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+			add(specs.Mount{Destination: m.Target, Type: "bind", Source: before.HostPath, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
 		case mounts.Mask:
 			// A mount, not maskedPaths (runsc ignores maskedPaths
 			// outside /proc), and unreadable as hutch's masks are: a
 			// mode-0000 tmpfs over a directory, the bundle's mode-0000
 			// empty file over anything else. The command holds no
-			// capability, so not even uid 0 may open them.
-			// A path missing now is a maskedPath, which runc and crun
+			// capability, so not even uid 0 may open them. A path with
+			// no host file now is a maskedPath, which runc and crun
 			// apply if it exists when the command starts.
-			fi, err := os.Lstat(m.Target)
-			if err != nil {
+			before := placeBefore(plan, i, m.Target)
+			fi, err := os.Lstat(before.HostPath)
+			if before.Reach != mounts.OnHost || err != nil {
 				s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, m.Target)
 				continue
 			}
@@ -228,17 +229,11 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 func (f *Form) Masked() []string {
 	out := slices.Clone(f.Spec.Linux.MaskedPaths)
 	for _, m := range f.Spec.Mounts {
-		if isMask(m) {
+		if m.Source == MaskFile || (m.Type == "tmpfs" && slices.Contains(m.Options, "mode=000")) {
 			out = append(out, m.Destination)
 		}
 	}
 	return out
-}
-
-// isMask says m is a mask mount: the mask file bound, or a mode-0000
-// tmpfs.
-func isMask(m specs.Mount) bool {
-	return m.Source == MaskFile || (m.Type == "tmpfs" && slices.Contains(m.Options, "mode=000"))
 }
 
 // MaskFile is the bundle's mode-0000 empty file bound over masked
@@ -246,23 +241,10 @@ func isMask(m specs.Mount) bool {
 // mount source.
 const MaskFile = "hutch-mask"
 
-// hostSource is the host path visible at target under mounts (the
-// configuration's, in order): the last bind whose destination holds
-// target, mapped to its source, or target itself under the host's root.
-// ok is false when a tmpfs of the configuration holds target.
-func hostSource(ms []specs.Mount, target string) (string, bool) {
-	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		rel, err := filepath.Rel(m.Destination, target)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
-		}
-		if m.Type != "bind" || isMask(m) {
-			return "", false
-		}
-		return filepath.Join(m.Source, rel), true
-	}
-	return target, true
+// placeBefore is what target is in the view plan's steps before the
+// i-th build: where a step of the plan finds its path on the host.
+func placeBefore(plan mounts.Plan, i int, target string) mounts.Place {
+	return mounts.Plan{Mounts: plan.Mounts[:i]}.Lookup(target)
 }
 
 // rlimitNames are the OCI names of the rlimits hutch sets.

@@ -12,6 +12,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -136,14 +137,19 @@ func TestExportRefuses(t *testing.T) {
 // one a maskedPath; a --read-only path is bound read-only from its host
 // source. Write puts the mask file in the bundle, unreadable.
 func TestExportMasksAndReadOnly(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
-	t.Setenv("HOME", home)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Not under /tmp, which the view replaces with a private tmpfs: a
+	// home there is not the host's in the view, and has nothing to mask.
+	home, err := os.MkdirTemp("/var/tmp", "hutch-oci-home-")
+	must(err)
+	t.Cleanup(func() { os.RemoveAll(home) })
+	ws := t.TempDir()
+	t.Setenv("HOME", home)
 	must(os.Mkdir(filepath.Join(home, ".ssh"), 0o700))
 	must(os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine x"), 0o600))
 	must(os.Mkdir(filepath.Join(ws, "keep"), 0o755))
@@ -189,30 +195,64 @@ func TestExportMasksAndReadOnly(t *testing.T) {
 	}
 }
 
-// TestHostSource: the host path behind a path of the container's view.
-func TestHostSource(t *testing.T) {
-	ms := []specs.Mount{
-		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"},
-		{Destination: "/w", Type: "bind", Source: "/srv/w"},
-		{Destination: "/w/.git", Type: "bind", Source: "/srv/repo/.git/worktrees/w"},
-		{Destination: "/w/secret", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=000"}},
+// TestExportPlanSteps: a read-only path is bound from its host file,
+// found through the plan's binds (a source elsewhere, as a worktree's
+// git directory), and is a readonlyPath where it has none (in a tmpfs,
+// under a mask, missing); a mask is a mount over the host file it hides
+// and a maskedPath where there is none.
+func TestExportPlanSteps(t *testing.T) {
+	h := t.TempDir()
+	for _, d := range []string{"srv/w/a/b", "srv/w/secret", "repo/wt/hooks", "usr"} {
+		if err := os.MkdirAll(filepath.Join(h, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h, "srv/w/.env"), []byte("K=V"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := mounts.Plan{Mounts: []mounts.Mount{
+		{Kind: mounts.HostRoot, Source: "/", Target: "/"},
+		{Kind: mounts.BindRW, Source: filepath.Join(h, "srv/w"), Target: "/w"},
+		{Kind: mounts.BindRW, Source: filepath.Join(h, "repo/wt"), Target: "/w/.git"},
+		{Kind: mounts.Tmpfs, Target: "/scratch", Mode: 0o1777},
+		{Kind: mounts.Mask, Target: "/w/secret"},
+		{Kind: mounts.Mask, Target: "/w/.env"},
+		{Kind: mounts.Mask, Target: "/w/missing"},
+		{Kind: mounts.ReadOnly, Target: "/w/a/b"},
+		{Kind: mounts.ReadOnly, Target: "/w/.git/hooks"},
+		{Kind: mounts.ReadOnly, Target: filepath.Join(h, "usr")},
+		{Kind: mounts.ReadOnly, Target: "/scratch/x"},
+		{Kind: mounts.ReadOnly, Target: "/w/secret/x"},
+		{Kind: mounts.ReadOnly, Target: "/w/gone"},
+	}}
+	f := &Form{Spec: &specs.Spec{Linux: &specs.Linux{}}}
+	if err := f.addMounts(plan, runtime.Policy{}); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		target, want string
-		ok           bool
+		target, typ, source, option string
 	}{
-		{"/usr/lib", "/usr/lib", true},
-		{"/w", "/srv/w", true},
-		{"/w/a/b", "/srv/w/a/b", true},
-		{"/w/.git/hooks", "/srv/repo/.git/worktrees/w/hooks", true},
-		{"/w/.gitx", "/srv/w/.gitx", true},
-		{"/tmp/x", "", false},
-		{"/w/secret/x", "", false},
-		{"/tmpx", "/tmpx", true},
+		{"/w/a/b", "bind", filepath.Join(h, "srv/w/a/b"), "ro"},
+		{"/w/.git/hooks", "bind", filepath.Join(h, "repo/wt/hooks"), "ro"},
+		{filepath.Join(h, "usr"), "bind", filepath.Join(h, "usr"), "ro"},
+		{"/w/secret", "tmpfs", "tmpfs", "mode=000"},
+		{"/w/.env", "bind", MaskFile, "ro"},
 	} {
-		got, ok := hostSource(ms, tc.target)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("hostSource(%s) = %q, %v; want %q, %v", tc.target, got, ok, tc.want, tc.ok)
+		i := slices.IndexFunc(f.Spec.Mounts, func(m specs.Mount) bool { return m.Destination == tc.target })
+		if i < 0 {
+			t.Errorf("%s: no mount in %+v", tc.target, f.Spec.Mounts)
+			continue
 		}
+		if m := f.Spec.Mounts[i]; m.Type != tc.typ || m.Source != tc.source || !slices.Contains(m.Options, tc.option) {
+			t.Errorf("%s: mount %+v, want %s from %s with %s", tc.target, m, tc.typ, tc.source, tc.option)
+		}
+	}
+	for _, p := range []string{"/scratch/x", "/w/secret/x", "/w/gone"} {
+		if !slices.Contains(f.Spec.Linux.ReadonlyPaths, p) || slices.ContainsFunc(f.Spec.Mounts, func(m specs.Mount) bool { return m.Destination == p }) {
+			t.Errorf("%s: want a readonlyPath only: %q", p, f.Spec.Linux.ReadonlyPaths)
+		}
+	}
+	if !slices.Equal(f.Spec.Linux.MaskedPaths, []string{"/w/missing"}) {
+		t.Errorf("maskedPaths %q, want the missing mask only", f.Spec.Linux.MaskedPaths)
 	}
 }

@@ -360,7 +360,7 @@ func (b *podBuilder) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	for i, m := range plan.Mounts {
 		// The view at m.Target before this step.
-		before := mounts.Plan{Mounts: plan.Mounts[:i]}.Lookup(m.Target)
+		before := placeBefore(plan, i, m.Target)
 		vol, rel, inHost := b.hostTree(before.HostPath)
 		inHost = inHost && before.Reach == mounts.OnHost
 		switch m.Kind {

@@ -76,8 +76,9 @@ type Stdio struct {
 // limits). As another user its error matches
 // runtime.ErrBackendUnavailable, and nothing runs.
 func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Result, error) {
+	rt := filepath.Base(path) // the runtime, by its name
 	if uid := os.Geteuid(); uid != 0 {
-		return nil, &unavailableError{name: filepath.Base(path), reason: fmt.Sprintf("uid %d: needs root (hutch has no rootless OCI configuration: no user namespace mapping, no cgroup delegated to the runtime for the limits)", uid)}
+		return nil, &unavailableError{name: rt, reason: fmt.Sprintf("uid %d: needs root (hutch has no rootless OCI configuration: no user namespace mapping, no cgroup delegated to the runtime for the limits)", uid)}
 	}
 	id := make([]byte, 8)
 	rand.Read(id)
@@ -105,7 +106,7 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	if err := g.Write(bundle); err != nil {
 		return nil, err
 	}
-	runArgs := append(globalFlags(filepath.Base(path), f), "run", "--bundle", bundle, name)
+	runArgs := append(globalFlags(rt, f), "run", "--bundle", bundle, name)
 	cmd := exec.CommandContext(ctx, path, runArgs...)
 	cmd.Stdin, cmd.Stdout = stdio.Stdin, stdio.Stdout
 	cmd.Stderr = stdio.Stderr
@@ -114,7 +115,7 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	start := time.Now()
-	if err := startIn(cmd, f.HostRoot, bundle, filepath.Base(path)); err != nil {
+	if err := startIn(cmd, f.HostRoot, bundle, rt); err != nil {
 		return nil, fmt.Errorf("hutch: backend oci: %s: %w", path, err)
 	}
 	done := make(chan error, 1)
@@ -149,7 +150,7 @@ wait:
 	r := &runtime.Result{
 		Wall:           time.Since(start),
 		Layers:         f.Layers,
-		Unenforced:     runtimeUnexpressed(filepath.Base(path), f),
+		Unenforced:     runtimeUnexpressed(rt, f),
 		Backend:        runtime.BackendOCI,
 		Network:        f.Network,
 		SeccompProfile: f.SeccompName,

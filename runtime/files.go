@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // The file door: a Sandbox's ReadFile, WriteFile, ReadDir, Stat and
@@ -110,6 +112,27 @@ type FileContent struct {
 	// Leaks are the secrets found in Data (Policy.Leaks), never the
 	// secrets themselves; under LeaksRedact they are replaced in Data.
 	Leaks []Leak `json:"leaks,omitempty"`
+}
+
+// Text is Data as a string when it is text (Kind ContentText, whole
+// UTF-8 characters): what the file doors give as text, and the rest as
+// bytes (base64 in JSON).
+func (c *FileContent) Text() (string, bool) {
+	if c.Kind != ContentText || !utf8.Valid(c.Data) {
+		return "", false
+	}
+	return string(c.Data), true
+}
+
+// ParsePerm reads a file mode as the file doors take it in text
+// (WriteOptions.Perm from hutch write --perm and the local API): octal
+// digits alone, at most 0777.
+func ParsePerm(s string) (fs.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("%q: not an octal mode such as 644", s)
+	}
+	return fs.FileMode(m), nil
 }
 
 // WriteOptions are WriteFile's.

@@ -336,3 +336,23 @@ func (e *LayerError) Error() string {
 	}
 	return s
 }
+
+// ExitStatus is the status a shell gives a command that ended as r and
+// err (Cmd.Run's) say, as hutch run exits and the local API reports it:
+// the exit code, 128+N for signal N, 127 when the program was not found,
+// 126 when it could not be executed, and 125 when it did not run for
+// another reason (a failure of hutch's own).
+func ExitStatus(r *Result, err error) int {
+	var ee *ExitError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 127
+	case errors.Is(err, ErrCannotExec):
+		return 126
+	case r == nil, err != nil && !errors.As(err, &ee) && r.ExitCode == -1:
+		return 125
+	case r.Signal != 0:
+		return 128 + int(r.Signal)
+	}
+	return r.ExitCode
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -70,8 +69,7 @@ for binary content and images (kind "image" with mime, width and height).`,
 					return nil, err
 				}
 				out := fileOutput{FileContent: c, Length: len(c.Data)}
-				if c.Kind == runtime.ContentText && utf8.Valid(c.Data) {
-					s := string(c.Data)
+				if s, ok := c.Text(); ok {
 					out.Text = &s
 				} else {
 					out.Data = c.Data
@@ -109,11 +107,10 @@ created. The content is --content, or stdin with --stdin.`,
 			}
 			var mode os.FileMode
 			if perm != "" {
-				var m uint32
-				if _, err := fmt.Sscanf(perm, "%o", &m); err != nil || m > 0o777 {
+				var err error
+				if mode, err = runtime.ParsePerm(perm); err != nil {
 					return &flagErr{"--perm", perm, "not an octal mode such as 644"}
 				}
-				mode = os.FileMode(m)
 			}
 			return withSandbox(wf, func(sb *runtime.Sandbox) (any, error) {
 				return sb.WriteFile(args[0], data, runtime.WriteOptions{Append: appendTo, Perm: mode, NoFollow: wNoFollow})

@@ -395,7 +395,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		// ran, and hutch exits as a shell's command dying of it would.
 		*code = 128 + int(sig.sig)
 	case err == nil || errors.As(err, &ee):
-		*code = exitStatus(cmd.Result)
+		*code = runtime.ExitStatus(cmd.Result, err)
 		for _, e := range cmd.Result.NetworkEvents {
 			if !e.Allowed {
 				fmt.Fprintln(os.Stderr, e.String())
@@ -432,11 +432,8 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		// after hutch's reader had gone (hutch run ... | head): hutch is
 		// the writer a shell pipeline sees, and ends as one, quietly.
 		*code = 128 + int(syscall.SIGPIPE)
-	case errors.Is(err, runtime.ErrNotFound):
-		*code = exitNotFound
-		return err
-	case errors.Is(err, runtime.ErrCannotExec):
-		*code = exitCannotExec
+	case errors.Is(err, runtime.ErrNotFound), errors.Is(err, runtime.ErrCannotExec):
+		*code = runtime.ExitStatus(cmd.Result, err)
 		return err
 	default:
 		*code = exitHutchFailed
@@ -580,14 +577,6 @@ func version() string {
 		}
 	}
 	return v
-}
-
-// exitStatus mirrors the command's status, 128+N for signal N.
-func exitStatus(r *runtime.Result) int {
-	if r.Signal != 0 {
-		return 128 + int(r.Signal)
-	}
-	return r.ExitCode
 }
 
 func seccompCommand() *cobra.Command {
