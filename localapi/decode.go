@@ -6,22 +6,64 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode"
+
+	"github.com/hutchbox/hutch/runtime"
 )
 
-// ExecRequest is the body of POST /v1/exec: exactly one of Argv and
-// Command (run as sh -c COMMAND).
-type ExecRequest struct {
+// CommandRequest is what runs, in POST /v1/exec and
+// /v1/processes/start: exactly one of Argv and Command (run as sh -c
+// COMMAND), and what the call is granted beyond the server's policy.
+type CommandRequest struct {
 	Argv    []string          `json:"argv,omitempty"`
 	Command *string           `json:"command,omitempty"`
 	Cwd     string            `json:"cwd,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
-	Stdin   string            `json:"stdin,omitempty"`
+	// AllowedDomains opens the network, through hutch's egress proxy, to
+	// these domains ("example.com", "*.example.com", "*" for any);
+	// omitted or empty, the call gets no network beyond the server's
+	// policy. PackageManagers do the same for registries' presets
+	// (python, node...). Grant names further permission tags
+	// (runtime.ParseGrant). Each must lie within the server's
+	// --grantable ceiling, or the call is refused (403 not_permitted).
+	AllowedDomains  []string `json:"allowed_domains,omitempty"`
+	PackageManagers []string `json:"package_managers,omitempty"`
+	Grant           []string `json:"grant,omitempty"`
+}
+
+// ExecRequest is the body of POST /v1/exec.
+type ExecRequest struct {
+	CommandRequest
+	Stdin string `json:"stdin,omitempty"`
 	// TimeoutMS stops the command after this many milliseconds (SIGTERM
 	// to its process group, SIGKILL of the sandbox after the server's
 	// --kill-after); 0 means the server's policy alone.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// ProcessStartRequest is the body of POST /v1/processes/start: a
+// durable process (package processes) in the server's policy.
+type ProcessStartRequest struct {
+	CommandRequest
+	Name string `json:"name,omitempty"`
+	// Restart is always (the default), on-failure or never.
+	Restart string `json:"restart,omitempty"`
+}
+
+// ProcessRequest is the body of the routes on one durable process.
+type ProcessRequest struct {
+	ID string `json:"id"`
+}
+
+// ProcessLogsRequest is the body of POST /v1/processes/logs.
+type ProcessLogsRequest struct {
+	ID string `json:"id"`
+	// TailBytes keeps the log's last bytes only (0: all of it).
+	TailBytes int64 `json:"tail_bytes,omitempty"`
 }
 
 // ReadRequest is the body of POST /v1/files/read, runtime.ReadOptions
@@ -91,7 +133,7 @@ func bodyError(err error) error {
 		if typ.Field == "" {
 			return badRequest("", fmt.Sprintf("the body is a JSON %s: want an object", typ.Value))
 		}
-		return badRequest(typ.Field, fmt.Sprintf("a JSON %s: want %s", typ.Value, jsonKind(typ.Type.Kind().String())))
+		return badRequest(jsonPath(typ.Field), fmt.Sprintf("a JSON %s: want %s", typ.Value, jsonKind(typ.Type.Kind().String())))
 	}
 	// encoding/json has no type for an unknown field; its message is
 	// `json: unknown field "name"`.
@@ -99,6 +141,16 @@ func bodyError(err error) error {
 		return badRequest(strings.Trim(name, `"`), "unknown field")
 	}
 	return badRequest("", err.Error())
+}
+
+// jsonPath is a field's path as the request spells it: encoding/json
+// names the field of an embedded struct through the struct's Go name
+// (CommandRequest.argv), which no request holds; every key of the
+// protocol is lower case.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p != "" && unicode.IsUpper(rune(p[0])) })
+	return strings.Join(parts, ".")
 }
 
 // jsonKind names a Go kind as JSON does.
@@ -124,26 +176,93 @@ func decodeExec(body io.Reader) (*ExecRequest, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	switch {
-	case req.Argv != nil && req.Command != nil:
-		return nil, badRequest("command", "give argv or command, not both")
-	case req.Argv == nil && req.Command == nil:
-		return nil, badRequest("argv", "missing: give argv (an array) or command (a shell string)")
-	case req.Command != nil && *req.Command == "":
-		return nil, badRequest("command", "empty")
-	case req.Argv != nil && len(req.Argv) == 0:
-		return nil, badRequest("argv", "empty")
-	case req.Argv != nil && req.Argv[0] == "":
-		return nil, badRequest("argv", `argv[0] is ""`)
-	case req.TimeoutMS < 0:
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	if req.TimeoutMS < 0 {
 		return nil, badRequest("timeout_ms", fmt.Sprintf("%d: negative (0 means the server's policy alone)", req.TimeoutMS))
 	}
-	for k := range req.Env {
+	return &req, nil
+}
+
+// check checks what runs.
+func (c *CommandRequest) check() error {
+	switch {
+	case c.Argv != nil && c.Command != nil:
+		return badRequest("command", "give argv or command, not both")
+	case c.Argv == nil && c.Command == nil:
+		return badRequest("argv", "missing: give argv (an array) or command (a shell string)")
+	case c.Command != nil && *c.Command == "":
+		return badRequest("command", "empty")
+	case c.Argv != nil && len(c.Argv) == 0:
+		return badRequest("argv", "empty")
+	case c.Argv != nil && c.Argv[0] == "":
+		return badRequest("argv", `argv[0] is ""`)
+	}
+	for k := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, badRequest("env", fmt.Sprintf("%q: not a variable name", k))
+			return badRequest("env", fmt.Sprintf("%q: not a variable name", k))
 		}
 	}
-	return &req, nil
+	for _, f := range []struct {
+		name string
+		vs   []string
+	}{{"allowed_domains", c.AllowedDomains}, {"package_managers", c.PackageManagers}} {
+		for _, v := range f.vs {
+			if v == "" {
+				return badRequest(f.name, "an empty name")
+			}
+		}
+	}
+	if _, err := runtime.ParseGrant(c.Grant); err != nil {
+		return badRequest("grant", err.Error())
+	}
+	return nil
+}
+
+// args is the command's argv.
+func (c *CommandRequest) args() []string {
+	if c.Command != nil {
+		return []string{"sh", "-c", *c.Command}
+	}
+	return c.Argv
+}
+
+// env is Env as NAME=VALUE, sorted.
+func (c *CommandRequest) env() []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	return env
+}
+
+// grant is what the call asks for beyond the server's policy.
+func (c *CommandRequest) grant() runtime.Grant {
+	g, _ := runtime.ParseGrant(c.Grant) // checked by check
+	if len(c.AllowedDomains) > 0 || len(c.PackageManagers) > 0 {
+		g.Network = true
+		g.Domains = append(g.Domains, c.AllowedDomains...)
+		g.PackageManagers = append(g.PackageManagers, c.PackageManagers...)
+	}
+	return g
+}
+
+// refused says a grant the server's ceiling does not cover in the
+// request's words: the field that asked for the tag.
+func (c *CommandRequest) refused(pe *runtime.PermissionError) *Error {
+	field := "grant"
+	kind, arg, _ := strings.Cut(pe.Tag, ":")
+	switch {
+	case kind == "domain" && slices.Contains(c.AllowedDomains, arg),
+		pe.Tag == "@network" && len(c.AllowedDomains) > 0 && !slices.Contains(c.Grant, "@network"):
+		field = "allowed_domains"
+	case kind == "package-manager" && slices.Contains(c.PackageManagers, arg),
+		pe.Tag == "@network" && len(c.PackageManagers) > 0 && !slices.Contains(c.Grant, "@network"):
+		field = "package_managers"
+	}
+	return &Error{Status: http.StatusForbidden, Code: "not_permitted", Field: field,
+		Message: strings.TrimPrefix(pe.Error(), "hutch: ") + " (the server's --grantable ceiling)"}
 }
 
 // decodeWrite reads and checks a write request, and returns the data.

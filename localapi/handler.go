@@ -32,6 +32,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -57,6 +58,13 @@ type Options struct {
 	MaxBody int64
 	// Logger gets the server's records (nil: slog.Default()).
 	Logger *slog.Logger
+	// Processes, when set, serves the durable-process routes
+	// (/v1/processes...); a process's grace between SIGTERM and SIGKILL
+	// on stop is WaitDelay.
+	Processes Processes
+	// Reload, when set, serves POST /v1/policy/reload: it reads the
+	// server's policy again and puts it in effect (runtime.Sandbox.Reload).
+	Reload func() error
 }
 
 // Handler serves the API over one Sandbox. It is safe for concurrent use.
@@ -90,6 +98,12 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 		"/v1/files/write": {http.MethodPost, h.write},
 		"/v1/files/stat":  {http.MethodPost, h.stat},
 		"/v1/files/list":  {http.MethodPost, h.list},
+	}
+	if opts.Processes != nil {
+		maps.Copy(h.routes, h.processRoutes())
+	}
+	if opts.Reload != nil {
+		h.routes["/v1/policy/reload"] = route{http.MethodPost, h.reload}
 	}
 	return h
 }
@@ -168,6 +182,8 @@ func apiError(err error) *Error {
 		return &Error{Status: http.StatusForbidden, Code: "private", Message: msg}
 	case errors.Is(err, fs.ErrPermission):
 		return &Error{Status: http.StatusForbidden, Code: "denied", Message: msg}
+	case errors.Is(err, processes.ErrActive):
+		return &Error{Status: http.StatusConflict, Code: "active", Message: msg + ": stop it first"}
 	case errors.Is(err, fs.ErrNotExist):
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: msg}
 	case errors.Is(err, errors.ErrUnsupported):
@@ -214,6 +230,18 @@ func (h *Handler) version(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
+func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
+	var req struct{}
+	if err := decode(r.Body, &req); err != nil {
+		return err
+	}
+	if err := h.opts.Reload(); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "workspace": h.sb.Policy().Workspace})
+	return nil
+}
+
 // Event is one line of POST /v1/exec's response (application/x-ndjson):
 // "stdout" and "stderr" carry output as it arrives (Data as text, or
 // base64 when Base64 is set: a chunk that is not UTF-8), "result" comes
@@ -247,15 +275,11 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 		defer cancel()
 	}
-	argv := req.Argv
-	if req.Command != nil {
-		argv = []string{"sh", "-c", *req.Command}
-	}
+	argv := req.args()
 	cmd := h.sb.Command(ctx, argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
-	for _, k := range slices.Sorted(maps.Keys(req.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+req.Env[k])
-	}
+	cmd.Env = req.env()
+	cmd.Grant = req.grant()
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
@@ -264,8 +288,16 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	stdout, stderr := &chunker{st: st, name: "stdout"}, &chunker{st: st, name: "stderr"}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Start()
-	var pe *runtime.PolicyError
-	if errors.As(err, &pe) && !st.begun() {
+	var (
+		pe   *runtime.PolicyError
+		perm *runtime.PermissionError
+	)
+	switch {
+	case st.begun():
+	case errors.As(err, &perm):
+		// A grant beyond the ceiling: nothing ran.
+		return req.refused(perm)
+	case errors.As(err, &pe):
 		// The request's fault (a cwd outside the workspace, a refused
 		// variable): nothing ran, so it is a 400, not a result.
 		return err

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -83,11 +84,15 @@ func unixClient(sock string) *http.Client {
 
 // server serves a Handler over a Sandbox of the default policy on a
 // socket made by Listen, and returns the socket and the workspace.
-func server(t *testing.T) (string, string) {
+func server(t *testing.T, adjust ...func(*runtime.Policy, *Options)) (string, string) {
 	t.Helper()
 	ws := t.TempDir()
 	p := runtime.DefaultPolicy(ws)
 	p.Prewarm = 1
+	opts := Options{Version: "test", WaitDelay: time.Second}
+	for _, a := range adjust {
+		a(&p, &opts)
+	}
 	sb, err := runtime.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +103,7 @@ func server(t *testing.T) (string, string) {
 		sb.Close()
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewHandler(sb, Options{Version: "test", WaitDelay: time.Second})}
+	srv := &http.Server{Handler: NewHandler(sb, opts)}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
 		srv.Close()
@@ -176,7 +181,7 @@ func TestExec(t *testing.T) {
 
 	// A write in the workspace lands on the host; one outside does not.
 	outside := filepath.Join(outsideDir(t), "outside")
-	body, _ := json.Marshal(ExecRequest{Command: ptr(fmt.Sprintf("echo in > %s/in.txt; echo out > %s", ws, outside))})
+	body, _ := json.Marshal(ExecRequest{CommandRequest: CommandRequest{Command: ptr(fmt.Sprintf("echo in > %s/in.txt; echo out > %s", ws, outside))}})
 	execEvents(t, sock, string(body))
 	if b, err := os.ReadFile(filepath.Join(ws, "in.txt")); string(b) != "in\n" {
 		t.Errorf("host: workspace file %q, %v", b, err)
@@ -466,5 +471,119 @@ func TestPeerCredentials(t *testing.T) {
 				t.Errorf("root dialing a server of uid 65534: %s, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestGrants: a call's allowed_domains, package_managers and grant are
+// given only within the policy's Grantable, and a refusal names the
+// request's field; nothing runs (its command would leave a file on the
+// host).
+func TestGrants(t *testing.T) {
+	sock, ws := server(t, func(p *runtime.Policy, _ *Options) {
+		p.Grantable = runtime.Grant{Network: true, Domains: []string{"example.com"}}
+	})
+	for i, tt := range []struct {
+		name, fields string
+		status       int
+		field        string
+		net          runtime.NetworkMode
+	}{
+		{"domain beyond the ceiling", `"allowed_domains":["evil.com"]`, 403, "allowed_domains", ""},
+		{"a package manager's registry beyond it", `"package_managers":["python"]`, 403, "package_managers", ""},
+		{"host network beyond it", `"grant":["@host-network"]`, 403, "grant", ""},
+		{"not a tag", `"grant":["network"]`, 400, "grant", ""},
+		{"an empty domain", `"allowed_domains":[""]`, 400, "allowed_domains", ""},
+		{"within it", `"allowed_domains":["example.com"]`, 200, "", runtime.NetworkAllow},
+		{"an empty list is no network", `"allowed_domains":[]`, 200, "", runtime.NetworkNone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(ws, fmt.Sprintf("ran-%d", i))
+			body := fmt.Sprintf(`{"argv":["touch",%q],%s}`, file, tt.fields)
+			if tt.status == 200 {
+				_, _, res := execEvents(t, sock, body)
+				if _, err := os.Stat(file); err != nil || res.Result.Network != tt.net {
+					t.Errorf("host file: %v; network %q, want %q", err, res.Result.Network, tt.net)
+				}
+				return
+			}
+			code, out := post(t, sock, "/v1/exec", body)
+			var e struct{ Error Error }
+			if json.Unmarshal([]byte(out), &e); code != tt.status || e.Error.Field != tt.field {
+				t.Errorf("%d %s; want %d naming %q", code, out, tt.status, tt.field)
+			}
+			if _, err := os.Stat(file); err == nil {
+				t.Errorf("a refused call ran: %s is on the host", file)
+			}
+		})
+	}
+}
+
+// TestProcessRoutes: durable processes through the API, judged in the
+// host's process table: start runs the command, logs hold its output,
+// remove refuses a live one (409), stop ends it, and bad requests name
+// their field.
+func TestProcessRoutes(t *testing.T) {
+	m, err := processes.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.StopAll(context.Background())
+		m.Close()
+	})
+	sock, _ := server(t, func(_ *runtime.Policy, o *Options) { o.Processes = m })
+	arg := fmt.Sprintf("%d.%d", 7000+os.Getpid()%1000, time.Now().UnixNano()%1000)
+	code, out := post(t, sock, "/v1/processes/start", fmt.Sprintf(`{"command":"echo up; exec sleep %s","name":"nap","restart":"never"}`, arg))
+	var p processes.Process
+	if json.Unmarshal([]byte(out), &p); code != 200 || p.Status != processes.StatusRunning || p.Pid == 0 {
+		t.Fatalf("start: %d %s", code, out)
+	}
+	// The shell execs the sleep in a moment.
+	var cmdline []byte
+	for end := time.Now().Add(10 * time.Second); string(cmdline) != "sleep\x00"+arg+"\x00" && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		cmdline, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid))
+	}
+	if string(cmdline) != "sleep\x00"+arg+"\x00" {
+		t.Fatalf("host: pid %d is %q, not the sleep", p.Pid, cmdline)
+	}
+	id := fmt.Sprintf(`{"id":%q}`, p.ID)
+	for _, tt := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{"/v1/processes/get", id, 200, `"status":"running"`},
+		{"/v1/processes/logs", id, 200, `"content":"up\n"`},
+		{"/v1/processes/logs", fmt.Sprintf(`{"id":%q,"tail_bytes":1}`, p.ID), 200, `"content":"\n"`},
+		{"/v1/processes/remove", id, 409, `"code":"active"`},
+		{"/v1/processes/get", `{"id":"000000000000"}`, 404, `"code":"not_found"`},
+		{"/v1/processes/get", `{}`, 400, `"field":"id"`},
+		{"/v1/processes/start", `{"command":"true","restart":"sometimes"}`, 400, `"field":"restart"`},
+		{"/v1/processes/start", `{"command":"true","allowed_domains":["example.com"]}`, 403, `"field":"allowed_domains"`},
+		{"/v1/processes/logs", fmt.Sprintf(`{"id":%q,"tail_bytes":-1}`, p.ID), 400, `"field":"tail_bytes"`},
+	} {
+		code, out := post(t, sock, tt.path, tt.body)
+		if code != tt.status || !strings.Contains(out, tt.want) {
+			t.Errorf("%s %s: %d %s; want %d with %s", tt.path, tt.body, code, out, tt.status, tt.want)
+		}
+	}
+	code, out = post(t, sock, "/v1/processes/stop", id)
+	if json.Unmarshal([]byte(out), &p); code != 200 || p.Status != processes.StatusStopped {
+		t.Fatalf("stop: %d %s", code, out)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.Runs[0].Pid)); err == nil {
+		t.Errorf("host: the sleep (pid %d) runs on after stop", p.Runs[0].Pid)
+	}
+	if code, out := post(t, sock, "/v1/processes/remove", id); code != 200 {
+		t.Errorf("remove after stop: %d %s", code, out)
+	}
+	resp, err := unixClient(sock).Get("http://hutch/v1/processes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != `{"processes":[]}`+"\n" {
+		t.Errorf("list after remove: %s", b)
 	}
 }

@@ -173,7 +173,7 @@ func Build(s Spec) Plan {
 	// A masked or read-only path inside a writable tree could otherwise
 	// be moved away by renaming one of its ancestors (and another put in
 	// its place): pin every ancestor between the writable root and it.
-	masks := sortedUnique(s.Deny)
+	masks := outermost(sortedUnique(s.Deny))
 	readOnly := sortedUnique(s.ReadOnly)
 	pinned := map[string]bool{}
 	var pins []string
@@ -337,6 +337,19 @@ func longestPrefix(p string, roots []string) (string, bool) {
 		}
 	}
 	return best, found
+}
+
+// outermost drops the paths that lie within another of them:
+// a masked directory hides what is in it, and a mask below one could not
+// be mounted (its target is in the mask's empty, read-only tmpfs).
+func outermost(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if !slices.ContainsFunc(out, func(o string) bool { return Within(p, o) }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func sortedUnique(in []string) []string {

@@ -84,6 +84,16 @@ func TestBuild(t *testing.T) {
 			masks: []string{"/etc/shadow", "/home/u/.ssh"},
 		},
 		{
+			// The inner masks are in the outer one's empty tmpfs: hidden
+			// already, and no target to mount on (hutch serve hides its
+			// data directory, a durable process's manager its records
+			// below it). /srv/a-b sorts between /srv/a and /srv/a/b.
+			name:  "masks within a mask are dropped",
+			spec:  Spec{Workspace: "/w", Deny: []string{"/srv/a/b/c", "/srv/a", "/srv/a-b", "/srv/a/b"}},
+			binds: []string{"/w"},
+			masks: []string{"/srv/a", "/srv/a-b"},
+		},
+		{
 			name:  "mask directly in the workspace: no pin",
 			spec:  Spec{Workspace: "/w", Deny: []string{"/w/.env"}},
 			binds: []string{"/w"},

@@ -79,13 +79,6 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// ErrNotFound is the error for an id with no record; it matches
-// fs.ErrNotExist.
-var ErrNotFound = fmt.Errorf("no such process: %w", fs.ErrNotExist)
-
-// ErrActive is Remove's error for a process whose supervisor still runs.
-var ErrActive = errors.New("processes: the process is not stopped")
-
 // ids lists the process directories.
 func (m *Manager) ids() ([]string, error) {
 	ents, err := os.ReadDir(m.store.root)

@@ -1,8 +1,18 @@
 package processes
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"time"
 )
+
+// ErrNotFound is the error for an id with no record; it matches
+// fs.ErrNotExist.
+var ErrNotFound = fmt.Errorf("no such process: %w", fs.ErrNotExist)
+
+// ErrActive is Remove's error for a process whose supervisor still runs.
+var ErrActive = errors.New("processes: the process is not stopped")
 
 // Status is where a durable process is in its life.
 type Status string

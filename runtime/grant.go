@@ -62,6 +62,35 @@ func (g Grant) Tags() []string {
 	return tags
 }
 
+// ParseGrant reads permission tags, as Tags writes them, into a Grant:
+// "@network", "@host-network", "@git-write", "domain:NAME",
+// "package-manager:NAME" and "write:/PATH". A domain or a package
+// manager brings "@network" with it. An unknown or empty tag is an error
+// naming it; what the tags grant is checked when a command asks for it.
+func ParseGrant(tags []string) (Grant, error) {
+	var g Grant
+	for _, tag := range tags {
+		kind, arg, hasArg := strings.Cut(tag, ":")
+		switch {
+		case tag == "@network":
+			g.Network = true
+		case tag == "@host-network":
+			g.HostNetwork = true
+		case tag == "@git-write":
+			g.GitWrite = true
+		case hasArg && arg != "" && kind == "domain":
+			g.Network, g.Domains = true, append(g.Domains, arg)
+		case hasArg && arg != "" && kind == "package-manager":
+			g.Network, g.PackageManagers = true, append(g.PackageManagers, arg)
+		case hasArg && arg != "" && kind == "write":
+			g.Writable = append(g.Writable, arg)
+		default:
+			return Grant{}, fmt.Errorf("%q: not a permission tag (@network, @host-network, @git-write, domain:NAME, package-manager:NAME, write:/PATH)", tag)
+		}
+	}
+	return g, nil
+}
+
 // IsZero says g grants nothing. Every Start asks: no allocation.
 func (g Grant) IsZero() bool {
 	return !g.Network && !g.HostNetwork && !g.GitWrite && len(g.Domains) == 0 && len(g.PackageManagers) == 0 && len(g.Writable) == 0

@@ -78,6 +78,22 @@ func (sb *Sandbox) forGrant(g Grant) (*Sandbox, error) {
 	return child, nil
 }
 
+// PolicyWith returns the policy a command of sb granted g runs under,
+// as given to New rather than resolved, once g is checked against sb's
+// Grantable (a *PermissionError names the first tag it does not cover):
+// for a runner that builds its own sandbox from a policy, such as a
+// durable process's supervisor. The policy in effect is Reload's latest.
+func (sb *Sandbox) PolicyWith(g Grant) (Policy, error) {
+	cur := sb.inEffect()
+	if err := cur.ceiling.check(g); err != nil {
+		return Policy{}, err
+	}
+	if g.IsZero() {
+		return cur.given.clone(), nil
+	}
+	return g.apply(cur.given), nil
+}
+
 // extraWritable are the child's resolved writable trees that its parent
 // does not have.
 func (child *Sandbox) extraWritable(parent *Sandbox) []string {

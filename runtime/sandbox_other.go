@@ -15,6 +15,12 @@ type Sandbox struct{ policy Policy }
 // Narrow returns ErrUnsupportedPlatform.
 func (sb *Sandbox) Narrow(Grant) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
 
+// PolicyWith returns ErrUnsupportedPlatform.
+func (sb *Sandbox) PolicyWith(Grant) (Policy, error) { return Policy{}, ErrUnsupportedPlatform }
+
+// Reload returns ErrUnsupportedPlatform.
+func (sb *Sandbox) Reload(Policy) error { return ErrUnsupportedPlatform }
+
 // New returns ErrUnsupportedPlatform.
 func New(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchbox/hutch/localapi"
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -226,4 +227,13 @@ func specFlagError(f runFlags, err error, flags map[string][2]string) error {
 		return &flagErr{fv[0], fv[1], pe.Reason}
 	}
 	return f.flagError(err)
+}
+
+// openProcesses opens dir's durable-process manager for hutch serve.
+func openProcesses(dir string) (localapi.Processes, func(), error) {
+	m, err := processes.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, func() { m.Close() }, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hutchbox/hutch/localapi"
 )
 
 // processCommand: durable processes need Linux (pidfds, the supervisor's
@@ -19,4 +21,10 @@ func processCommand(*int) *cobra.Command {
 			return errors.New("process: durable processes need Linux")
 		},
 	}
+}
+
+// openProcesses: no durable processes here, so hutch serve has no
+// /v1/processes routes.
+func openProcesses(string) (localapi.Processes, func(), error) {
+	return nil, func() {}, nil
 }

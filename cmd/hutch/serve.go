@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/localapi"
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -25,9 +27,11 @@ import (
 func serveCommand() *cobra.Command {
 	f := newRunFlags()
 	var (
-		socket  string
-		allow   []string
-		prewarm int
+		socket    string
+		allow     []string
+		prewarm   int
+		grantable []string
+		dataDir   string
 	)
 	c := &cobra.Command{
 		Use:   "serve --socket PATH [run's flags] [--allow-uid N]...",
@@ -36,9 +40,19 @@ func serveCommand() *cobra.Command {
 any language (see the README's "Local API"). The same flags as run make the
 policy every request runs under. The socket is made mode 0600 in a directory
 only its owner can enter (made 0700 when missing); a connection from another
-uid than the server's, or one --allow-uid names, is closed unread.
+uid than the server's, or one --allow-uid names, is closed unread. The
+socket's directory and the data directory are hidden from every command
+and may not lie in a tree a command can write.
+
+A call may be granted more than the policy (its allowed_domains,
+package_managers and grant fields) only within --grantable's ceiling.
+Durable processes (/v1/processes) keep their records in --data-dir and
+outlive the server: the next one over the same directory adopts them.
+SIGHUP, or POST /v1/policy/reload, reads the policy again (--policy's file
+included) and puts it in effect for the commands that start after it.
 SIGINT and SIGTERM stop the server: running commands are stopped (SIGTERM,
-then SIGKILL after --kill-after), the socket removed.`,
+then SIGKILL after --kill-after), the socket removed; durable processes run
+on. If the server is killed outright, its commands' sandboxes die with it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if socket == "" {
@@ -58,7 +72,15 @@ then SIGKILL after --kill-after), the socket removed.`,
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), f, socket, uids, prewarm, killAfter)
+			ceiling, err := runtime.ParseGrant(grantable)
+			if err != nil {
+				return &flagErr{"--grantable", strings.Join(grantable, ","), strings.TrimPrefix(err.Error(), "hutch: ")}
+			}
+			dir, err := processDataDir(dataDir)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), serveConfig{flags: f, socket: socket, allowUIDs: uids, prewarm: prewarm, killAfter: killAfter, grantable: ceiling, dataDir: dir})
 		},
 	}
 	fl := c.Flags()
@@ -66,6 +88,8 @@ then SIGKILL after --kill-after), the socket removed.`,
 	fl.StringVar(&socket, "socket", "", "the unix socket to serve on")
 	fl.StringArrayVar(&allow, "allow-uid", nil, "a further uid whose connections are accepted (repeatable; the server's own always are)")
 	fl.IntVar(&prewarm, "prewarm", 2, "sandbox inits kept built ahead of time, so that a command starts at once (0: none)")
+	fl.StringArrayVar(&grantable, "grantable", nil, "a permission a call may be granted beyond the policy: @network, domain:NAME (domain:* any), package-manager:NAME, write:/PATH, @host-network, @git-write (repeatable)")
+	fl.StringVar(&dataDir, "data-dir", "", "the durable processes' records and logs, as hutch process's --data-dir (default $HUTCH_DATA_DIR, else $XDG_STATE_HOME/hutch, else ~/.local/state/hutch)")
 	return c
 }
 
@@ -83,22 +107,101 @@ func parseUIDs(vs []string) ([]int, error) {
 	return uids, nil
 }
 
-func serve(ctx context.Context, f runFlags, socket string, uids []int, prewarm int, killAfter time.Duration) error {
-	sb, err := sandboxFrom(f, func(p *runtime.Policy) { p.Prewarm = prewarm })
+// serveConfig is what hutch serve's flags say.
+type serveConfig struct {
+	flags     runFlags
+	socket    string
+	allowUIDs []int
+	prewarm   int
+	killAfter time.Duration
+	grantable runtime.Grant
+	dataDir   string
+}
+
+// policy is the policy the server's commands run under: run's flags (and
+// --policy's file, read again on every call), with --grantable's ceiling
+// added and the server's own directories hidden.
+func (c serveConfig) policy() (runtime.Policy, error) {
+	p, err := policyFrom(c.flags)
+	if err != nil {
+		return p, c.flags.flagError(err)
+	}
+	p.Prewarm = c.prewarm
+	g := &p.Grantable
+	g.Network, g.HostNetwork, g.GitWrite = g.Network || c.grantable.Network, g.HostNetwork || c.grantable.HostNetwork, g.GitWrite || c.grantable.GitWrite
+	g.Domains = append(g.Domains, c.grantable.Domains...)
+	g.PackageManagers = append(g.PackageManagers, c.grantable.PackageManagers...)
+	g.Writable = append(g.Writable, c.grantable.Writable...)
+	// A command that reached the socket would be a client of the
+	// server, with every grant of its ceiling: the socket's directory is
+	// masked in every sandbox (a path socket is reachable across network
+	// namespaces, and connect(2) needs no write access to the mount).
+	// The data directory holds every durable process's log.
+	p.Deny = append(p.Deny, filepath.Dir(c.socket), c.dataDir)
+	return p, nil
+}
+
+// checkPrivate refuses a server whose socket's or data directory lies in
+// a tree its commands can write, or holds one: a command could replace
+// the socket with its own and answer the agent in the server's name.
+func (c serveConfig) checkPrivate(sb *runtime.Sandbox) error {
+	r := sb.Policy()
+	for _, d := range []struct{ flag, dir string }{{"--socket", filepath.Dir(c.socket)}, {"--data-dir", c.dataDir}} {
+		real, err := filepath.EvalSymlinks(d.dir)
+		if err != nil {
+			real = d.dir // not made yet (the data directory, until a process starts)
+		}
+		for _, tree := range append([]string{r.Workspace, r.Home}, r.Writable...) {
+			if tree != "" && (mounts.Within(real, tree) || mounts.Within(tree, real)) {
+				return &flagErr{d.flag, d.dir, fmt.Sprintf("the server's own directory must lie apart from what its commands can write, and %s is writable in the sandbox", tree)}
+			}
+		}
+	}
+	return nil
+}
+
+func serve(ctx context.Context, c serveConfig) error {
+	var err error
+	if c.socket, err = filepath.Abs(c.socket); err != nil {
+		return &flagErr{"--socket", c.socket, err.Error()}
+	}
+	// Listen first: it makes the socket's directory, which the policy
+	// masks.
+	ln, err := localapi.Listen(c.socket, c.allowUIDs, slog.Default())
+	if err != nil {
+		return &flagErr{"--socket", c.socket, strings.TrimPrefix(err.Error(), "hutch: ")}
+	}
+	defer ln.Close()
+	p, err := c.policy()
 	if err != nil {
 		return err
 	}
-	defer sb.Close()
-	ln, err := localapi.Listen(socket, uids, slog.Default())
+	sb, err := runtime.New(p)
 	if err != nil {
-		return &flagErr{"--socket", socket, strings.TrimPrefix(err.Error(), "hutch: ")}
+		return c.flags.flagError(err)
+	}
+	defer sb.Close()
+	if err := c.checkPrivate(sb); err != nil {
+		return err
+	}
+	procs, closeProcs, err := openProcesses(c.dataDir)
+	if err != nil {
+		return &flagErr{"--data-dir", c.dataDir, err.Error()}
+	}
+	defer closeProcs()
+	reload := func() error {
+		p, err := c.policy()
+		if err == nil {
+			err = sb.Reload(p)
+		}
+		return err
 	}
 	// Every request's context derives from base: a stop cancels the
 	// commands still running, which then end as a timeout does.
 	base, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
 	srv := &http.Server{
-		Handler:           localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: killAfter}),
+		Handler:           localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, Reload: reload}),
 		BaseContext:       func(_ net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
@@ -111,7 +214,7 @@ func serve(ctx context.Context, f runFlags, socket string, uids []int, prewarm i
 		stopAll()
 		// The commands get their grace, and their responses the time to
 		// carry the results; then whatever is left is cut.
-		sctx, cancel := context.WithTimeout(context.Background(), killAfter+5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), c.killAfter+5*time.Second)
 		defer cancel()
 		err := srv.Shutdown(sctx)
 		if err != nil {
@@ -119,7 +222,19 @@ func serve(ctx context.Context, f runFlags, socket string, uids []int, prewarm i
 		}
 		done <- err
 	}()
-	fmt.Fprintf(os.Stderr, "hutch: serving the local API (v%d) on %s\n", localapi.ProtocolVersion, socket)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(hup) }()
+	go func() {
+		for range hup {
+			if err := reload(); err != nil {
+				slog.Error("hutch serve: the policy was not reloaded; the one in effect stays", "err", err)
+			} else {
+				slog.Info("hutch serve: policy reloaded")
+			}
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "hutch: serving the local API (v%d) on %s\n", localapi.ProtocolVersion, c.socket)
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
