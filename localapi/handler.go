@@ -62,6 +62,9 @@ type Options struct {
 	// (/v1/processes...); a process's grace between SIGTERM and SIGKILL
 	// on stop is WaitDelay.
 	Processes Processes
+	// ProcessesOff, with Processes nil, says why there are no durable
+	// processes: their routes answer 503 unavailable with it.
+	ProcessesOff string
 	// Reload, when set, serves POST /v1/policy/reload: it reads the
 	// server's policy again and puts it in effect (runtime.Sandbox.Reload).
 	Reload func() error
@@ -99,8 +102,15 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 		"/v1/files/stat":  {http.MethodPost, h.stat},
 		"/v1/files/list":  {http.MethodPost, h.list},
 	}
-	if opts.Processes != nil {
+	switch {
+	case opts.Processes != nil:
 		maps.Copy(h.routes, h.processRoutes())
+	case opts.ProcessesOff != "":
+		for path, rt := range h.processRoutes() {
+			h.routes[path] = route{rt.method, func(http.ResponseWriter, *http.Request) error {
+				return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: opts.ProcessesOff}
+			}}
+		}
 	}
 	if opts.Reload != nil {
 		h.routes["/v1/policy/reload"] = route{http.MethodPost, h.reload}

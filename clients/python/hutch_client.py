@@ -108,14 +108,14 @@ class Sandbox:
     def version(self):
         return self._json("GET", "/v1/version")
 
-    def exec_stream(self, argv=None, command=None, cwd=None, env=None, stdin=None, timeout_ms=None):
+    def exec_stream(self, argv=None, command=None, cwd=None, env=None, stdin=None, timeout_ms=None,
+                    allowed_domains=None, package_managers=None, grant=None):
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ExecResult) last."""
-        body = {}
-        for k, v in (("argv", argv), ("command", command), ("cwd", cwd), ("env", env),
-                     ("stdin", stdin), ("timeout_ms", timeout_ms)):
+        body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+        for k, v in (("stdin", stdin), ("timeout_ms", timeout_ms)):
             if v is not None:
-                body[k] = list(v) if k == "argv" else v
+                body[k] = v
         conn, resp = self._request("POST", "/v1/exec", body)
         try:
             for line in resp:
@@ -132,13 +132,17 @@ class Sandbox:
             conn.close()
 
     def exec(self, argv=None, command=None, cwd=None, env=None, stdin=None, timeout_ms=None,
-             on_output=None):
+             allowed_domains=None, package_managers=None, grant=None, on_output=None):
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
-        replaced). on_output(stream, data_bytes), if given, sees each chunk
-        as it arrives."""
+        replaced). allowed_domains, package_managers and grant (permission
+        tags) ask for more than the server's policy, within its
+        --grantable ceiling (HutchError not_permitted otherwise).
+        on_output(stream, data_bytes), if given, sees each chunk as it
+        arrives."""
         out, err = bytearray(), bytearray()
-        for t, v in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms):
+        for t, v in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
+                                     allowed_domains, package_managers, grant):
             if t == "result":
                 return ExecResult(v["exit_status"], out.decode("utf-8", "replace"),
                                   err.decode("utf-8", "replace"), v["result"], v.get("error"))
@@ -179,3 +183,57 @@ class Sandbox:
 
     def list(self, path="."):
         return self._json("POST", "/v1/files/list", {"path": path})["entries"]
+
+    def reload(self):
+        """Has the server read its policy again (as SIGHUP does)."""
+        return self._json("POST", "/v1/policy/reload", {})
+
+    # Durable processes: they outlive the server; the next one over the
+    # same --data-dir lists and stops them.
+
+    def start_process(self, argv=None, command=None, cwd=None, env=None, name=None, restart=None,
+                      allowed_domains=None, package_managers=None, grant=None):
+        """Starts a durable process; returns its record (id, status, pid...).
+        restart is "always" (the default), "on-failure" or "never"."""
+        body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+        for k, v in (("name", name), ("restart", restart)):
+            if v is not None:
+                body[k] = v
+        return self._json("POST", "/v1/processes/start", body)
+
+    def processes(self):
+        return self._json("GET", "/v1/processes")["processes"]
+
+    def get_process(self, id):
+        return self._json("POST", "/v1/processes/get", {"id": id})
+
+    def stop_process(self, id):
+        """Stops it (SIGTERM, SIGKILL after the server's --kill-after) and
+        returns its record once it is gone."""
+        return self._json("POST", "/v1/processes/stop", {"id": id})
+
+    def stop_all_processes(self):
+        return self._json("POST", "/v1/processes/stop-all", {})["processes"]
+
+    def process_logs(self, id, tail_bytes=None):
+        """Its log (stdout and stderr as written): a dict with "content"
+        (text) or "content_base64", "length" and "truncated"."""
+        body = {"id": id}
+        if tail_bytes is not None:
+            body["tail_bytes"] = tail_bytes
+        return self._json("POST", "/v1/processes/logs", body)
+
+    def remove_process(self, id):
+        """Forgets a stopped process's record and log."""
+        return self._json("POST", "/v1/processes/remove", {"id": id})
+
+
+def _command(argv, command, cwd, env, allowed_domains, package_managers, grant):
+    """The request's fields for what runs, those given only."""
+    body = {}
+    for k, v in (("argv", argv), ("command", command), ("cwd", cwd), ("env", env),
+                 ("allowed_domains", allowed_domains), ("package_managers", package_managers),
+                 ("grant", grant)):
+        if v is not None:
+            body[k] = list(v) if k in ("argv", "allowed_domains", "package_managers", "grant") else v
+    return body

@@ -39,7 +39,8 @@ class ServeTest(unittest.TestCase):
         cls.sock = os.path.join(cls.sockdir, "hutch.sock")
         cls.log = open(os.path.join(cls.base, "serve.log"), "w+")
         cls.proc = subprocess.Popen(
-            [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s"],
+            [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s",
+             "--data-dir", os.path.join(cls.base, "data"), "--grantable", "write:" + cls.outside],
             stdout=cls.log, stderr=subprocess.STDOUT)
         cls.sb = Sandbox(cls.sock, timeout=60)
         deadline = time.monotonic() + 30
@@ -164,6 +165,47 @@ class ServeTest(unittest.TestCase):
             self.sb.exec(command="true", cwd="/etc")
         self.assertEqual((cm.exception.status, cm.exception.field), (400, "cwd"))
         self.assertEqual(self.sb.health()["status"], "ok")
+
+    def test_grant_within_the_ceiling_only(self):
+        # The server may grant writes to outside, and nothing else: a
+        # domain is refused before anything runs.
+        marker = os.path.join(self.ws, "granted-net")
+        with self.assertRaises(HutchError) as cm:
+            self.sb.exec(argv=["touch", marker], allowed_domains=["example.com"])
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field),
+                         (403, "not_permitted", "allowed_domains"))
+        self.assertFalse(os.path.exists(marker))
+        target = os.path.join(self.outside, "granted-write")
+        r = self.sb.exec(argv=["touch", target])
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertFalse(os.path.exists(target))
+        r = self.sb.exec(argv=["touch", target], grant=["write:" + self.outside])
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        self.assertTrue(os.path.exists(target))
+
+    def test_durable_process(self):
+        arg = "%d.%d" % (8000 + os.getpid() % 1000, time.monotonic_ns() % 1000)
+        p = self.sb.start_process(command="echo up; exec sleep " + arg, name="nap", restart="never")
+        self.assertEqual(p["status"], "running")
+        pid = p["pid"]
+        cmdline = b""
+        deadline = time.monotonic() + 10
+        while cmdline != b"sleep\0" + arg.encode() + b"\0" and time.monotonic() < deadline:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmdline = f.read()
+            time.sleep(0.01)
+        self.assertEqual(cmdline, b"sleep\0" + arg.encode() + b"\0", "the host's pid is not the sleep")
+        self.assertIn(p["id"], [q["id"] for q in self.sb.processes()])
+        self.assertEqual(self.sb.process_logs(p["id"])["content"], "up\n")
+        with self.assertRaises(HutchError) as cm:
+            self.sb.remove_process(p["id"])
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "active"))
+        self.assertEqual(self.sb.stop_process(p["id"])["status"], "stopped")
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "the sleep runs on after stop")
+        self.sb.remove_process(p["id"])
+        with self.assertRaises(HutchError) as cm:
+            self.sb.get_process(p["id"])
+        self.assertEqual(cm.exception.status, 404)
 
 
 if __name__ == "__main__":

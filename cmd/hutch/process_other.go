@@ -23,8 +23,8 @@ func processCommand(*int) *cobra.Command {
 	}
 }
 
-// openProcesses: no durable processes here, so hutch serve has no
-// /v1/processes routes.
+// openProcesses: no durable processes here; hutch serve says so on
+// their routes.
 func openProcesses(string) (localapi.Processes, func(), error) {
 	return nil, func() {}, nil
 }

@@ -80,7 +80,8 @@ on. If the server is killed outright, its commands' sandboxes die with it.`,
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), serveConfig{flags: f, socket: socket, allowUIDs: uids, prewarm: prewarm, killAfter: killAfter, grantable: ceiling, dataDir: dir})
+			explicit := dataDir != "" || os.Getenv("HUTCH_DATA_DIR") != ""
+			return serve(cmd.Context(), serveConfig{flags: f, socket: socket, allowUIDs: uids, prewarm: prewarm, killAfter: killAfter, grantable: ceiling, dataDir: dir, dataDirGiven: explicit})
 		},
 	}
 	fl := c.Flags()
@@ -116,6 +117,10 @@ type serveConfig struct {
 	killAfter time.Duration
 	grantable runtime.Grant
 	dataDir   string
+	// dataDirGiven: --data-dir or $HUTCH_DATA_DIR named it. A default
+	// that cannot serve turns the durable processes off; a named one
+	// that cannot is an error.
+	dataDirGiven bool
 }
 
 // policy is the policy the server's commands run under: run's flags (and
@@ -141,23 +146,48 @@ func (c serveConfig) policy() (runtime.Policy, error) {
 	return p, nil
 }
 
-// checkPrivate refuses a server whose socket's or data directory lies in
-// a tree its commands can write, or holds one: a command could replace
-// the socket with its own and answer the agent in the server's name.
-func (c serveConfig) checkPrivate(sb *runtime.Sandbox) error {
+// checkPrivate refuses a server directory (the socket's, flag --socket,
+// or the data directory) that lies in a tree the commands can write, or
+// holds one: a command could replace the socket with its own and answer
+// the agent in the server's name, or rewrite a durable process's record.
+func checkPrivate(sb *runtime.Sandbox, flag, dir string) error {
 	r := sb.Policy()
-	for _, d := range []struct{ flag, dir string }{{"--socket", filepath.Dir(c.socket)}, {"--data-dir", c.dataDir}} {
-		real, err := filepath.EvalSymlinks(d.dir)
-		if err != nil {
-			real = d.dir // not made yet (the data directory, until a process starts)
-		}
-		for _, tree := range append([]string{r.Workspace, r.Home}, r.Writable...) {
-			if tree != "" && (mounts.Within(real, tree) || mounts.Within(tree, real)) {
-				return &flagErr{d.flag, d.dir, fmt.Sprintf("the server's own directory must lie apart from what its commands can write, and %s is writable in the sandbox", tree)}
-			}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir // not made yet
+	}
+	for _, tree := range append([]string{r.Workspace, r.Home}, r.Writable...) {
+		if tree != "" && (mounts.Within(real, tree) || mounts.Within(tree, real)) {
+			return &flagErr{flag, dir, fmt.Sprintf("the server's own directory must lie apart from what its commands can write, and %s is writable in the sandbox", tree)}
 		}
 	}
 	return nil
+}
+
+// openProcesses opens the durable processes' manager over c.dataDir, or
+// says why there is none: a default directory that cannot serve turns
+// them off (the reason is logged and answered on their routes).
+func (c serveConfig) openProcesses(sb *runtime.Sandbox) (localapi.Processes, func(), string, error) {
+	err := checkPrivate(sb, "--data-dir", c.dataDir)
+	var procs localapi.Processes
+	closeProcs := func() {}
+	if err == nil {
+		procs, closeProcs, err = openProcesses(c.dataDir)
+		if err != nil {
+			err = &flagErr{"--data-dir", c.dataDir, err.Error()}
+		}
+	}
+	switch {
+	case err == nil && procs == nil:
+		return nil, closeProcs, "durable processes need Linux", nil
+	case err == nil:
+		return procs, closeProcs, "", nil
+	case c.dataDirGiven:
+		return nil, nil, "", err
+	}
+	why := "durable processes are off: " + err.Error() + "; name a data directory with --data-dir"
+	slog.Warn("hutch serve: " + why)
+	return nil, closeProcs, why, nil
 }
 
 func serve(ctx context.Context, c serveConfig) error {
@@ -181,12 +211,12 @@ func serve(ctx context.Context, c serveConfig) error {
 		return c.flags.flagError(err)
 	}
 	defer sb.Close()
-	if err := c.checkPrivate(sb); err != nil {
+	if err := checkPrivate(sb, "--socket", filepath.Dir(c.socket)); err != nil {
 		return err
 	}
-	procs, closeProcs, err := openProcesses(c.dataDir)
+	procs, closeProcs, procsOff, err := c.openProcesses(sb)
 	if err != nil {
-		return &flagErr{"--data-dir", c.dataDir, err.Error()}
+		return err
 	}
 	defer closeProcs()
 	reload := func() error {
@@ -201,7 +231,7 @@ func serve(ctx context.Context, c serveConfig) error {
 	base, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
 	srv := &http.Server{
-		Handler:           localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, Reload: reload}),
+		Handler:           localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, ProcessesOff: procsOff, Reload: reload}),
 		BaseContext:       func(_ net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
