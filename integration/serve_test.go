@@ -5,6 +5,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -310,5 +312,132 @@ func TestServeRefusesWritableSocketDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "run", "hutch.sock")); err == nil {
 		t.Errorf("the refused server left its socket in the workspace")
+	}
+}
+
+// runVia runs hutch with args, HUTCH_SOCKET=sock ("" for none) and
+// stdin, and returns its result and pid.
+func runVia(t *testing.T, sock string, stdin io.Reader, args ...string) (cliResult, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, hutchBin, args...)
+	c.Env = append(os.Environ(), "HUTCH_SOCKET="+sock)
+	var out, errb bytes.Buffer
+	c.Stdin, c.Stdout, c.Stderr = stdin, &out, &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Process.Pid
+	err := c.Wait()
+	r := cliResult{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("hutch: %v", err)
+	}
+	return r, pid
+}
+
+// TestRunThroughServer: with HUTCH_SOCKET naming a server of the same
+// policy, hutch run's command runs in the server's sandbox (below the
+// server in the host's process table, not below hutch run), with the
+// same output and exit status as without; flags the server cannot honour
+// (another limit, a grant beyond its ceiling) run the command here
+// instead, with stdin intact; a stdin nobody closes does not hold the
+// run.
+func TestRunThroughServer(t *testing.T) {
+	ws, data := dir(t, "serve-ws-"), dir(t, "serve-data-")
+	s := startServe(t, ws, data, "--kill-after", "2s")
+	flags := []string{"run", "--workspace", ws, "--kill-after", "2s"}
+	// Not compared across runs: hutch's own lines name the run's sandbox.
+	for _, tt := range []struct {
+		name  string
+		flags []string
+		cmd   []string
+		stdin string
+	}{
+		{"exit status and both streams", nil, []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, ""},
+		{"stdin", nil, []string{"sh", "-c", "tr a-z A-Z; exit 4"}, "piped in\n"},
+		{"killed by a signal", nil, []string{"sh", "-c", "kill -9 $$"}, ""},
+		{"not found", nil, []string{"no-such-command-hutch"}, ""},
+		{"timeout", []string{"--timeout", "1s"}, []string{"sleep", "30"}, ""},
+		{"a variable", []string{"--env", "HUTCH_IT=via"}, []string{"sh", "-c", "echo $HUTCH_IT"}, ""},
+		{"a write lands in the workspace", nil, []string{"sh", "-c", "echo w > written; cat written"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append(append(slices.Clone(flags), tt.flags...), "--"), tt.cmd...)
+			here, _ := runVia(t, "", strings.NewReader(tt.stdin), args...)
+			there, _ := runVia(t, s.sock, strings.NewReader(tt.stdin), args...)
+			if here.code != there.code || here.stdout != there.stdout {
+				t.Errorf("here: %s\nthrough the server: %s", here, there)
+			}
+			if strings.Contains(there.stderr, "running the command here") {
+				t.Errorf("the run did not go through the server: %s", there.stderr)
+			}
+		})
+	}
+
+	// Where the command runs, from the host's process table: below the
+	// server, or below hutch run.
+	where := func(extra ...string) (bool, bool) {
+		arg := uniqueSleep()
+		done := make(chan int, 1)
+		go func() {
+			_, pid := runVia(t, s.sock, nil, append(append(append(slices.Clone(flags), extra...), "--", "sleep"), arg)...)
+			done <- pid
+		}()
+		// hutch run's own command line holds arg too.
+		var pid int
+		if !waitFor(30*time.Second, func() bool {
+			for _, p := range procsWithArg(arg) {
+				if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); string(b) == "sleep\x00"+arg+"\x00" {
+					pid = p
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatalf("the sleep %s never ran", arg)
+		}
+		underServer := slices.Contains(descendants(s.cmd.Process.Pid), pid)
+		// hutch run's pid is known once it ends: the sleep's ancestry is
+		// read now, and judged then.
+		ancestors := map[int]bool{}
+		for p := parentOf(pid); p > 1; p = parentOf(p) {
+			ancestors[p] = true
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		runPid := <-done
+		return underServer, ancestors[runPid]
+	}
+	if server, run := where(); !server || run {
+		t.Errorf("with HUTCH_SOCKET and the server's flags: below the server %v, below hutch run %v", server, run)
+	}
+	if server, run := where("--memory", "64MiB"); server || !run {
+		t.Errorf("with --memory the server does not have: below the server %v, below hutch run %v", server, run)
+	}
+
+	// A grant the server may not give: the command runs here, and gets
+	// all of its stdin.
+	r, _ := runVia(t, s.sock, strings.NewReader("all of it\n"), append(slices.Clone(flags), "--net", "allow", "--allow-domain", "example.com", "--", "cat")...)
+	if r.code != 0 || r.stdout != "all of it\n" || !strings.Contains(r.stderr, "running the command here") {
+		t.Errorf("a call beyond the server's ceiling: %s", r)
+	}
+
+	// A stdin pipe nobody closes: the command ends, and so does the run.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	start := time.Now()
+	r, _ = runVia(t, s.sock, pr, append(slices.Clone(flags), "--", "echo", "done")...)
+	pr.Close()
+	if r.code != 0 || r.stdout != "done\n" {
+		t.Errorf("with an open stdin: %s", r)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("with an open stdin the run took %v", d)
 	}
 }

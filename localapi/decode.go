@@ -179,10 +179,40 @@ func decodeExec(body io.Reader) (*ExecRequest, error) {
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	if req.TimeoutMS < 0 {
-		return nil, badRequest("timeout_ms", fmt.Sprintf("%d: negative (0 means the server's policy alone)", req.TimeoutMS))
-	}
 	return &req, nil
+}
+
+// check checks an exec request.
+func (r *ExecRequest) check() error {
+	if err := r.CommandRequest.check(); err != nil {
+		return err
+	}
+	if r.TimeoutMS < 0 {
+		return badRequest("timeout_ms", fmt.Sprintf("%d: negative (0 means the server's policy alone)", r.TimeoutMS))
+	}
+	return nil
+}
+
+// decodeExecStream reads and checks the request that starts a body
+// whose rest is the command's stdin (StdinHeader), and returns that rest.
+func decodeExecStream(body io.Reader, max int64) (*ExecRequest, io.Reader, error) {
+	var req ExecRequest
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			mbe.Limit = max
+		}
+		return nil, nil, bodyError(err)
+	}
+	if err := req.check(); err != nil {
+		return nil, nil, err
+	}
+	if req.Stdin != "" {
+		return nil, nil, badRequest("stdin", "given with "+StdinHeader+": stream: the body after the request is the stdin")
+	}
+	return &req, io.MultiReader(dec.Buffered(), body), nil
 }
 
 // check checks what runs.

@@ -1,10 +1,13 @@
 package localapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -166,6 +169,18 @@ func FuzzDecodeExec(f *testing.F) {
 			if (req.Argv == nil) == (req.Command == nil) || req.Argv != nil && (len(req.Argv) == 0 || req.Argv[0] == "") ||
 				req.Command != nil && *req.Command == "" || req.TimeoutMS < 0 {
 				t.Fatalf("decodeExec(%q) accepted %+v", body, req)
+			}
+		}
+		// Streamed, whatever follows the object is stdin: an object
+		// decodeExec takes whole is taken the same, with no stdin left.
+		sreq, rest, serr := decodeExecStream(strings.NewReader(string(body)), DefaultMaxBody)
+		check("decodeExecStream", serr)
+		if err == nil && req.Stdin == "" {
+			if serr != nil || !reflect.DeepEqual(sreq, req) {
+				t.Fatalf("decodeExecStream(%q) = %+v, %v; decodeExec %+v", body, sreq, serr, req)
+			}
+			if b, _ := io.ReadAll(rest); len(bytes.TrimSpace(b)) > 0 {
+				t.Fatalf("decodeExecStream(%q): stdin %q after an object decodeExec took whole", body, b)
 			}
 		}
 		_, _, err = decodeWrite(strings.NewReader(string(body)))

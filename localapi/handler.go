@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -68,6 +69,20 @@ type Options struct {
 	// Reload, when set, serves POST /v1/policy/reload: it reads the
 	// server's policy again and puts it in effect (runtime.Sandbox.Reload).
 	Reload func() error
+	// Policy, when set, serves GET /v1/policy: the policy as the
+	// server's flags and files say it (what a client compares its own
+	// with), before what the server adds (its grant ceiling, its hidden
+	// directories, its pool).
+	Policy func() runtime.Policy
+}
+
+// PolicyResponse is GET /v1/policy's answer.
+type PolicyResponse struct {
+	Policy runtime.Policy `json:"policy"`
+	// KillAfterMS is the grace between a stop's SIGTERM and its SIGKILL.
+	KillAfterMS int64 `json:"kill_after_ms"`
+	// Grantable is the ceiling of a call's grant, as permission tags.
+	Grantable []string `json:"grantable"`
 }
 
 // Handler serves the API over one Sandbox. It is safe for concurrent use.
@@ -115,6 +130,9 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 	if opts.Reload != nil {
 		h.routes["/v1/policy/reload"] = route{http.MethodPost, h.reload}
 	}
+	if opts.Policy != nil {
+		h.routes["/v1/policy"] = route{http.MethodGet, h.policy}
+	}
 	return h
 }
 
@@ -132,7 +150,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: r.URL.Path + " takes " + rt.method})
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	if streamsStdin(r) {
+		// The body is the request, then the command's stdin for as long
+		// as the client sends it: only the request is capped.
+		r.Body = &headLimit{ReadCloser: r.Body, left: h.opts.MaxBody}
+	} else {
+		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	}
 	if err := rt.serve(w, r); err != nil {
 		writeError(w, apiError(err))
 	}
@@ -252,10 +276,20 @@ func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (h *Handler) policy(w http.ResponseWriter, _ *http.Request) error {
+	tags := h.sb.Policy().Grantable.Tags()
+	if tags == nil {
+		tags = []string{}
+	}
+	writeJSON(w, http.StatusOK, PolicyResponse{Policy: h.opts.Policy(), KillAfterMS: h.opts.WaitDelay.Milliseconds(), Grantable: tags})
+	return nil
+}
+
 // Event is one line of POST /v1/exec's response (application/x-ndjson):
-// "stdout" and "stderr" carry output as it arrives (Data as text, or
-// base64 when Base64 is set: a chunk that is not UTF-8), "result" comes
-// last, once.
+// "started" comes first, once the command runs; "stdout" and "stderr"
+// carry output as it arrives (Data as text, or base64 when Base64 is
+// set: a chunk that is not UTF-8); "result" comes last, once. A client
+// ignores a type it does not know.
 type Event struct {
 	Type   string `json:"type"`
 	Data   string `json:"data,omitempty"`
@@ -272,9 +306,55 @@ type Event struct {
 	Error string `json:"error,omitempty"`
 }
 
+// StdinHeader, set to "stream" on POST /v1/exec, says the body is the
+// request's JSON object and then, at once, the command's stdin, read as
+// the command reads it until the client ends the body (HTTP/1.1 chunked,
+// full duplex: output comes back meanwhile). A client that cannot end
+// its stdin (a pipe nobody closes) lets the command finish all the same.
+const StdinHeader = "Hutch-Stdin"
+
+func streamsStdin(r *http.Request) bool {
+	return r.URL.Path == "/v1/exec" && r.Header.Get(StdinHeader) == "stream"
+}
+
+// headLimit caps a body until lift: the request's object, not the
+// stdin streamed after it.
+type headLimit struct {
+	io.ReadCloser
+	left   int64
+	lifted bool
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.lifted {
+		return l.ReadCloser.Read(p)
+	}
+	if l.left <= 0 {
+		return 0, &http.MaxBytesError{Limit: l.left}
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.ReadCloser.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
 func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
-	req, err := decodeExec(r.Body)
-	if err != nil {
+	var (
+		req   *ExecRequest
+		stdin io.Reader
+		err   error
+	)
+	if hl, ok := r.Body.(*headLimit); ok {
+		if req, stdin, err = decodeExecStream(r.Body, h.opts.MaxBody); err != nil {
+			return err
+		}
+		hl.lifted = true
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			return err
+		}
+	} else if req, err = decodeExec(r.Body); err != nil {
 		return err
 	}
 	// The request's context ends with the client: a client that hangs up
@@ -290,7 +370,10 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	cmd.Dir = req.Cwd
 	cmd.Env = req.env()
 	cmd.Grant = req.grant()
-	if req.Stdin != "" {
+	switch {
+	case stdin != nil:
+		cmd.Stdin = stdin
+	case req.Stdin != "":
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
 	cmd.WaitDelay = h.opts.WaitDelay
@@ -313,6 +396,8 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err == nil {
+		// The command runs: a client streaming stdin sends it from now.
+		st.event(Event{Type: "started"})
 		err = cmd.Wait()
 		stdout.flush()
 		stderr.flush()

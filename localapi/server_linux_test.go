@@ -587,3 +587,56 @@ func TestProcessRoutes(t *testing.T) {
 		t.Errorf("list after remove: %s", b)
 	}
 }
+
+// TestExecStdinStream: with StdinHeader, the body after the request is
+// the command's stdin, sent while its output comes back (the client
+// writes the second half only once it has seen the first echoed); a
+// "stdin" field beside it is a 400.
+func TestExecStdinStream(t *testing.T) {
+	sock, _ := server(t)
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, "http://hutch/v1/exec", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(StdinHeader, "stream")
+	go io.WriteString(pw, `{"argv":["sh","-c","while read l; do echo got $l; done"]}first`+"\n")
+	resp, err := unixClient(sock).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var types []string
+	var out string
+	for sc.Scan() {
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		out += ev.Data
+		if out == "got first\n" {
+			io.WriteString(pw, "second\n")
+			pw.Close()
+		}
+		if ev.Type == "result" && *ev.ExitStatus != 0 {
+			t.Errorf("result %+v", ev)
+		}
+	}
+	if out != "got first\ngot second\n" || types[0] != "started" || types[len(types)-1] != "result" {
+		t.Errorf("events %v, output %q", types, out)
+	}
+
+	req, _ = http.NewRequest(http.MethodPost, "http://hutch/v1/exec", strings.NewReader(`{"argv":["cat"],"stdin":"x"}y`))
+	req.Header.Set(StdinHeader, "stream")
+	resp2, err := unixClient(sock).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if resp2.StatusCode != 400 || !strings.Contains(string(b), `"field":"stdin"`) {
+		t.Errorf("stdin given twice: %d %s", resp2.StatusCode, b)
+	}
+}

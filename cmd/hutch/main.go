@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -314,9 +315,9 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 
 func run(ctx context.Context, f runFlags, args []string, code *int) (runErr error) {
 	var cmd *runtime.Cmd
-	// ociResult is the Result of a run through an OCI runtime, which has
-	// no Cmd.
-	var ociResult *runtime.Result
+	// noCmdResult is the Result of a run with no Cmd here: through an
+	// OCI runtime, or through the server at HUTCH_SOCKET.
+	var noCmdResult *runtime.Result
 	var wt *runtime.Worktree
 	// Signals are hutch's before anything is created: one that comes
 	// before the command runs ends the run as it would have ended the
@@ -338,7 +339,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 			return fmt.Errorf("--result-json %q: %w", f.resultJSON, err)
 		}
 		defer func() {
-			res := ociResult
+			res := noCmdResult
 			if cmd != nil {
 				res = cmd.Result
 			}
@@ -368,8 +369,38 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return err
 	}
 	if p.Backend == runtime.BackendOCI {
-		ociResult, err = runOCI(ctx, f, p, args, killAfter, code)
+		noCmdResult, err = runOCI(ctx, f, p, args, killAfter, code)
 		return err
+	}
+	if sock := os.Getenv(socketEnv); sock != "" && wt == nil {
+		var given time.Duration
+		if f.given("kill-after", "") {
+			given = killAfter
+		}
+		res, status, ran, err := remoteRun(ctx, sock, p, given, args, os.Stdin)
+		if ran {
+			noCmdResult = res
+			var sig signalError
+			switch {
+			case errors.As(err, &sig):
+				*code = 128 + int(sig.sig)
+				return nil
+			case res == nil:
+				*code = exitHutchFailed
+				return err
+			}
+			*code = status
+			if err != nil {
+				// Not found, cannot execute, or output lost: the
+				// server's words, with its status.
+				if status == 0 {
+					*code = exitHutchFailed
+				}
+				return err
+			}
+			printNotes(res)
+			return nil
+		}
 	}
 	sb, err := runtime.New(p)
 	if errors.Is(err, runtime.ErrUnsupportedPlatform) || errors.Is(err, runtime.ErrBackendUnavailable) {
@@ -396,34 +427,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		*code = 128 + int(sig.sig)
 	case err == nil || errors.As(err, &ee):
 		*code = runtime.ExitStatus(cmd.Result, err)
-		for _, e := range cmd.Result.NetworkEvents {
-			if !e.Allowed {
-				fmt.Fprintln(os.Stderr, e.String())
-			}
-		}
-		if r := cmd.Result; r.Network == runtime.NetworkHost {
-			fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
-		}
-		if r := cmd.Result; r.Level != runtime.LevelNamespaces {
-			// Never quietly weaker: say what this run did not enforce.
-			fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
-		} else if len(r.Unenforced) > 0 {
-			// Said once, here: limits degraded to rlimits (an unprivileged
-			// user), or whatever else did not hold.
-			what := "not enforced"
-			if slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
-				what = "no cgroups here, limits are per-process rlimits; not enforced"
-			}
-			fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
-		}
-		if r := cmd.Result; len(r.Leaks) > 0 {
-			fmt.Fprintln(os.Stderr, "hutch: "+leaksFound(r))
-		}
-		if r := cmd.Result; r.Reason != "" && r.KillReason != runtime.KilledStopped {
-			fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
-		} else if r.Truncated {
-			fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
-		}
+		printNotes(cmd.Result)
 		if errors.Is(err, runtime.ErrWaitDelay) {
 			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", killAfter)
 		}
@@ -440,6 +444,40 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		return f.flagError(err)
 	}
 	return nil
+}
+
+// printNotes says on stderr, a line each, what a finished run's Result
+// holds that its exit status does not: blocked connections, isolation
+// not enforced, secrets found, why it was killed.
+func printNotes(r *runtime.Result) {
+	for _, e := range r.NetworkEvents {
+		if !e.Allowed {
+			fmt.Fprintln(os.Stderr, e.String())
+		}
+	}
+	if r.Network == runtime.NetworkHost {
+		fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
+	}
+	if r.Level != runtime.LevelNamespaces {
+		// Never quietly weaker: say what this run did not enforce.
+		fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
+	} else if len(r.Unenforced) > 0 {
+		// Said once, here: limits degraded to rlimits (an unprivileged
+		// user), or whatever else did not hold.
+		what := "not enforced"
+		if slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
+			what = "no cgroups here, limits are per-process rlimits; not enforced"
+		}
+		fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
+	}
+	if len(r.Leaks) > 0 {
+		fmt.Fprintln(os.Stderr, "hutch: "+leaksFound(r))
+	}
+	if r.Reason != "" && r.KillReason != runtime.KilledStopped {
+		fmt.Fprintf(os.Stderr, "hutch: command killed: %s\n", r.Reason)
+	} else if r.Truncated {
+		fmt.Fprintln(os.Stderr, "hutch: output truncated at the output limit")
+	}
 }
 
 // signalForwarder passes SIGINT, SIGTERM, SIGHUP and SIGQUIT that hutch

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -126,11 +127,12 @@ type serveConfig struct {
 // policy is the policy the server's commands run under: run's flags (and
 // --policy's file, read again on every call), with --grantable's ceiling
 // added and the server's own directories hidden.
-func (c serveConfig) policy() (runtime.Policy, error) {
-	p, err := policyFrom(c.flags)
+func (c serveConfig) policy() (base, p runtime.Policy, err error) {
+	base, err = policyFrom(c.flags)
 	if err != nil {
-		return p, c.flags.flagError(err)
+		return base, base, c.flags.flagError(err)
 	}
+	p = base.Clone()
 	p.Prewarm = c.prewarm
 	g := &p.Grantable
 	g.Network, g.HostNetwork, g.GitWrite = g.Network || c.grantable.Network, g.HostNetwork || c.grantable.HostNetwork, g.GitWrite || c.grantable.GitWrite
@@ -143,7 +145,7 @@ func (c serveConfig) policy() (runtime.Policy, error) {
 	// namespaces, and connect(2) needs no write access to the mount).
 	// The data directory holds every durable process's log.
 	p.Deny = append(p.Deny, filepath.Dir(c.socket), c.dataDir)
-	return p, nil
+	return base, p, nil
 }
 
 // checkPrivate refuses a server directory (the socket's, flag --socket,
@@ -202,10 +204,14 @@ func serve(ctx context.Context, c serveConfig) error {
 		return &flagErr{"--socket", c.socket, strings.TrimPrefix(err.Error(), "hutch: ")}
 	}
 	defer ln.Close()
-	p, err := c.policy()
+	base, p, err := c.policy()
 	if err != nil {
 		return err
 	}
+	// The flags' policy, as GET /v1/policy answers it (hutch run with
+	// HUTCH_SOCKET compares its own with it); Reload replaces it.
+	var given atomic.Pointer[runtime.Policy]
+	given.Store(&base)
 	sb, err := runtime.New(p)
 	if err != nil {
 		return c.flags.flagError(err)
@@ -220,19 +226,23 @@ func serve(ctx context.Context, c serveConfig) error {
 	}
 	defer closeProcs()
 	reload := func() error {
-		p, err := c.policy()
+		base, p, err := c.policy()
 		if err == nil {
 			err = sb.Reload(p)
 		}
+		if err == nil {
+			given.Store(&base)
+		}
 		return err
 	}
-	// Every request's context derives from base: a stop cancels the
+	// Every request's context derives from reqBase: a stop cancels the
 	// commands still running, which then end as a timeout does.
-	base, stopAll := context.WithCancel(context.Background())
+	reqBase, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
 	srv := &http.Server{
-		Handler:           localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, ProcessesOff: procsOff, Reload: reload}),
-		BaseContext:       func(_ net.Listener) context.Context { return base },
+		Handler: localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, ProcessesOff: procsOff, Reload: reload,
+			Policy: func() runtime.Policy { return given.Load().Clone() }}),
+		BaseContext:       func(_ net.Listener) context.Context { return reqBase },
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 	}
