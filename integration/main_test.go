@@ -148,10 +148,12 @@ func runCLI(t *testing.T, ws string, flags []string, cmd ...string) cliResult {
 	return r
 }
 
-// runCLIArgs runs hutch with exactly args (a minute at most).
+// runCLIArgs runs hutch with exactly args (five minutes at most: a guard
+// against a hang, longer than any --timeout a test gives, on a host
+// loaded by another job).
 func runCLIArgs(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, hutchBin, args...)
 	var out, errb bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -488,14 +489,20 @@ except OSError as e:
 	if err := unix.SetNonblock(mfd, true); err != nil {
 		t.Fatal(err)
 	}
+	var exited atomic.Bool
 	go func() {
 		var all []byte
 		buf := make([]byte, 4096)
 		for {
 			// poll, not deadlines: a tty fd opened with os.OpenFile is not
-			// guaranteed to be in the runtime's poller.
+			// guaranteed to be in the runtime's poller. Silence ends the
+			// reading only once hutch has exited: on a loaded host the
+			// command may take seconds to say anything.
 			fds := []unix.PollFd{{Fd: int32(mfd), Events: unix.POLLIN}}
 			if n, err := unix.Poll(fds, 3000); n <= 0 && err != unix.EINTR {
+				if n == 0 && !exited.Load() {
+					continue
+				}
 				break
 			}
 			n, err := unix.Read(mfd, buf)
@@ -512,6 +519,7 @@ except OSError as e:
 		done <- all
 	}()
 	_ = c.Wait()
+	exited.Store(true)
 	out := string(<-done)
 	if strings.Contains(out, "INJECTED") {
 		t.Errorf("TIOCSTI injected:\n%s", out)

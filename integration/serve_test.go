@@ -133,6 +133,20 @@ func TestServeKill9(t *testing.T) {
 	for pid := range kept {
 		delete(below, pid)
 	}
+	// The sandboxes are what runs in a pid namespace of its own; the
+	// rest below the server is hutch's own (its spawn helper).
+	hostNS, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxed, helpers := map[int]processes.Identity{}, map[int]processes.Identity{}
+	for pid, id := range below {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && ns != hostNS {
+			sandboxed[pid] = id
+		} else {
+			helpers[pid] = id
+		}
+	}
 	if _, ok := below[callPid]; !ok {
 		t.Fatalf("the call's sleep (pid %d) is not below the server (pid %d) in the host's process table: %v", callPid, s.cmd.Process.Pid, below)
 	}
@@ -140,27 +154,39 @@ func TestServeKill9(t *testing.T) {
 		t.Fatalf("the durable process (pid %d) is not below its supervisor: %v", rec.Pid, kept)
 	}
 
+	if _, ok := sandboxed[callPid]; !ok {
+		t.Fatalf("the call's sleep (pid %d) is not in a pid namespace of its own", callPid)
+	}
 	killed := time.Now()
 	s.cmd.Process.Signal(syscall.SIGKILL)
-	gone := waitFor(time.Second, func() bool {
-		for _, id := range below {
-			if live(id) {
-				return false
+	allGone := func(ids map[int]processes.Identity) func() bool {
+		return func() bool {
+			for _, id := range ids {
+				if live(id) {
+					return false
+				}
 			}
+			return true
 		}
-		return true
-	})
-	took := time.Since(killed)
+	}
+	gone := waitFor(time.Second, allGone(sandboxed))
+	tookSandboxes := time.Since(killed)
 	s.cmd.Wait()
 	if !gone {
-		for pid, id := range below {
+		for pid, id := range sandboxed {
 			if live(id) {
 				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				t.Errorf("1 s after the server's SIGKILL, pid %d (%q) still runs", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+				t.Errorf("1 s after the server's SIGKILL, pid %d (%q) of a sandbox still runs", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 			}
 		}
 	}
-	t.Logf("the server's %d processes (the call's sandbox, prewarmed inits) were gone %v after its SIGKILL", len(below), took.Round(time.Millisecond))
+	// hutch's helpers die with it too (PR_SET_PDEATHSIG); on a loaded
+	// host a many-threaded process can take a moment to be torn down.
+	if !waitFor(10*time.Second, allGone(helpers)) {
+		t.Errorf("10 s after the server's SIGKILL, its helpers still run: %v", helpers)
+	}
+	t.Logf("after the server's SIGKILL: its %d sandboxed processes (the call's, prewarmed inits) were gone in %v, its %d helpers in %v",
+		len(sandboxed), tookSandboxes.Round(time.Millisecond), len(helpers), time.Since(killed).Round(time.Millisecond))
 	for pid, id := range kept {
 		if !live(id) {
 			t.Errorf("the durable process's pid %d died with the server", pid)
