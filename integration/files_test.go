@@ -568,8 +568,9 @@ func TestFileCommands(t *testing.T) {
 
 	r := runCLIArgs(t, "read", "--workspace", ws, "a.txt")
 	var got struct {
-		Path, Kind, Text string
-		HostPath         string `json:"host_path"`
+		Path, Kind string
+		Text       string `json:"content"`
+		HostPath   string `json:"host_path"`
 	}
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil || got.Text != "héllo\n" || got.Kind != "text" || got.HostPath != filepath.Join(ws, "a.txt") {
 		t.Errorf("read a.txt: %+v\n%s", got, r)

@@ -347,7 +347,7 @@ func TestLeaksFileRead(t *testing.T) {
 
 	r := runCLIArgs(t, "read", "--workspace", ws, "--leaks", "redact", file)
 	var got struct {
-		Text  string         `json:"text"`
+		Text  string         `json:"content"`
 		Leaks []runtime.Leak `json:"leaks"`
 	}
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &got) != nil {

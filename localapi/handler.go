@@ -506,18 +506,6 @@ func partialRune(b []byte) int {
 	return 0
 }
 
-// readResponse is a file read: the content as text ("content") when it is
-// text, in "content_base64" otherwise.
-type readResponse struct {
-	*runtime.FileContent
-	// Data shadows FileContent.Data, which goes in Content or
-	// ContentBase64 instead.
-	Data          []byte  `json:"data,omitempty"`
-	Content       *string `json:"content,omitempty"`
-	ContentBase64 []byte  `json:"content_base64,omitempty"`
-	Length        int     `json:"length"`
-}
-
 func (h *Handler) read(w http.ResponseWriter, r *http.Request) error {
 	var req ReadRequest
 	if err := decode(r.Body, &req); err != nil {
@@ -530,13 +518,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := readResponse{FileContent: c, Length: len(c.Data)}
-	if s, ok := c.Text(); ok {
-		out.Content = &s
-	} else {
-		out.ContentBase64 = c.Data
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, c)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -100,8 +101,9 @@ type FileContent struct {
 	Kind ContentKind `json:"kind"`
 	// Data is the bytes read; for text, whole UTF-8 characters, starting
 	// at Offset (which may lie past ReadOptions.Offset, by at most 3 bytes,
-	// when that fell inside a character).
-	Data   []byte `json:"data"`
+	// when that fell inside a character). In JSON it is "content" (text)
+	// or "content_base64", with its "length" (see MarshalJSON).
+	Data   []byte `json:"-"`
 	Offset int64  `json:"offset"`
 	// EOF says Data reaches the end of the file.
 	EOF bool `json:"eof"`
@@ -112,6 +114,50 @@ type FileContent struct {
 	// Leaks are the secrets found in Data (Policy.Leaks), never the
 	// secrets themselves; under LeaksRedact they are replaced in Data.
 	Leaks []Leak `json:"leaks,omitempty"`
+}
+
+// fileContentJSON is FileContent in JSON: the one shape of a read in
+// every door (hutch read, the local API's files/read).
+type fileContentJSON struct {
+	fileContentFields
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 *[]byte `json:"content_base64,omitempty"`
+	Length        int     `json:"length"`
+}
+
+// fileContentFields has FileContent's fields and none of its methods.
+type fileContentFields FileContent
+
+// MarshalJSON writes Data as "content" when it is text (Text), else as
+// "content_base64", and its "length" in bytes.
+func (c FileContent) MarshalJSON() ([]byte, error) {
+	out := fileContentJSON{fileContentFields: fileContentFields(c), Length: len(c.Data)}
+	if s, ok := c.Text(); ok {
+		out.Content = &s
+	} else {
+		data := c.Data
+		if data == nil {
+			data = []byte{}
+		}
+		out.ContentBase64 = &data
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *FileContent) UnmarshalJSON(b []byte) error {
+	var in fileContentJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*c = FileContent(in.fileContentFields)
+	switch {
+	case in.Content != nil:
+		c.Data = []byte(*in.Content)
+	case in.ContentBase64 != nil:
+		c.Data = *in.ContentBase64
+	}
+	return nil
 }
 
 // Text is Data as a string when it is text (Kind ContentText, whole

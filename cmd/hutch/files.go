@@ -18,15 +18,6 @@ import (
 // one JSON object on stdout; a refusal is an error on stderr with exit
 // status 1 (exitHutchFailed for hutch's own failures).
 
-// fileOutput is what read prints: the content as text when it is text,
-// base64 otherwise (encoding/json's []byte).
-type fileOutput struct {
-	*runtime.FileContent
-	Data   []byte  `json:"data,omitempty"`
-	Text   *string `json:"text,omitempty"`
-	Length int     `json:"length"`
-}
-
 func fileCommands(code *int) []*cobra.Command {
 	var (
 		rf            = newRunFlags()
@@ -59,8 +50,9 @@ func fileCommands(code *int) []*cobra.Command {
 		Short: "Read a file as a command in the sandbox would see it (JSON on stdout)",
 		Long: `Read a file as a command in the sandbox would see it: the same flags as run
 make the same policy. PATH is absolute or relative to the workspace. The file
-is printed as JSON: "text" for text (whole UTF-8 characters), "data" (base64)
-for binary content and images (kind "image" with mime, width and height).`,
+is printed as JSON, as the local API's files/read answers: "content" for text
+(whole UTF-8 characters), "content_base64" for binary content and images
+(kind "image" with mime, width and height), and "length" in bytes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return withSandbox(rf, func(sb *runtime.Sandbox) (any, error) {
@@ -68,13 +60,7 @@ for binary content and images (kind "image" with mime, width and height).`,
 				if err != nil {
 					return nil, err
 				}
-				out := fileOutput{FileContent: c, Length: len(c.Data)}
-				if s, ok := c.Text(); ok {
-					out.Text = &s
-				} else {
-					out.Data = c.Data
-				}
-				return out, nil
+				return c, nil
 			})
 		},
 	}
