@@ -333,11 +333,10 @@ func TestServeRefusesWritableSocketDir(t *testing.T) {
 			t.Errorf("serve %v: %s", tt.args, r)
 		}
 	}
-	if ents, _ := os.ReadDir(ws); len(ents) > 1 || (len(ents) == 1 && ents[0].Name() != "run") {
+	// Nothing half-made stays: the socket's directory, made for it,
+	// goes with it.
+	if ents, _ := os.ReadDir(ws); len(ents) > 0 {
 		t.Errorf("the workspace after the refusals holds %v", ents)
-	}
-	if _, err := os.Stat(filepath.Join(ws, "run", "hutch.sock")); err == nil {
-		t.Errorf("the refused server left its socket in the workspace")
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 // listener, which accepts only connections whose peer (SO_PEERCRED, as
 // the kernel recorded it at connect(2)) runs as this process's effective
 // uid or one of allowUIDs; any other is logged and closed before a byte
-// of it is read. Closing the listener removes the socket.
+// of it is read. Closing the listener removes the socket, and the
+// directory Listen made for it, if nothing else is in it.
 //
 // The socket's directory is the first wall: it is made mode 0700 when it
 // is missing, and an existing one must be a directory of this uid that
@@ -38,45 +39,59 @@ func Listen(path string, allowUIDs []int, logger *slog.Logger) (net.Listener, er
 		return nil, err
 	}
 	euid := os.Geteuid()
-	if err := socketDir(filepath.Dir(path), euid); err != nil {
+	dir := filepath.Dir(path)
+	made, err := socketDir(dir, euid)
+	if err != nil {
+		return nil, err
+	}
+	// What Listen made, it takes away again on a failure and on Close.
+	madeDir := ""
+	if made {
+		madeDir = dir
+	}
+	fail := func(err error) (net.Listener, error) {
+		if made {
+			os.Remove(dir)
+		}
 		return nil, err
 	}
 	if err := clearStale(path); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	allowed := append([]int{euid}, allowUIDs...)
-	return &peerListener{UnixListener: l, allowed: allowed, log: logger}, nil
+	return &peerListener{UnixListener: l, allowed: allowed, log: logger, madeDir: madeDir}, nil
 }
 
-// socketDir makes dir 0700, or checks that the existing dir is as private.
-func socketDir(dir string, euid int) error {
+// socketDir makes dir 0700 (made: true), or checks that the existing dir
+// is as private.
+func socketDir(dir string, euid int) (made bool, err error) {
 	if err := os.Mkdir(dir, 0o700); err == nil {
-		return os.Chmod(dir, 0o700) // past the umask, which may have taken more
+		return true, os.Chmod(dir, 0o700) // past the umask, which may have taken more
 	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("socket directory %s: %w", dir, err)
+		return false, fmt.Errorf("socket directory %s: %w", dir, err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.IsDir():
-		return fmt.Errorf("socket directory %s: not a directory (%v)", dir, fi.Mode().Type())
+		return false, fmt.Errorf("socket directory %s: not a directory (%v)", dir, fi.Mode().Type())
 	case int(st.Uid) != euid:
-		return fmt.Errorf("socket directory %s: owned by uid %d, not this server's uid %d", dir, st.Uid, euid)
+		return false, fmt.Errorf("socket directory %s: owned by uid %d, not this server's uid %d", dir, st.Uid, euid)
 	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("socket directory %s: mode %04o lets group or others in; the socket needs a directory only its owner can enter (chmod 700, or a path in a directory that does not exist yet)", dir, fi.Mode().Perm())
+		return false, fmt.Errorf("socket directory %s: mode %04o lets group or others in; the socket needs a directory only its owner can enter (chmod 700, or a path in a directory that does not exist yet)", dir, fi.Mode().Perm())
 	}
-	return nil
+	return false, nil
 }
 
 // clearStale removes a socket left at path by a server that is gone.
@@ -104,6 +119,19 @@ type peerListener struct {
 	*net.UnixListener
 	allowed []int
 	log     *slog.Logger
+	// madeDir is the socket's directory when Listen made it: Close
+	// removes it once empty.
+	madeDir string
+}
+
+// Close stops listening and removes the socket, and the directory Listen
+// made for it when nothing else is there.
+func (l *peerListener) Close() error {
+	err := l.UnixListener.Close()
+	if l.madeDir != "" {
+		os.Remove(l.madeDir) // fails, as it should, if something else is there
+	}
+	return err
 }
 
 // Accept returns the next connection from an allowed uid.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -313,6 +314,34 @@ func TestMalformedBesideGood(t *testing.T) {
 	wg.Wait()
 	if out != "one\ntwo\n" || *res.ExitStatus != 0 {
 		t.Errorf("the good request: %q, %+v", out, res)
+	}
+}
+
+// TestListenCleansUp: Close removes the socket, and the directory when
+// Listen made it; an existing directory stays.
+func TestListenCleansUp(t *testing.T) {
+	base := t.TempDir()
+	os.Chmod(base, 0o700)
+	made := filepath.Join(base, "made", "s.sock")
+	kept := filepath.Join(base, "s.sock")
+	for _, path := range []string{made, kept} {
+		ln, err := Listen(path, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, %v", path, fi, err)
+		}
+		ln.Close()
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s is still there after Close", path)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(made)); err == nil {
+		t.Errorf("the directory Listen made is still there after Close")
+	}
+	if _, err := os.Stat(base); err != nil {
+		t.Errorf("the directory that was there went with Close: %v", err)
 	}
 }
 
