@@ -45,17 +45,26 @@ test: deps vet
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
-# live under a home the unprivileged uid cannot enter.
+# live under a home the unprivileged uid cannot enter. The TypeScript client
+# is built here, as root (the unprivileged uid has no home for npm's cache),
+# in a copy of its sources; its package.json and dist/ are what that uid runs
+# (TestTypeScriptClient skips where node is missing).
 test-unprivileged:
 	@dir=$$(mktemp -d /tmp/hutch-unpriv-XXXXXX) && chmod 0755 $$dir && \
 	$(GO) build -o $$dir/hutch ./cmd/hutch && \
 	$(GO) test -c -o $$dir/integration.test ./integration && \
 	cp -r clients/python $$dir/python && \
+	if command -v node >/dev/null && command -v npm >/dev/null; then \
+		ts=clients/typescript && mkdir $$dir/ts-build $$dir/typescript && \
+		cp -r $$ts/package.json $$ts/package-lock.json $$ts/tsconfig.json $$ts/src $$ts/test $$dir/ts-build/ && \
+		(cd $$dir/ts-build && npm ci --loglevel=error --no-audit --no-fund && npm run --silent build) && \
+		cp -r $$dir/ts-build/package.json $$dir/ts-build/dist $$dir/typescript/ && rm -rf $$dir/ts-build; \
+	fi && \
 	chmod -R a+rX $$dir && chmod 0755 $$dir/hutch $$dir/integration.test && \
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
+		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python HUTCH_TS_CLIENT=$$dir/typescript $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
@@ -79,9 +88,12 @@ test-vm: deps
 	$(GO) run ./integration/vm $(VMFLAGS)
 
 # bench measures spawn latency and CPU against bare fork/exec and bwrap
-# (when installed), alternated with them round by round, and the leak
-# scanner's throughput on one core, then prints the issues' targets and
-# regenerates bench/README.md's tables and the chart.
+# (when installed), alternated with them round by round, a command through
+# hutch serve's local API from a Python and a Node client against those
+# clients spawning true and bwrap themselves (BenchmarkAPIExec; a client
+# missing, or bwrap, is skipped), and the leak scanner's throughput on one
+# core, then prints the issues' targets and regenerates bench/README.md's
+# tables and the chart.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench Scanner -benchtime 5x -timeout 20m ./leaks/ | tee -a bench/results.txt

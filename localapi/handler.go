@@ -226,16 +226,16 @@ func apiError(err error) *Error {
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: msg}
 }
 
-// requestField is the request's name for a Cmd field a PolicyError
-// names (Cmd.Dir[...] is cwd).
+// requestField is the request's name for a Cmd or Spec field a
+// PolicyError names (Cmd.Dir[...] is cwd).
 func requestField(field string) string {
 	name, _, _ := strings.Cut(field, "[")
 	switch name {
-	case "Cmd.Dir":
+	case "Cmd.Dir", "Spec.Dir":
 		return "cwd"
-	case "Cmd.Env":
+	case "Cmd.Env", "Spec.Env":
 		return "env"
-	case "Cmd.Args", "Cmd.Path":
+	case "Cmd.Args", "Cmd.Path", "Spec.Args":
 		return "argv"
 	}
 	return ""
@@ -423,7 +423,10 @@ type stream struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	begin bool
-	err   error // the first write error: the client is gone
+	// started: the "started" event is out. Output can reach the stream
+	// before Start has returned; "started" goes before it all the same.
+	started bool
+	err     error // the first write error: the client is gone
 }
 
 func (s *stream) begun() bool {
@@ -443,10 +446,25 @@ func (s *stream) event(ev Event) error {
 		s.w.Header().Set("Content-Type", "application/x-ndjson")
 		s.w.WriteHeader(http.StatusOK)
 	}
-	b, err := json.Marshal(ev)
-	if err == nil {
-		_, err = s.w.Write(append(b, '\n'))
+	var out []byte
+	switch {
+	case ev.Type == "started" && s.started:
+		return nil // said already, before the first output
+	case ev.Type == "started", ev.Type == "stdout", ev.Type == "stderr":
+		if !s.started {
+			s.started = true
+			out = append(out, `{"type":"started"}`+"\n"...)
+		}
 	}
+	if ev.Type != "started" {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			s.err = err
+			return err
+		}
+		out = append(append(out, b...), '\n')
+	}
+	_, err := s.w.Write(out)
 	if err == nil {
 		err = s.rc.Flush()
 	}

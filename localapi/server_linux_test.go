@@ -588,6 +588,7 @@ func TestProcessRoutes(t *testing.T) {
 		{"/v1/processes/get", `{"id":"000000000000"}`, 404, `"code":"not_found"`},
 		{"/v1/processes/get", `{}`, 400, `"field":"id"`},
 		{"/v1/processes/start", `{"command":"true","restart":"sometimes"}`, 400, `"field":"restart"`},
+		{"/v1/processes/start", `{"command":"true","cwd":"/etc"}`, 400, `"field":"cwd"`},
 		{"/v1/processes/start", `{"command":"true","allowed_domains":["example.com"]}`, 403, `"field":"allowed_domains"`},
 		{"/v1/processes/logs", fmt.Sprintf(`{"id":%q,"tail_bytes":-1}`, p.ID), 400, `"field":"tail_bytes"`},
 	} {

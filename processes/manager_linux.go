@@ -209,7 +209,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Policy, err = m.policy(spec.Policy); err != nil {
+	if spec.Policy, err = m.policy(spec.Policy, spec.Dir); err != nil {
 		return nil, err
 	}
 	id, err := newID()
@@ -263,7 +263,11 @@ func (m *Manager) abandon(id string, sup Identity, grace time.Duration, cancelle
 // log instead of a capped buffer and this manager's records hidden from
 // it. The records must not lie where the command could write: it could
 // move or replace them under its supervisor.
-func (m *Manager) policy(p runtime.Policy) (runtime.Policy, error) {
+//
+// dir, the Spec's working directory, is checked against it as Start
+// checks a Cmd.Dir: a refusal is the caller's, named Spec.Dir, before any
+// supervisor starts.
+func (m *Manager) policy(p runtime.Policy, dir string) (runtime.Policy, error) {
 	p.OutputLimit = runtime.Unlimited
 	p.Deny = append(slices.Clone(p.Deny), m.store.root)
 	sb, err := runtime.New(p)
@@ -271,7 +275,15 @@ func (m *Manager) policy(p runtime.Policy) (runtime.Policy, error) {
 		return p, err
 	}
 	resolved := sb.Policy()
+	_, err = sb.WorkDir(dir)
 	sb.Close()
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		return p, &runtime.PolicyError{Field: "Spec.Dir", Value: pe.Value, Reason: pe.Reason}
+	}
+	if err != nil {
+		return p, err
+	}
 	root, err := filepath.EvalSymlinks(m.store.root)
 	if err != nil {
 		return p, err

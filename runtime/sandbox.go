@@ -159,6 +159,16 @@ func (sb *Sandbox) setup() error {
 // Policy returns the validated policy, with paths as resolved.
 func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
+// WorkDir resolves dir as a command's Cmd.Dir: "" is the workspace, a
+// relative path is taken against it, symlinks are followed, and the
+// result must lie in the workspace or a writable tree, else a
+// *PolicyError names Cmd.Dir. For a runner that checks a working
+// directory before it starts anything, as Start does.
+func (sb *Sandbox) WorkDir(dir string) (string, error) {
+	cur := sb.inEffect()
+	return workDir(dir, cur.spec.Workspace, cur.spec.Writable)
+}
+
 // probeUserNS checks from the host's sysctls, without starting a process,
 // that user namespaces can be created.
 func probeUserNS(uid int) error {

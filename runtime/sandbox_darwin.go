@@ -101,6 +101,12 @@ func New(p Policy) (*Sandbox, error) {
 // Policy returns the validated policy.
 func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
+// WorkDir resolves dir as a command's Cmd.Dir (see the Linux doc).
+func (sb *Sandbox) WorkDir(dir string) (string, error) {
+	cur := sb.inEffect()
+	return workDir(dir, cur.policy.Workspace, cur.policy.Writable)
+}
+
 // Close removes the sandbox's private temporary directory. After Close,
 // Start fails with ErrClosed. It is idempotent.
 func (sb *Sandbox) Close() error {

@@ -18,6 +18,9 @@ func (sb *Sandbox) Narrow(Grant) (*Sandbox, error) { return nil, ErrUnsupportedP
 // PolicyWith returns ErrUnsupportedPlatform.
 func (sb *Sandbox) PolicyWith(Grant) (Policy, error) { return Policy{}, ErrUnsupportedPlatform }
 
+// WorkDir returns ErrUnsupportedPlatform.
+func (sb *Sandbox) WorkDir(string) (string, error) { return "", ErrUnsupportedPlatform }
+
 // Reload returns ErrUnsupportedPlatform.
 func (sb *Sandbox) Reload(Policy) error { return ErrUnsupportedPlatform }
 

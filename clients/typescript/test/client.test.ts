@@ -1,0 +1,780 @@
+// Tests of the client against a real `hutch serve` ($HUTCH_BIN), each
+// verdict checked on the host: the files the sandbox wrote or did not, the
+// processes left in the host's process table, the bytes as written.
+//
+//     npm run build && HUTCH_BIN=/path/to/hutch node --test dist/test/client.test.js
+//
+// Workspaces are made in $HUTCH_TEST_SCRATCH (default /var/tmp), not /tmp:
+// a command's /tmp is its own, so a host path there would prove nothing.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Buffer } from "node:buffer";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import {
+  HutchError,
+  HutchOptionError,
+  PROTOCOL_VERSION,
+  Sandbox,
+  type ExecEvent,
+  type ProcessRecord,
+} from "../src/client.js";
+
+const SECRET = "HUTCH-TS-CLIENT-SECRET-7d2a";
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+function hutchBin(): string {
+  const bin = process.env["HUTCH_BIN"];
+  if (!bin) {
+    throw new Error(
+      "HUTCH_BIN names no hutch binary: these tests start a real `hutch serve`. " +
+        "Build one (cd to the checkout; go build -o /tmp/hutch ./cmd/hutch) and run with HUTCH_BIN=/tmp/hutch",
+    );
+  }
+  if (!fs.existsSync(bin)) {
+    throw new Error(`HUTCH_BIN=${bin}: no such file`);
+  }
+  return bin;
+}
+
+/** A hutch serve of its own: a socket in a fresh 0700 directory, a
+ * workspace and an outside directory in a fresh scratch directory. */
+class Server {
+  readonly base: string;
+  readonly ws: string;
+  readonly outside: string;
+  readonly sockdir: string;
+  readonly sock: string;
+  readonly logPath: string;
+  readonly sb: Sandbox;
+  private proc: ChildProcess | undefined;
+  private exited: Promise<void> | undefined;
+
+  constructor(prefix: string) {
+    hutchBin(); // before anything is made
+    const scratch = process.env["HUTCH_TEST_SCRATCH"] || "/var/tmp";
+    this.base = fs.mkdtempSync(path.join(scratch, `hutch-ts-${prefix}-`));
+    fs.chmodSync(this.base, 0o755);
+    this.ws = path.join(this.base, "ws");
+    this.outside = path.join(this.base, "outside");
+    fs.mkdirSync(this.ws);
+    fs.mkdirSync(this.outside);
+    this.sockdir = fs.mkdtempSync(path.join(os.tmpdir(), "hutch-ts-sock-")); // 0700
+    assert.equal(fs.statSync(this.sockdir).mode & 0o777, 0o700);
+    this.sock = path.join(this.sockdir, "hutch.sock");
+    this.logPath = path.join(this.base, "serve.log");
+    this.sb = new Sandbox({ socketPath: this.sock, idleTimeoutMs: 60_000 });
+  }
+
+  async start(args: string[]): Promise<void> {
+    const log = fs.openSync(this.logPath, "w");
+    const proc = spawn(hutchBin(), ["serve", "--socket", this.sock, "--workspace", this.ws, "--kill-after", "2s", ...args], {
+      stdio: ["ignore", log, log],
+      // The durable processes' records, outside every writable tree.
+      env: { ...process.env, HUTCH_DATA_DIR: path.join(this.base, "data") },
+    });
+    fs.closeSync(log);
+    this.proc = proc;
+    let gone = false;
+    this.exited = new Promise((resolve) => proc.once("exit", () => ((gone = true), resolve())));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await this.sb.health();
+        return;
+      } catch (e) {
+        if (gone || Date.now() > deadline) {
+          await this.stop();
+          throw new Error(`hutch serve ${args.join(" ")} did not come up (${String(e)}):\n${this.log()}`);
+        }
+        await sleep(50);
+      }
+    }
+  }
+
+  log(): string {
+    try {
+      return fs.readFileSync(this.logPath, "utf8");
+    } catch {
+      return "";
+    }
+  }
+
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      proc.kill("SIGTERM");
+      const t = setTimeout(() => proc.kill("SIGKILL"), 20_000);
+      await this.exited;
+      clearTimeout(t);
+    }
+    fs.rmSync(this.base, { recursive: true, force: true });
+    fs.rmSync(this.sockdir, { recursive: true, force: true });
+  }
+}
+
+/** The host's processes running `sleep ARG` (the sandbox's pid namespace
+ * is inside the host's: they are all in the host's /proc). */
+function hostSleeps(arg: string): number[] {
+  const pids: number[] = [];
+  for (const name of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) {
+      continue;
+    }
+    let argv: string[];
+    try {
+      argv = fs.readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (argv.length >= 2 && path.basename(argv[0] ?? "") === "sleep" && argv[1] === arg) {
+      // A zombie is gone for every purpose but its parent's wait.
+      const stat = readOr(`/proc/${name}/stat`);
+      if (!/^\d+ \(.*\) Z /.test(stat)) {
+        pids.push(Number(name));
+      }
+    }
+  }
+  return pids;
+}
+
+function readOr(p: string, or = ""): string {
+  try {
+    return fs.readFileSync(p, "utf8");
+  } catch {
+    return or;
+  }
+}
+
+let uniq = 0;
+/** A sleep duration no other process has: the test finds its sleep by it. */
+function uniqueSleep(): string {
+  uniq++;
+  return `${600 + (process.pid % 300)}.${String(Date.now() % 1_000_000).padStart(6, "0")}${uniq}`;
+}
+
+async function waitFor<T>(what: string, f: () => T | Promise<T>, ms = 10_000): Promise<Exclude<T, undefined | null | false>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) {
+      return v as Exclude<T, undefined | null | false>;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    }
+    await sleep(50);
+  }
+}
+
+/** Asserts that p rejects with a HutchError of this status, code and field. */
+async function rejectsHutch(p: Promise<unknown>, want: { status: number; code?: string; field?: string; wireField?: string }): Promise<HutchError> {
+  let err: unknown;
+  try {
+    await p;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof HutchError, `want a HutchError ${JSON.stringify(want)}, got ${err === undefined ? "success" : String(err)}`);
+  assert.equal(err.status, want.status, String(err));
+  if (want.code !== undefined) assert.equal(err.code, want.code, String(err));
+  if (want.field !== undefined) assert.equal(err.field, want.field, String(err));
+  if (want.wireField !== undefined) assert.equal(err.wireField, want.wireField, String(err));
+  return err;
+}
+
+function bytes(...b: number[]): Uint8Array {
+  return new Uint8Array(b);
+}
+
+/** The compiler's half of "a misspelled option is never dropped": each
+ * line must not compile (tsc fails on an unused @ts-expect-error). Never
+ * called. */
+export function typeChecks(sb: Sandbox): void {
+  // @ts-expect-error: timeoutMS is no option
+  void sb.exec({ command: "true", timeoutMS: 5 });
+  // @ts-expect-error: the wire's name is not the client's
+  void sb.exec({ command: "true", timeout_ms: 5 });
+  // @ts-expect-error: argv and command both
+  void sb.exec({ command: "true", argv: ["true"] });
+  // @ts-expect-error: neither
+  void sb.exec({ cwd: "." });
+  // @ts-expect-error: apend is no option
+  void sb.write({ path: "/x", content: "x", apend: true });
+  // @ts-expect-error: tail_bytes is no option
+  void sb.processes.logs({ id: "x", tail_bytes: 4 });
+  // @ts-expect-error: content is text or bytes
+  void sb.write({ path: "/x", content: 5 });
+}
+
+// ---------------------------------------------------------------------------
+
+describe("hutch serve through the TypeScript client", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let ws: string;
+  let outside: string;
+
+  before(async () => {
+    srv = new Server("main");
+    ws = srv.ws;
+    outside = srv.outside;
+    fs.writeFileSync(path.join(ws, ".env"), `API_KEY=${SECRET}\n`);
+    await srv.start([]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    await srv?.stop();
+  });
+
+  it("answers health and version", async () => {
+    const h = await sb.health();
+    assert.equal(h.status, "ok");
+    assert.equal(h.workspace, ws);
+    assert.equal(typeof h.prewarmed, "number");
+    const v = await sb.version();
+    assert.equal(v.protocol, PROTOCOL_VERSION);
+    assert.equal(typeof v.hutchVersion, "string");
+  });
+
+  it("runs commands: output, exit statuses, argv, env, stdin, cwd", async () => {
+    let r = await sb.exec({ command: "echo out; echo err >&2; exit 3" });
+    assert.deepEqual([r.exitCode, r.stdout, r.stderr], [3, "out\n", "err\n"]);
+    assert.equal(r.result.exitCode, 3);
+    assert.equal(r.killed, false);
+    assert.equal(r.killReason, "");
+    fs.mkdirSync(path.join(ws, "sub"), { recursive: true });
+    r = await sb.exec({ argv: ["sh", "-c", 'echo "$A:$(pwd)"; cat'], cwd: "sub", env: { A: "b", lower_case: "kept" }, stdin: "in" });
+    assert.deepEqual([r.exitCode, r.stdout], [0, `b:${ws}/sub\nin`]);
+    r = await sb.exec({ command: 'printf %s "$lower_case"', env: { lower_case: "kept" } });
+    assert.equal(r.stdout, "kept");
+    r = await sb.exec({ argv: ["no-such-command-here"] });
+    assert.equal(r.exitCode, 127);
+    assert.equal((await sb.exec({ command: "kill -9 $$" })).exitCode, 137);
+  });
+
+  it("lands a command's writes in the workspace only", async () => {
+    const inside = path.join(ws, "from-exec.txt");
+    const out = path.join(outside, "from-exec.txt");
+    const r = await sb.exec({ command: `echo inside > ${inside}; echo outside > ${out}` });
+    assert.notEqual(r.exitCode, 0, "the write outside the workspace should fail");
+    assert.equal(fs.readFileSync(inside, "utf8"), "inside\n");
+    assert.equal(fs.existsSync(out), false, "a write outside the workspace reached the host");
+  });
+
+  it("does not hand back what is denied", async () => {
+    const r = await sb.exec({ command: `cat .env; cat /etc/shadow; cat ${ws}/.env` });
+    assert.ok(!(r.stdout + r.stderr).includes(SECRET), "the secret came back");
+    const e = await rejectsHutch(sb.read({ path: ".env" }), { status: 403, code: "denied" });
+    assert.ok(!String(e).includes(SECRET));
+    await rejectsHutch(sb.read({ path: "/etc/shadow" }), { status: 403, code: "denied" });
+  });
+
+  it("round-trips files, text and bytes, checked on the host", async () => {
+    const p = path.join(ws, "dir", "notes.txt");
+    const info = await sb.write({ path: p, content: "héllo\n" });
+    assert.equal(info.hostPath, p);
+    assert.equal(info.writable, true);
+    assert.equal(fs.readFileSync(p, "utf8"), "héllo\n");
+    fs.appendFileSync(p, "from the host\n");
+    const rd = await sb.read({ path: "dir/notes.txt" });
+    assert.equal(rd.content, "héllo\nfrom the host\n");
+    assert.equal(rd.kind, "text");
+    assert.deepEqual(Buffer.from(rd.bytes), Buffer.from("héllo\nfrom the host\n"));
+    assert.equal(rd.length, Buffer.byteLength("héllo\nfrom the host\n"));
+
+    await sb.write({ path: p, content: "appended\n", append: true });
+    assert.equal(fs.readFileSync(p, "utf8"), "héllo\nfrom the host\nappended\n");
+
+    const bin = path.join(ws, "b.bin");
+    await sb.write({ path: bin, content: bytes(0x00, 0xff, 0x01) });
+    assert.deepEqual(fs.readFileSync(bin), Buffer.from([0x00, 0xff, 0x01]));
+    const rb = await sb.read({ path: "b.bin" });
+    assert.equal(rb.contentBase64, "AP8B");
+    assert.equal(rb.content, undefined);
+    assert.deepEqual(rb.bytes, bytes(0x00, 0xff, 0x01));
+    // A Buffer is a Uint8Array; a view into a larger buffer sends its own bytes only.
+    const big = Buffer.from([9, 9, 0xfe, 0x80, 9]);
+    await sb.write({ path: bin, content: big.subarray(2, 4) });
+    assert.deepEqual(fs.readFileSync(bin), Buffer.from([0xfe, 0x80]));
+
+    // A window: bytes 1 to 4 of "héllo" are "éll".
+    const rw = await sb.read({ path: "dir/notes.txt", offset: 1, limit: 4, mode: "text" });
+    assert.equal(rw.content, "éll");
+    assert.equal(rw.offset, 1);
+    assert.equal(rw.eof, false);
+
+    const perm = path.join(ws, "private.txt");
+    await sb.write({ path: perm, content: "x", perm: "600" });
+    assert.equal(fs.statSync(perm).mode & 0o777, 0o600);
+
+    const st = await sb.stat({ path: "dir/notes.txt" });
+    assert.equal(st.size, Buffer.byteLength("héllo\nfrom the host\nappended\n"));
+    assert.equal(st.hostPath, p);
+    const entries = await sb.list();
+    const byPath = new Map(entries.map((e) => [e.path, e]));
+    assert.equal(byPath.get(path.join(ws, ".env"))?.denied, true);
+    assert.ok(byPath.has(path.join(ws, "dir")));
+    const sub = await sb.list({ path: "dir" });
+    assert.deepEqual(sub.map((e) => e.path), [p]);
+  });
+
+  it("reads a file a command wrote as the bytes it wrote", async () => {
+    const r = await sb.exec({ command: "printf 'a\\377\\000b' > raw.bin" });
+    assert.equal(r.exitCode, 0);
+    assert.deepEqual(fs.readFileSync(path.join(ws, "raw.bin")), Buffer.from([0x61, 0xff, 0x00, 0x62]));
+    const rd = await sb.read({ path: "raw.bin" });
+    assert.deepEqual(rd.bytes, bytes(0x61, 0xff, 0x00, 0x62));
+    assert.equal(rd.kind, "binary");
+  });
+
+  it("refuses a write outside the workspace, and nothing lands on the host", async () => {
+    const p = path.join(outside, "from-api.txt");
+    await rejectsHutch(sb.write({ path: p, content: "x" }), { status: 403, code: "denied" });
+    assert.equal(fs.existsSync(p), false);
+    const etc = "/etc/hutch-ts-client-test";
+    await rejectsHutch(sb.write({ path: etc, content: "x" }), { status: 403 });
+    assert.equal(fs.existsSync(etc), false);
+  });
+
+  it("kills a command at timeoutMs, and its sleep leaves the host's process table", async () => {
+    const u = uniqueSleep();
+    const start = Date.now();
+    let seen: number[] = [];
+    let res: Extract<ExecEvent, { type: "result" }> | undefined;
+    for await (const ev of sb.execStream({ command: `echo started; exec sleep ${u}`, timeoutMs: 3000 })) {
+      if (ev.type === "stdout" && Buffer.from(ev.data).toString().includes("started") && seen.length === 0) {
+        // The check itself must see a running sleep, or its "gone" proves nothing.
+        seen = await waitFor(`sleep ${u} in the host's /proc`, () => {
+          const p = hostSleeps(u);
+          return p.length > 0 ? p : undefined;
+        }, 2500);
+      } else if (ev.type === "result") {
+        res = ev;
+      }
+    }
+    assert.ok(seen.length > 0);
+    assert.ok(res, "no result");
+    assert.ok(Date.now() - start < 15_000, "the timeout did not stop it in time");
+    assert.equal(res.result.killed, true);
+    assert.equal(res.result.killReason, "timeout");
+    assert.equal(res.exitCode, 128 + 15);
+    assert.deepEqual(hostSleeps(u), [], `sleep ${u} still runs on the host after its result`);
+    for (const pid of seen) {
+      assert.equal(fs.existsSync(`/proc/${pid}/cmdline`) && readOr(`/proc/${pid}/cmdline`).includes(u), false);
+    }
+
+    // exec says the same.
+    const r = await sb.exec({ command: "sleep 30", timeoutMs: 300 });
+    assert.equal(r.killed, true);
+    assert.equal(r.killReason, "timeout");
+    assert.equal(r.exitCode, 143);
+  });
+
+  it("stops the command when the caller aborts", async () => {
+    const u = uniqueSleep();
+    const ac = new AbortController();
+    const p = sb.exec({
+      command: `echo started; exec sleep ${u}`,
+      signal: ac.signal,
+      onStdout: () => {
+        void waitFor("the sleep", () => hostSleeps(u).length > 0, 5000).then(() => ac.abort(), () => ac.abort());
+      },
+    });
+    await assert.rejects(p, (e: Error) => e.name === "AbortError");
+    // The server sees the hang-up: SIGTERM, SIGKILL --kill-after (2s) later.
+    await waitFor(`sleep ${u} gone from the host`, () => hostSleeps(u).length === 0, 10_000);
+  });
+
+  it("stops the command when an output callback throws, and rejects with its error", async () => {
+    const u = uniqueSleep();
+    const boom = new Error("callback failed");
+    const p = sb.exec({
+      command: `echo started; exec sleep ${u}`,
+      onStdout: () => {
+        throw boom;
+      },
+    });
+    await assert.rejects(p, (e: unknown) => e === boom);
+    await waitFor(`sleep ${u} gone from the host`, () => hostSleeps(u).length === 0, 10_000);
+  });
+
+  it("says an idle connection's timeout as such", async () => {
+    const quiet = new Sandbox({ socketPath: srv.sock, idleTimeoutMs: 300 });
+    await assert.rejects(quiet.exec({ command: "sleep 3" }), (e: unknown) => e instanceof HutchError && e.code === "timeout");
+  });
+
+  it("streams output as it comes, in order", async () => {
+    // The command goes on only once the host has seen its first line: it
+    // ends only if that line arrived before the end.
+    const go = path.join(ws, "streamed");
+    const seen: [string, string][] = [];
+    const r = await sb.exec({
+      command: `echo one; while [ ! -e ${go} ]; do sleep 0.05; done; echo two >&2; sleep 0.3; echo three`,
+      timeoutMs: 20_000,
+      onStdout: (c) => {
+        seen.push(["stdout", Buffer.from(c).toString()]);
+        fs.writeFileSync(go, "");
+      },
+      onStderr: (c) => seen.push(["stderr", Buffer.from(c).toString()]),
+    });
+    assert.equal(r.killed, false, "the first line did not come before the end");
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, "one\nthree\n");
+    assert.equal(r.stderr, "two\n");
+    assert.deepEqual(seen, [["stdout", "one\n"], ["stderr", "two\n"], ["stdout", "three\n"]]);
+  });
+
+  it("hands back output that is not UTF-8 as the bytes the command wrote", async () => {
+    let r = await sb.exec({ command: "printf '\\377\\376ok\\n'" });
+    assert.deepEqual(r.stdoutBytes, bytes(0xff, 0xfe, 0x6f, 0x6b, 0x0a));
+    assert.equal(r.stdout, "\ufffd\ufffdok\n");
+    // A character cut between two writes arrives whole.
+    const chunks: Uint8Array[] = [];
+    r = await sb.exec({ command: "printf '\\303'; sleep 0.3; printf '\\251\\n'", onStdout: (c) => chunks.push(c) });
+    assert.equal(r.stdout, "é\n");
+    assert.deepEqual(Buffer.concat(chunks), Buffer.from("é\n"));
+    // Bytes of a base64 event and of a text event are joined before decoding.
+    r = await sb.exec({ command: "printf 'a\\377\\303' >&2; sleep 0.3; printf '\\251z' >&2" });
+    assert.deepEqual(r.stderrBytes, bytes(0x61, 0xff, 0xc3, 0xa9, 0x7a));
+    assert.equal(r.stderr, "a\ufffdéz");
+    // Many chunks, every byte value.
+    r = await sb.exec({ argv: ["sh", "-c", "i=0; while [ $i -lt 256 ]; do printf \"\\\\$(printf %o $i)\"; i=$((i+1)); done"] });
+    assert.deepEqual(r.stdoutBytes, new Uint8Array(Array.from({ length: 256 }, (_, i) => i)));
+  });
+
+  it("runs concurrent commands on one Sandbox", async () => {
+    // Each waits for the others' files: they end only if they run at once.
+    const f = (n: number) => path.join(ws, `concurrent-${n}`);
+    const rs = await Promise.all(
+      [1, 2, 3].map((n) =>
+        sb.exec({
+          command: `touch ${f(n)}; while [ ! -e ${f(1)} ] || [ ! -e ${f(2)} ] || [ ! -e ${f(3)} ]; do sleep 0.05; done; echo ${n}`,
+          timeoutMs: 20_000,
+        }),
+      ),
+    );
+    assert.deepEqual(rs.map((r) => [r.killed, r.stdout]), [[false, "1\n"], [false, "2\n"], [false, "3\n"]]);
+  });
+
+  it("names the field of a bad request (4xx), and the server goes on", async () => {
+    await rejectsHutch(sb.exec({} as never), { status: 400, code: "bad_request", field: "argv" });
+    await rejectsHutch(sb.exec({ command: "true", cwd: "/etc" }), { status: 400, field: "cwd" });
+    await rejectsHutch(sb.exec({ command: "true", timeoutMs: -1 }), { status: 400, field: "timeoutMs", wireField: "timeout_ms" });
+    await rejectsHutch(sb.exec({ command: "true", env: { "A=B": "x" } }), { status: 400, field: "env" });
+    await rejectsHutch(sb.exec({ command: "true", timeoutMs: "soon" as never }), { status: 400, field: "timeoutMs" });
+    await rejectsHutch(sb.read({ path: "" }), { status: 400, field: "path" });
+    await rejectsHutch(sb.write({ path: path.join(ws, "p.txt"), content: "x", perm: "644x" }), { status: 400, field: "perm" });
+    assert.equal(fs.existsSync(path.join(ws, "p.txt")), false);
+    await rejectsHutch(sb.read({ path: "no-such-file" }), { status: 404, code: "not_found" });
+    assert.equal((await sb.health()).status, "ok");
+  });
+
+  it("refuses an option it does not know before sending anything", async () => {
+    const ran = path.join(ws, "typo-ran");
+    for (const opts of [
+      { command: `touch ${ran}`, timeoutMS: 5 },
+      { command: `touch ${ran}`, timeout_ms: 5 },
+      { command: `touch ${ran}`, allowed_domains: ["example.com"] },
+    ]) {
+      const bad = Object.keys(opts)[1]!;
+      await assert.rejects(sb.exec(opts as never), (e: unknown) => {
+        assert.ok(e instanceof HutchOptionError, String(e));
+        assert.ok(e instanceof TypeError);
+        assert.equal(e.code, "unknown_option");
+        assert.equal(e.field, bad);
+        assert.match(e.message, new RegExp(`"${bad}"`));
+        return true;
+      });
+    }
+    await assert.rejects(sb.exec({ command: `touch ${ran}`, timeout_ms: 5 } as never), /did you mean timeoutMs/);
+    assert.equal(fs.existsSync(ran), false, "a call with a misspelled option ran");
+
+    const w = path.join(ws, "typo-write.txt");
+    await assert.rejects(sb.write({ path: w, content: "x", apend: true } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "apend");
+    await assert.rejects(sb.write({ path: w, content: 5 } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "content");
+    assert.equal(fs.existsSync(w), false);
+    await assert.rejects(sb.read({ path: "x", no_follow: true } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "no_follow");
+    await assert.rejects(sb.processes.logs({ id: "x", tail: 4 } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "tail");
+    assert.throws(() => new Sandbox({ socket: srv.sock } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "socket");
+    await assert.rejects(sb.exec({ command: "true", onStdout: "print" } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "onStdout");
+  });
+
+  it("fails clearly on a socket nobody serves", async () => {
+    const dead = new Sandbox({ socketPath: path.join(srv.sockdir, "nobody.sock") });
+    await assert.rejects(dead.health(), (e: NodeJS.ErrnoException) => e.code === "ENOENT");
+  });
+});
+
+// ---------------------------------------------------------------------------
+
+describe("durable processes", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let ws: string;
+  const started: string[] = [];
+
+  before(async () => {
+    srv = new Server("proc");
+    ws = srv.ws;
+    await srv.start([]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    // They outlive the server: stop ours, whatever a test left.
+    for (const id of started) {
+      await sb.processes.stop({ id }).catch(() => undefined);
+    }
+    await srv?.stop();
+  });
+
+  async function startSleeper(name: string, extra = ""): Promise<{ rec: ProcessRecord; u: string }> {
+    const u = uniqueSleep();
+    const rec = await sb.processes.start({ command: `${extra}echo started-${name}; exec sleep ${u}`, name, restart: "never" });
+    started.push(rec.id);
+    return { rec, u };
+  }
+
+  it("starts, lists, logs, stops and removes a process, checked on the host", async () => {
+    const out = path.join(ws, "proc-out.txt");
+    const { rec, u } = await startSleeper("ts-one", `echo from-process > ${out}; `);
+    assert.match(rec.id, /^[0-9a-zA-Z_-]{12}$/);
+    assert.equal(rec.name, "ts-one");
+    assert.deepEqual(rec.args.slice(0, 2), ["sh", "-c"]);
+    assert.ok(["starting", "running"].includes(rec.status), rec.status);
+    assert.equal(rec.desired, "running");
+
+    await waitFor(`sleep ${u} on the host`, () => hostSleeps(u).length > 0);
+    await waitFor("the process's file on the host", () => readOr(out) === "from-process\n");
+    const got = await waitFor("status running", async () => {
+      const r = await sb.processes.get({ id: rec.id });
+      return r.status === "running" ? r : undefined;
+    });
+    assert.ok((got.pid ?? 0) > 0);
+    assert.ok(fs.existsSync(got.log), `the log ${got.log} is not on the host`);
+
+    const logs = await waitFor("the log", async () => {
+      const l = await sb.processes.logs({ id: rec.id });
+      return l.content?.includes("started-ts-one") ? l : undefined;
+    });
+    assert.equal(logs.id, rec.id);
+    assert.deepEqual(Buffer.from(logs.bytes).toString(), logs.content);
+    const tail = await sb.processes.logs({ id: rec.id, tailBytes: 4 });
+    assert.ok(tail.length <= 4, `tailBytes 4 gave ${tail.length} bytes`);
+    assert.equal(tail.content, "one\n");
+
+    const list = await sb.processes.list();
+    assert.ok(list.some((p) => p.id === rec.id && p.name === "ts-one"));
+
+    await rejectsHutch(sb.processes.remove({ id: rec.id }), { status: 409, code: "active" });
+    assert.ok(hostSleeps(u).length > 0, "a refused remove stopped the process");
+
+    const stopped = await sb.processes.stop({ id: rec.id });
+    assert.equal(stopped.status, "stopped");
+    assert.equal(stopped.desired, "stopped");
+    assert.deepEqual(hostSleeps(u), [], `sleep ${u} still runs on the host after stop`);
+
+    assert.deepEqual(await sb.processes.remove({ id: rec.id }), { removed: rec.id });
+    await rejectsHutch(sb.processes.get({ id: rec.id }), { status: 404, code: "not_found" });
+    assert.ok(!(await sb.processes.list()).some((p) => p.id === rec.id));
+  });
+
+  it("keeps a process's output that is not UTF-8 as its bytes", async () => {
+    const u = uniqueSleep();
+    const rec = await sb.processes.start({ argv: ["sh", "-c", `printf 'x\\377y'; exec sleep ${u}`], restart: "never" });
+    started.push(rec.id);
+    const l = await waitFor("the log", async () => {
+      const l = await sb.processes.logs({ id: rec.id });
+      return l.length >= 3 ? l : undefined;
+    });
+    assert.deepEqual(l.bytes, bytes(0x78, 0xff, 0x79));
+    assert.equal(typeof l.contentBase64, "string");
+    await sb.processes.stop({ id: rec.id });
+    assert.deepEqual(hostSleeps(u), []);
+    await sb.processes.remove({ id: rec.id });
+  });
+
+  it("stops them all", async () => {
+    const a = await startSleeper("ts-a");
+    const b = await startSleeper("ts-b");
+    await waitFor("both sleeps on the host", () => hostSleeps(a.u).length > 0 && hostSleeps(b.u).length > 0);
+    const recs = await sb.processes.stopAll();
+    for (const { rec } of [a, b]) {
+      const r = recs.find((x) => x.id === rec.id);
+      assert.ok(r, `stopAll's answer lacks ${rec.id}`);
+      assert.equal(r.status, "stopped");
+    }
+    assert.deepEqual([hostSleeps(a.u), hostSleeps(b.u)], [[], []]);
+    for (const { rec } of [a, b]) {
+      await sb.processes.remove({ id: rec.id });
+    }
+  });
+
+  it("names the field of a bad request", async () => {
+    await rejectsHutch(sb.processes.get({ id: "nosuchid0000" }), { status: 404, code: "not_found" });
+    await rejectsHutch(sb.processes.start({ command: "true", restart: "sometimes" as never }), { status: 400, field: "restart" });
+    await rejectsHutch(sb.processes.start({} as never), { status: 400, field: "argv" });
+    await rejectsHutch(sb.processes.logs({ id: "nosuchid0000", tailBytes: -1 }), { status: 400, field: "tailBytes", wireField: "tail_bytes" });
+  });
+
+  it("refuses a cwd outside the workspace as the request's fault (400 cwd), as exec does", async () => {
+    const before = (await sb.processes.list()).length;
+    await rejectsHutch(sb.processes.start({ command: "true", cwd: "/etc" }), { status: 400, code: "bad_request", field: "cwd" });
+    assert.equal((await sb.processes.list()).length, before, "a refused start left a record");
+  });
+});
+
+// ---------------------------------------------------------------------------
+
+/** An HTTP server on the host's loopback that counts its requests by path. */
+async function hostServer(): Promise<{ port: number; hits: Map<string, number>; close: () => Promise<void> }> {
+  const hits = new Map<string, number>();
+  const s = http.createServer((req, res) => {
+    hits.set(req.url ?? "", (hits.get(req.url ?? "") ?? 0) + 1);
+    res.end(`host server saw ${req.url}`);
+  });
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const addr = s.address();
+  assert.ok(addr && typeof addr === "object");
+  return { port: addr.port, hits, close: () => new Promise((resolve) => s.close(() => resolve())) };
+}
+
+function haveCurl(): boolean {
+  return spawnSync("curl", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+describe("grants: allowedDomains, packageManagers, grant within --grantable", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let host: Awaited<ReturnType<typeof hostServer>>;
+
+  before(async () => {
+    host = await hostServer();
+    srv = new Server("grant");
+    // The policy's network is the proxy to nothing; a call may be granted
+    // localhost only. The proxy may reach the host server's loopback port.
+    await srv.start(["--net", "allow", "--allow-local", `127.0.0.1:${host.port}`, "--grantable", "@network", "--grantable", "domain:localhost"]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    await srv?.stop();
+    await host?.close();
+  });
+
+  // hutch points the proxy variables at its proxy and keeps localhost off
+  // it (NO_PROXY): the host server is reached through the proxy here.
+  const env = { NO_PROXY: "", no_proxy: "" };
+  const curl = (p: string, name: string, port: number) => `curl -fsS --max-time 10 http://${name}:${port}${p}`;
+
+  it("reaches an allowed domain only when the call asks for it", { skip: !haveCurl() && "no curl on this host" }, async () => {
+    let r = await sb.exec({ command: curl("/none", "localhost", host.port), env });
+    assert.notEqual(r.exitCode, 0, `curl without a grant: ${r.stdout}${r.stderr}`);
+    assert.equal(host.hits.get("/none") ?? 0, 0, "the host server was reached without a grant");
+
+    r = await sb.exec({ command: curl("/ok", "localhost", host.port), env, allowedDomains: [`localhost:${host.port}`] });
+    assert.equal(r.exitCode, 0, `curl with allowedDomains: ${r.stderr}`);
+    assert.equal(r.stdout, "host server saw /ok");
+    assert.equal(host.hits.get("/ok"), 1);
+    assert.equal(r.result.network, "allow");
+    assert.ok(r.result.networkEvents?.some((e) => e.host === "localhost" && e.allowed), JSON.stringify(r.result.networkEvents));
+
+    r = await sb.exec({ command: curl("/other", "refused.invalid", 80), env, allowedDomains: [`localhost:${host.port}`] });
+    assert.notEqual(r.exitCode, 0);
+    assert.ok(r.result.networkEvents?.some((e) => e.host === "refused.invalid" && !e.allowed), JSON.stringify(r.result.networkEvents));
+
+    r = await sb.exec({ command: curl("/grant", "localhost", host.port), env, grant: ["@network", `domain:localhost:${host.port}`] });
+    assert.equal(r.exitCode, 0, `curl with grant: ${r.stderr}`);
+    assert.equal(host.hits.get("/grant"), 1);
+  });
+
+  it("refuses a grant beyond the ceiling (403 not_permitted, the field named) and runs nothing", async () => {
+    const ran = path.join(srv.ws, "granted-ran");
+    await rejectsHutch(sb.exec({ command: `touch ${ran}`, grant: ["@host-network"] }), { status: 403, code: "not_permitted", field: "grant" });
+    await rejectsHutch(sb.exec({ command: `touch ${ran}`, allowedDomains: ["example.com"] }), {
+      status: 403, code: "not_permitted", field: "allowedDomains", wireField: "allowed_domains",
+    });
+    await rejectsHutch(sb.exec({ command: `touch ${ran}`, packageManagers: ["python"] }), {
+      status: 403, code: "not_permitted", field: "packageManagers", wireField: "package_managers",
+    });
+    await rejectsHutch(sb.exec({ command: `touch ${ran}`, grant: [`write:${srv.outside}`] }), { status: 403, code: "not_permitted", field: "grant" });
+    await rejectsHutch(sb.exec({ command: `touch ${ran}`, grant: ["@nonsense"] }), { status: 400, field: "grant" });
+    await rejectsHutch(sb.processes.start({ command: `touch ${ran}`, grant: ["@host-network"] }), { status: 403, code: "not_permitted", field: "grant" });
+    assert.equal(fs.existsSync(ran), false, "a refused call ran");
+  });
+});
+
+// ---------------------------------------------------------------------------
+
+describe("policy reload", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let policy: string;
+  let extra: string;
+
+  const writePolicy = (phase: string, writable: string[]) =>
+    fs.writeFileSync(
+      policy,
+      `version = 1\n[sandbox]\nenv = ["HUTCH_TS_PHASE=${phase}"]\nwritable = ${JSON.stringify(writable)}\n`,
+    );
+
+  before(async () => {
+    srv = new Server("reload");
+    policy = path.join(srv.base, "policy.toml");
+    extra = path.join(srv.outside, "extra");
+    fs.mkdirSync(extra);
+    writePolicy("before", []);
+    await srv.start(["--policy", policy]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    await srv?.stop();
+  });
+
+  it("puts a changed policy file in effect for the commands after it, not those running", async () => {
+    const ws = srv.ws;
+    const script = (tag: string) => `echo "$HUTCH_TS_PHASE" > ${ws}/phase-${tag}.txt; echo x > ${extra}/${tag}.txt`;
+    let r = await sb.exec({ command: script("1") });
+    assert.notEqual(r.exitCode, 0);
+    assert.equal(readOr(path.join(ws, "phase-1.txt")), "before\n");
+    assert.equal(fs.existsSync(path.join(extra, "1.txt")), false, "a write to a tree the policy does not open landed");
+
+    // A command started under the old policy...
+    const go = path.join(ws, "go");
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => (ready = resolve));
+    const running = sb.exec({
+      command: `echo ready; while [ ! -e ${go} ]; do sleep 0.05; done; ${script("during")}`,
+      onStdout: () => ready(),
+      timeoutMs: 30_000,
+    });
+    await isReady;
+
+    writePolicy("after", [extra]);
+    const rl = await sb.reload();
+    assert.equal(rl.status, "reloaded");
+
+    // ...keeps it.
+    fs.writeFileSync(go, "");
+    r = await running;
+    assert.notEqual(r.exitCode, 0);
+    assert.equal(readOr(path.join(ws, "phase-during.txt")), "before\n");
+    assert.equal(fs.existsSync(path.join(extra, "during.txt")), false, "a command running across the reload got the new policy");
+
+    r = await sb.exec({ command: script("2") });
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.equal(readOr(path.join(ws, "phase-2.txt")), "after\n");
+    assert.equal(readOr(path.join(extra, "2.txt")), "x\n");
+  });
+});
