@@ -42,6 +42,7 @@ vet: deps
 test: deps vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzWire -fuzztime 100000x -timeout 5m ./nsinit
+	$(GO) test -run '^$$' -fuzz FuzzDecodeExec -fuzztime 20000x -timeout 5m ./localapi
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
