@@ -25,6 +25,23 @@ func (t typed) String() string     { return *t.s }
 func (t typed) Set(v string) error { *t.s = v; return nil }
 func (t typed) Type() string       { return t.kind }
 
+// repeated is a repeatable flag, each use one value (pflag's stringArray).
+// It is pflag's own but for its default's rendering, which goes through an
+// encoding/csv writer per flag: with run's flags on every command that
+// takes them, hutch paid for that at every start, whatever it ran.
+type repeated struct{ list *[]string }
+
+func (r repeated) Set(v string) error { *r.list = append(*r.list, v); return nil }
+func (r repeated) Type() string       { return "stringArray" }
+
+// String is "" while the list is empty: --help shows no default then.
+func (r repeated) String() string {
+	if len(*r.list) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(*r.list, ",") + "]"
+}
+
 // flagErr is a flag's value refused: the CLI's word for a PolicyError.
 type flagErr struct {
 	flag, value, reason string

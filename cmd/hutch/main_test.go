@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -120,6 +123,39 @@ func TestRunFlagsStopAtCommand(t *testing.T) {
 	}
 	if got := c.Flags().Args(); len(got) != 4 || got[0] != "ls" || got[1] != "-la" || got[3] != "x" {
 		t.Errorf("command args %q", got)
+	}
+}
+
+// TestRepeatedFlags: each use of a repeatable flag is one value, commas
+// and all, in the order given; --help shows no default for them.
+func TestRepeatedFlags(t *testing.T) {
+	var f runFlags
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	addRunFlags(fl, &f)
+	if err := fl.Parse([]string{"--env", "A=1", "--write", "/w", "--env", "B=2,3", "--allow-domain", "a.test,b.test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		flag      string
+		got, want []string
+	}{
+		{"--env", f.env, []string{"A=1", "B=2,3"}},
+		{"--write", f.write, []string{"/w"}},
+		{"--allow-domain", f.allowDomain, []string{"a.test,b.test"}},
+		{"--deny", f.deny, nil},
+	} {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.flag, tt.got, tt.want)
+		}
+	}
+	if !fl.Changed("env") || fl.Changed("deny") {
+		t.Error("Changed: --env not set, or --deny set")
+	}
+	var unset runFlags
+	help := pflag.NewFlagSet("help", pflag.ContinueOnError)
+	addRunFlags(help, &unset)
+	if usage := help.FlagUsages(); !strings.Contains(usage, "--env stringArray") || strings.Contains(usage, "(default [") {
+		t.Errorf("help:\n%s", usage)
 	}
 }
 

@@ -88,9 +88,9 @@ on. If the server is killed outright, its commands' sandboxes die with it.`,
 	fl := c.Flags()
 	addRunFlags(fl, &f)
 	fl.StringVar(&socket, "socket", "", "the unix socket to serve on")
-	fl.StringArrayVar(&allow, "allow-uid", nil, "a further uid whose connections are accepted (repeatable; the server's own always are)")
+	fl.Var(repeated{&allow}, "allow-uid", "a further uid whose connections are accepted (repeatable; the server's own always are)")
 	fl.IntVar(&prewarm, "prewarm", 2, "sandbox inits kept built ahead of time, so that a command starts at once (0: none)")
-	fl.StringArrayVar(&grantable, "grantable", nil, "a permission a call may be granted beyond the policy: @network, domain:NAME (domain:* any), package-manager:NAME, write:/PATH, @host-network, @git-write (repeatable)")
+	fl.Var(repeated{&grantable}, "grantable", "a permission a call may be granted beyond the policy: @network, domain:NAME (domain:* any), package-manager:NAME, write:/PATH, @host-network, @git-write (repeatable)")
 	fl.StringVar(&dataDir, "data-dir", "", "the durable processes' records and logs, as hutch process's --data-dir (default $HUTCH_DATA_DIR, else $XDG_STATE_HOME/hutch, else ~/.local/state/hutch)")
 	return c
 }
