@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,9 +58,9 @@ func (r Ruleset) AttrSize() uint64 {
 
 // Rules lists r's path rules for enforcement: each of Paths, and for each
 // ExpandDeny tree the rules that carve its Deny paths out. The carving
-// lists directories, so Rules must run where the rules are enforced, in
-// the sandbox's view of the filesystem (the init calls it just before
-// handing the rules to its C step).
+// lists directories (again for every spawn, from a listing kept while the
+// directory is unchanged), so Rules must run where those directories are
+// the ones the sandbox sees: on the host, whose / the view binds.
 func (r Ruleset) Rules() ([]Rule, error) {
 	var rules []Rule
 	for _, p := range r.Paths {
@@ -97,7 +98,7 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 		// Listing only: the names beneath a denied directory stay
 		// visible, its contents do not.
 		rules = append(rules, Rule{Path: dir, Dir: access & accessReadDir})
-		ents, err := os.ReadDir(dir)
+		ents, err := listed.read(dir)
 		if err != nil {
 			// Gone, or not listable by this user: grant nothing beneath
 			// it (what cannot be listed cannot be carved up safely).
@@ -122,4 +123,61 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 		return nil
 	}
 	return rules, visit(root)
+}
+
+// listed keeps the directories the carve-outs list, for the process: a
+// carve-out is worked out again for every spawn (a name made since the
+// last one must get its rule), and listing /etc each time was about 7% of
+// a busy hutch serve's CPU.
+var listed = listings{dirs: map[string]listing{}}
+
+// maxListings bounds listed: past it, it starts over.
+const maxListings = 256
+
+// racyWithin is how recent a directory's change may be for its listing to
+// be kept: within a timestamp's granularity, two changes can leave the
+// same ctime, and the second would go unseen.
+const racyWithin = time.Second
+
+type listings struct {
+	mu   sync.Mutex
+	dirs map[string]listing
+}
+
+// A listing is a directory's entries and its identity and ctime when they
+// were read. Every entry made, removed or renamed in a directory moves its
+// ctime (as does any change to the directory itself, a utimes included),
+// so an equal ctime means the same names.
+type listing struct {
+	dev, ino uint64
+	ctime    unix.Timespec
+	ents     []os.DirEntry
+}
+
+// read is os.ReadDir(dir), from the last listing while dir's ctime has
+// not moved since it.
+func (c *listings) read(dir string) ([]os.DirEntry, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return os.ReadDir(dir) // its error, as listing would give it
+	}
+	c.mu.Lock()
+	l, ok := c.dirs[dir]
+	c.mu.Unlock()
+	if ok && l.dev == uint64(st.Dev) && l.ino == uint64(st.Ino) && l.ctime == st.Ctim {
+		return l.ents, nil
+	}
+	// Read after the stat: a change in between moves the ctime from the
+	// one kept, and the next read lists again.
+	ents, err := os.ReadDir(dir)
+	if err != nil || time.Since(time.Unix(st.Ctim.Unix())) < racyWithin {
+		return ents, err
+	}
+	c.mu.Lock()
+	if len(c.dirs) >= maxListings {
+		clear(c.dirs)
+	}
+	c.dirs[dir] = listing{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: st.Ctim, ents: ents}
+	c.mu.Unlock()
+	return ents, nil
 }

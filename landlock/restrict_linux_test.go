@@ -1,7 +1,11 @@
 package landlock
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,4 +31,78 @@ func TestConstantsMatchUAPI(t *testing.T) {
 			t.Errorf("%s: %#x here, %#x in x/sys/unix", c.name, c.ours, c.uns)
 		}
 	}
+}
+
+// TestCarveOutFollowsTheDirectory: a carve-out listed again for every
+// spawn comes from the kept listing only while the directory's names are
+// unchanged: a name made, removed or renamed since is seen at the next
+// Rules, whether the last listing was kept (an old directory) or not (one
+// changed within the last second).
+func TestCarveOutFollowsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	touch := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("a")
+	touch("secret")
+	names := func() []string {
+		t.Helper()
+		r, err := Build(Spec{ReadOnly: []string{dir}, Deny: []string{filepath.Join(dir, "secret")}}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules, err := r.Rules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rl := range rules {
+			if rl.Path != dir {
+				out = append(out, filepath.Base(rl.Path))
+			}
+		}
+		return out
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		if got := names(); !slices.Equal(got, want) {
+			t.Errorf("%s: rules for %q, want %q", step, got, want)
+		}
+	}
+	kept := func() bool {
+		listed.mu.Lock()
+		defer listed.mu.Unlock()
+		_, ok := listed.dirs[dir]
+		return ok
+	}
+	// Changed just now: listed, not kept.
+	check("new directory", "a")
+	touch("b")
+	check("a name made at once", "a", "b")
+	if kept() {
+		t.Errorf("a listing of a directory changed within %v was kept", racyWithin)
+	}
+
+	time.Sleep(racyWithin + 100*time.Millisecond)
+	check("old directory", "a", "b")
+	if !kept() {
+		t.Error("the listing of an unchanged old directory was not kept")
+	}
+	touch("c")
+	check("a name made since the kept listing", "a", "b", "c")
+	time.Sleep(racyWithin + 100*time.Millisecond)
+	check("kept again", "a", "b", "c")
+	if err := os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	check("renamed since", "b", "c", "d")
+	time.Sleep(racyWithin + 100*time.Millisecond)
+	check("kept again", "b", "c", "d")
+	if err := os.Remove(filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	check("removed since", "c", "d")
 }
