@@ -267,14 +267,19 @@ func (c *CommandRequest) env() []string {
 	return env
 }
 
-// grant is what the call asks for beyond the server's policy.
+// grant is what the call asks for beyond the server's policy: its
+// permission tags, with a domain:NAME for each of AllowedDomains and a
+// package-manager:NAME for each of PackageManagers (which bring the
+// network with them, as runtime.ParseGrant reads them).
 func (c *CommandRequest) grant() runtime.Grant {
-	g, _ := runtime.ParseGrant(c.Grant) // checked by check
-	if len(c.AllowedDomains) > 0 || len(c.PackageManagers) > 0 {
-		g.Network = true
-		g.Domains = append(g.Domains, c.AllowedDomains...)
-		g.PackageManagers = append(g.PackageManagers, c.PackageManagers...)
+	tags := slices.Clone(c.Grant)
+	for _, d := range c.AllowedDomains {
+		tags = append(tags, "domain:"+d)
 	}
+	for _, pm := range c.PackageManagers {
+		tags = append(tags, "package-manager:"+pm)
+	}
+	g, _ := runtime.ParseGrant(tags) // checked by check
 	return g
 }
 

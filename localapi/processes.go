@@ -160,7 +160,9 @@ func (h *Handler) onProcess(do func(context.Context, string) (any, error)) func(
 }
 
 // tail reads r to its end and returns its last n bytes, and whether
-// there were more before them.
+// there were more before them. A cut that falls inside a UTF-8 character
+// drops the rest of that character too (at most 3 bytes), so that a log
+// of text stays text.
 func tail(r io.Reader, n int64) ([]byte, bool, error) {
 	buf := make([]byte, 0, min(n, 64<<10))
 	chunk := make([]byte, 32<<10)
@@ -173,6 +175,11 @@ func tail(r io.Reader, n int64) ([]byte, bool, error) {
 			truncated = true
 		}
 		if err == io.EOF {
+			if truncated {
+				for i := 0; i < utf8.UTFMax-1 && len(buf) > 0 && !utf8.RuneStart(buf[0]); i++ {
+					buf = buf[1:]
+				}
+			}
 			return buf, truncated, nil
 		}
 		if err != nil {

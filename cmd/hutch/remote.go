@@ -17,6 +17,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchbox/hutch/localapi"
@@ -196,9 +197,11 @@ func remoteRun(ctx context.Context, sock string, p runtime.Policy, killAfter tim
 		return nil, 0, false, err
 	}
 	// stdin is read only once the command runs: a call refused before
-	// that leaves it whole for the command run here.
-	started := make(chan struct{})
-	body := io.MultiReader(bytes.NewReader(head), &gated{open: started, r: stdin})
+	// that leaves it whole for the command run here, and a call that
+	// ends without the command running (not found) ends the body unread.
+	stdinGate := newGate(stdin)
+	defer stdinGate.shut()
+	body := io.MultiReader(bytes.NewReader(head), stdinGate)
 	ereq, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://hutch/v1/exec", body)
 	ereq.Header.Set("Content-Type", "application/json")
 	ereq.Header.Set(localapi.StdinHeader, "stream")
@@ -224,7 +227,7 @@ func remoteRun(ctx context.Context, sock string, p runtime.Policy, killAfter tim
 		}
 		switch ev.Type {
 		case "started":
-			close(started)
+			stdinGate.open()
 		case "stdout", "stderr":
 			data := []byte(ev.Data)
 			if ev.Base64 {
@@ -253,15 +256,24 @@ func remoteRun(ctx context.Context, sock string, p runtime.Policy, killAfter tim
 	return nil, 0, true, fmt.Errorf("%s: the server's answer ended before the result (%v)", socketEnv, sc.Err())
 }
 
-// gated reads r once open is closed.
-type gated struct {
-	open <-chan struct{}
-	r    io.Reader
+// gate passes r's bytes on once opened; shut before that, it ends
+// without having read any. Each takes effect once, the first of them
+// decides.
+type gate struct {
+	r       io.Reader
+	decided chan struct{}
+	once    sync.Once
+	opened  bool // set before decided is closed
 }
 
-func (g *gated) Read(p []byte) (int, error) {
-	<-g.open
-	if g.r == nil {
+func newGate(r io.Reader) *gate { return &gate{r: r, decided: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { g.opened = true; close(g.decided) }) }
+func (g *gate) shut() { g.once.Do(func() { close(g.decided) }) }
+
+func (g *gate) Read(p []byte) (int, error) {
+	<-g.decided
+	if !g.opened {
 		return 0, io.EOF
 	}
 	return g.r.Read(p)

@@ -1,8 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +83,87 @@ func TestCallFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRemoteRunStdinGate: the command's stdin is read only once the
+// server says the command started. A call that ends without that (a
+// command not found) ends the body with none of stdin read, and a
+// repeated "started" is harmless. The server here is a fake on a unix
+// socket that records what the body brought after the request.
+func TestRemoteRunStdinGate(t *testing.T) {
+	p := runtime.DefaultPolicy(t.TempDir())
+	for _, tt := range []struct {
+		name   string
+		events []string
+		read   bool // stdin reaches the server
+	}{
+		{"never started", []string{`{"type":"result","result":{"exit_code":127},"exit_status":127,"error":"not found"}`}, false},
+		{"started twice", []string{`{"type":"started"}`, `{"type":"started"}`, `{"type":"result","result":{"exit_code":0},"exit_status":0}`}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest := make(chan string, 1)
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					json.NewEncoder(w).Encode(localapi.PolicyResponse{Policy: p})
+					return
+				}
+				http.NewResponseController(w).EnableFullDuplex()
+				dec := json.NewDecoder(r.Body)
+				var req localapi.ExecRequest
+				if err := dec.Decode(&req); err != nil {
+					t.Errorf("fake server: %v", err)
+				}
+				said := false
+				for _, ev := range tt.events {
+					fmt.Fprintln(w, ev)
+					w.(http.Flusher).Flush()
+					if ev == `{"type":"started"}` && !said {
+						said = true
+						// What the command would read of its stdin.
+						b := make([]byte, 5)
+						n, _ := io.ReadFull(io.MultiReader(dec.Buffered(), r.Body), b)
+						rest <- string(b[:n])
+					}
+				}
+				if !tt.read {
+					b, _ := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+					rest <- string(b)
+				}
+			})}
+			go srv.Serve(ln)
+			defer srv.Close()
+			stdin := &countingReader{r: strings.NewReader("input")}
+			_, status, ran, err := remoteRun(context.Background(), sock, p, 0, []string{"cmd"}, stdin)
+			if !ran || (err == nil) != tt.read {
+				t.Fatalf("ran %v, status %d, err %v", ran, status, err)
+			}
+			select {
+			case got := <-rest:
+				if want := map[bool]string{true: "input", false: ""}[tt.read]; got != want {
+					t.Errorf("the body after the request brought %q, want %q", got, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the body was never ended: stdin held open for a command that did not start")
+			}
+			if n := stdin.n.Load(); !tt.read && n != 0 {
+				t.Errorf("stdin read %d bytes for a command that did not start", n)
+			}
+		})
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
