@@ -393,7 +393,14 @@ func TestRunThroughServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append(append(append(slices.Clone(flags), tt.flags...), "--"), tt.cmd...)
 			here, _ := runVia(t, "", strings.NewReader(tt.stdin), args...)
+			// What a command leaves in the workspace is judged in the
+			// host's file, made again by the run through the server.
+			written := filepath.Join(ws, "written")
+			os.Remove(written)
 			there, _ := runVia(t, s.sock, strings.NewReader(tt.stdin), args...)
+			if b, err := os.ReadFile(written); tt.name == "a write lands in the workspace" && string(b) != "w\n" {
+				t.Errorf("the host's %s after the run through the server: %q, %v", written, b, err)
+			}
 			if here.code != there.code || here.stdout != there.stdout {
 				t.Errorf("here: %s\nthrough the server: %s", here, there)
 			}
