@@ -381,3 +381,44 @@ func TestHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesCompiledWhenCalledFor: the default rules' expressions are
+// compiled when a keyword first calls for one, not when a Scanner is made
+// (a fresh hutch run paid 5 ms for all of them before its command ran),
+// and a rule compiled late finds what it did compiled early.
+func TestRulesCompiledWhenCalledFor(t *testing.T) {
+	// Fresh expressions: the package's own are shared by every test.
+	rules := defaultRules()
+	for i := range rules {
+		rules[i].lazy = pattern(rules[i].lazy.pattern)
+	}
+	compiled := func() []string {
+		var ids []string
+		for _, r := range rules {
+			if r.lazy.re != nil {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids
+	}
+	s := New(rules)
+	if fs := s.Scan([]byte("total 8\ndrwxr-xr-x 2 root root 4096 README.md main.go\n")); len(fs) != 0 {
+		t.Fatalf("findings in plain text: %+v", fs)
+	}
+	if ids := compiled(); len(ids) != 0 {
+		t.Fatalf("compiled with no keyword in the text: %v", ids)
+	}
+	token := "ghp_" + randomString(rand.New(rand.NewSource(1)), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 36)
+	fs := s.Scan([]byte("export GH=" + token + "\n"))
+	if found := rulesFound(fs); len(found) != 1 || !found["github"] {
+		t.Fatalf("github token: found %+v", fs)
+	}
+	if ids := compiled(); !slices.Equal(ids, []string{"github"}) {
+		t.Fatalf("compiled %v, want only the rule whose keyword occurred", ids)
+	}
+	for _, r := range DefaultRules() {
+		if r.Regex == nil {
+			t.Errorf("DefaultRules: %s has no compiled expression", r.ID)
+		}
+	}
+}

@@ -86,10 +86,12 @@ const (
 	after  = 512
 )
 
-// New makes a Scanner with rules (DefaultRules when nil).
+// New makes a Scanner with rules. With nil it has the default rules
+// (DefaultRules), each expression compiled only once a keyword first calls
+// for it.
 func New(rules []Rule) *Scanner {
 	if rules == nil {
-		rules = DefaultRules()
+		rules = defaultRules()
 	}
 	s := &Scanner{rules: rules, bigrams: new([1 << 16]uint8), byBigram: map[uint16][]int32{}}
 	for i, r := range rules {
@@ -344,7 +346,7 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 			if open && enc == Raw {
 				sc.keep = min(sc.keep, from)
 			}
-			for _, m := range r.Regex.FindAllSubmatchIndex(v[from:to], -1) {
+			for _, m := range r.regex().FindAllSubmatchIndex(v[from:to], -1) {
 				if r.MinEntropy > 0 && entropy(secretPart(v[from:to], m)) < r.MinEntropy {
 					continue
 				}
