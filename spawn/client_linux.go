@@ -198,24 +198,46 @@ func (c *Client) get() (*conn, uint64, error) {
 	defer c.mu.Unlock()
 	c.nextID++
 	c.spawned++
+	cn, err := c.live()
+	if err != nil {
+		return nil, 0, err
+	}
+	return cn, c.nextID, nil
+}
+
+// Prestart starts a server in the background if none runs, for a caller
+// that will soon Spawn: the server's own start (the loader, the binary's
+// constructor) then runs beside the caller's work instead of before its
+// first init. A server that fails to start is the next Spawn's error.
+func (c *Client) Prestart() {
+	go func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, _ = c.live()
+	}()
+}
+
+// live returns the current server's connection, starting a server if none
+// runs or the last one died. c.mu is held.
+func (c *Client) live() (*conn, error) {
 	if c.conn != nil {
 		c.conn.mu.Lock()
 		dead := c.conn.dead
 		c.conn.mu.Unlock()
 		if !dead {
-			return c.conn, c.nextID, nil
+			return c.conn, nil
 		}
 		c.conn = nil
 	}
 	cn, err := startServer()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	c.conn = cn
 	c.started++
 	slog.Debug("hutch: spawn server started", "pid", cn.pid, "servers", c.started)
 	go c.readLoop(cn)
-	return cn, c.nextID, nil
+	return cn, nil
 }
 
 // startServer re-execs the host binary as the spawn server. It is started

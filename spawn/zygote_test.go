@@ -193,3 +193,65 @@ func parentOf(pid int) int {
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
 }
+
+// TestPrestart: Prestart starts a server with no init asked of it, once
+// however often it is called, and the Spawn that follows uses that
+// server rather than starting its own.
+func TestPrestart(t *testing.T) {
+	c := &Client{}
+	c.Prestart()
+	c.Prestart()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.ServerPid() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no server 10 s after Prestart")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pid := c.ServerPid()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || !strings.HasPrefix(string(cmdline), nsinit.ZygoteArg0+"\x00") {
+		t.Fatalf("host: pid %d is not a spawn server: %q, %v", pid, cmdline, err)
+	}
+	time.Sleep(20 * time.Millisecond) // the second Prestart's turn
+	if n := c.ServersStarted(); n != 1 {
+		t.Errorf("servers started by two Prestarts: %d, want 1", n)
+	}
+	if n := c.Spawned(); n != 0 {
+		t.Errorf("Prestart counted %d spawns", n)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	// No namespaces: the init waits for a plan on its control socket
+	// until the test's end closes, and dies then.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control := os.NewFile(uintptr(pair[1]), "control")
+	in, err := c.Spawn(Request{UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w})
+	control.Close()
+	if err != nil {
+		unix.Close(pair[0])
+		t.Fatal(err)
+	}
+	if ppid := parentOf(in.Pid); ppid != pid {
+		t.Errorf("host: the init's parent is %d, want the prestarted server %d", ppid, pid)
+	}
+	unix.Close(pair[0])
+	in.Wait()
+	if n := c.ServersStarted(); n != 1 {
+		t.Errorf("servers started after a Spawn: %d, want 1", n)
+	}
+}
+
