@@ -254,4 +254,3 @@ func TestPrestart(t *testing.T) {
 		t.Errorf("servers started after a Spawn: %d, want 1", n)
 	}
 }
-
