@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,6 +42,9 @@ const ConnectTCP = accessConnectTCP
 type Rule struct {
 	Path      string
 	Dir, File uint64
+	// held is Path's file, kept with the listing the rule came from, or
+	// nil.
+	held *heldFile
 }
 
 // AttrSize is how much of struct landlock_ruleset_attr to give the
@@ -98,7 +102,7 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 		// Listing only: the names beneath a denied directory stay
 		// visible, its contents do not.
 		rules = append(rules, Rule{Path: dir, Dir: access & accessReadDir})
-		ents, err := listed.read(dir)
+		ents, kept, err := listed.read(dir)
 		if err != nil {
 			// Gone, or not listable by this user: grant nothing beneath
 			// it (what cannot be listed cannot be carved up safely).
@@ -107,7 +111,7 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 			}
 			return fmt.Errorf("landlock: list %s: %w", dir, err)
 		}
-		for _, e := range ents {
+		for i, e := range ents {
 			p := filepath.Join(dir, e.Name())
 			switch {
 			case denied[p]:
@@ -117,7 +121,11 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 				}
 			default:
 				// A rule per entry: a carve-out of /etc has hundreds.
-				rules = append(rules, Rule{Path: p, Dir: access, File: access & fileRights})
+				ru := Rule{Path: p, Dir: access, File: access & fileRights}
+				if kept != nil {
+					ru.held = listed.hold(dir, kept, i, p)
+				}
+				rules = append(rules, ru)
 			}
 		}
 		return nil
@@ -128,11 +136,18 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 // listed keeps the directories the carve-outs list, for the process: a
 // carve-out is worked out again for every spawn (a name made since the
 // last one must get its rule), and listing /etc each time was about 7% of
-// a busy hutch serve's CPU.
-var listed = listings{dirs: map[string]listing{}}
+// a busy hutch serve's CPU. A kept listing also holds its entries'
+// files, so that a ruleset begun on the host (Create) need not open
+// hundreds of paths for every spawn: that was over 1 ms of each init's
+// start.
+var listed = listings{dirs: map[string]*listing{}}
 
 // maxListings bounds listed: past it, it starts over.
 const maxListings = 256
+
+// maxHeld bounds the files listed holds open: the entries of a listing
+// kept past it are opened for each ruleset instead.
+const maxHeld = 1024
 
 // racyWithin is how recent a directory's change may be for its listing to
 // be kept: within a timestamp's granularity, two changes can leave the
@@ -140,44 +155,173 @@ const maxListings = 256
 const racyWithin = time.Second
 
 type listings struct {
+	// mu guards dirs and the held files: a listing dropped closes its
+	// files under it, and Create adds them to a ruleset under it.
 	mu   sync.Mutex
-	dirs map[string]listing
+	dirs map[string]*listing
+	held int // open files of the listings in dirs
 }
 
 // A listing is a directory's entries and its identity and ctime when they
 // were read. Every entry made, removed or renamed in a directory moves its
 // ctime (as does any change to the directory itself, a utimes included),
-// so an equal ctime means the same names.
+// so an equal ctime means the same names, each leading to the same file.
 type listing struct {
 	dev, ino uint64
 	ctime    unix.Timespec
 	ents     []os.DirEntry
+	// held are ents' files in order, each opened when a rule first
+	// needs it (never a denied entry's), as the init opens a rule's path
+	// (O_PATH, a symlink not followed); nil where not opened.
+	held []*heldFile
+}
+
+// heldFile is an open entry of a kept listing.
+type heldFile struct {
+	fd   int    // -1 once its listing is dropped
+	mode uint32 // the file's type, S_IFMT bits
 }
 
 // read is os.ReadDir(dir), from the last listing while dir's ctime has
-// not moved since it.
-func (c *listings) read(dir string) ([]os.DirEntry, error) {
+// not moved since it. The listing is returned too when it is kept, for
+// hold.
+func (c *listings) read(dir string) ([]os.DirEntry, *listing, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
-		return os.ReadDir(dir) // its error, as listing would give it
+		ents, err := os.ReadDir(dir) // its error, as listing would give it
+		return ents, nil, err
 	}
 	c.mu.Lock()
 	l, ok := c.dirs[dir]
+	if ok && (l.dev != uint64(st.Dev) || l.ino != uint64(st.Ino) || l.ctime != st.Ctim) {
+		c.drop(dir) // changed: its files lead to what the names no longer do
+		ok = false
+	}
 	c.mu.Unlock()
-	if ok && l.dev == uint64(st.Dev) && l.ino == uint64(st.Ino) && l.ctime == st.Ctim {
-		return l.ents, nil
+	if ok {
+		return l.ents, l, nil
 	}
 	// Read after the stat: a change in between moves the ctime from the
 	// one kept, and the next read lists again.
 	ents, err := os.ReadDir(dir)
 	if err != nil || time.Since(time.Unix(st.Ctim.Unix())) < racyWithin {
-		return ents, err
+		return ents, nil, err
 	}
+	l = &listing{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: st.Ctim, ents: ents, held: make([]*heldFile, len(ents))}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.dirs) >= maxListings {
-		clear(c.dirs)
+		for d := range c.dirs {
+			c.drop(d)
+		}
 	}
-	c.dirs[dir] = listing{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: st.Ctim, ents: ents}
-	c.mu.Unlock()
-	return ents, nil
+	c.drop(dir)
+	c.dirs[dir] = l
+	return ents, l, nil
+}
+
+// hold returns the file of entry i (at path) of dir's kept listing l,
+// opening it if no rule has yet: nil when l is no longer dir's listing,
+// the entry cannot be opened, or maxHeld files are open.
+func (c *listings) hold(dir string, l *listing, i int, path string) *heldFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dirs[dir] != l {
+		return nil
+	}
+	if l.held[i] == nil && c.held < maxHeld {
+		// Opened after the listing, as the init would open it: a name
+		// replaced in between is the new file, and moves the ctime.
+		if l.held[i] = holdPath(path); l.held[i] != nil {
+			c.held++
+		}
+	}
+	return l.held[i]
+}
+
+// drop forgets dir's listing and closes its files. c.mu is held.
+func (c *listings) drop(dir string) {
+	l, ok := c.dirs[dir]
+	if !ok {
+		return
+	}
+	for _, h := range l.held {
+		if h != nil {
+			unix.Close(h.fd)
+			h.fd = -1
+			c.held--
+		}
+	}
+	delete(c.dirs, dir)
+}
+
+// holdPath opens path as the init opens a rule's path, or returns nil.
+func holdPath(path string) *heldFile {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil
+	}
+	return &heldFile{fd: fd, mode: st.Mode & unix.S_IFMT}
+}
+
+// Create begins r's ruleset on the host with rules, for an init to finish
+// with the rules on paths only its view has (nsinit's STEP_LL_RULESET_FD)
+// and restrict itself to. Every rule must be on a path the view shares
+// with the host: the same path leading to the same file. Each is added as
+// the init adds one (a symlink gets none, a missing path none), from the
+// file its listing holds where it holds one, else by opening the path.
+func (r Ruleset) Create(rules []Rule) (*os.File, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: r.HandledFS, Handled_access_net: r.HandledNet, Scoped: r.Scoped}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), uintptr(r.AttrSize()), 0)
+	if e != 0 {
+		return nil, fmt.Errorf("landlock: create ruleset (ABI %d): %w", r.ABI, e)
+	}
+	ruleset := os.NewFile(fd, "landlock-ruleset")
+	listed.mu.Lock()
+	defer listed.mu.Unlock()
+	for _, ru := range rules {
+		if err := ru.add(int(fd)); err != nil {
+			ruleset.Close()
+			return nil, err
+		}
+	}
+	return ruleset, nil
+}
+
+// add adds ru to ruleset. listed.mu is held, so its held file stays open.
+func (ru Rule) add(ruleset int) error {
+	h := ru.held
+	if h == nil || h.fd < 0 {
+		// Not kept, or its listing replaced since the rule was made.
+		fd, err := unix.Open(ru.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("landlock: open %s: %w", ru.Path, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("landlock: stat %s: %w", ru.Path, err)
+		}
+		h = &heldFile{fd: fd, mode: st.Mode & unix.S_IFMT}
+	}
+	access := ru.File
+	if h.mode == unix.S_IFDIR {
+		access = ru.Dir
+	}
+	if h.mode == unix.S_IFLNK || access == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(h.fd)}
+	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("landlock: allow %#x beneath %s: %w", access, ru.Path, e)
+	}
+	return nil
 }

@@ -106,3 +106,66 @@ func TestCarveOutFollowsTheDirectory(t *testing.T) {
 	}
 	check("removed since", "c", "d")
 }
+
+// TestHeldFiles: a kept listing holds its entries open, one file each,
+// for the host's rulesets (Create); a listing replaced closes its files,
+// and rules made from it before still go into a ruleset, their paths
+// opened again.
+func TestHeldFiles(t *testing.T) {
+	if ABI() == 0 {
+		t.Skip("the kernel has no Landlock")
+	}
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b", "secret"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Build(Spec{ReadOnly: []string{dir}, Deny: []string{filepath.Join(dir, "secret")}}, ABI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// openIn counts this process's fds open on files in dir, from /proc.
+	openIn := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && filepath.Dir(l) == dir {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(racyWithin + 100*time.Millisecond)
+	before, err := r.Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := openIn(); n != 2 {
+		t.Errorf("kept listing: %d files open in the directory, want 2 (a and b, not secret)", n)
+	}
+	for _, ru := range before {
+		if ru.Path != dir && ru.held == nil {
+			t.Errorf("rule on %s holds no file", ru.Path)
+		}
+	}
+	// Replaced: the listing goes, and its files with it.
+	if err := os.Remove(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rules(); err != nil {
+		t.Fatal(err)
+	}
+	if n := openIn(); n != 0 {
+		t.Errorf("after the directory changed: %d files still open in it, want 0", n)
+	}
+	// The rules made before: a is gone (no rule), b opened again.
+	f, err := r.Create(before)
+	if err != nil {
+		t.Fatalf("Create from rules whose listing went: %v", err)
+	}
+	f.Close()
+}

@@ -62,6 +62,11 @@ type Config struct {
 	// Landlock is the ruleset the forking thread restricts itself to
 	// after dropping privileges and before seccomp; nil means none.
 	Landlock *landlock.Ruleset
+	// HostRuleset has the host begin that ruleset (Plan.Ruleset) with
+	// the rules on paths the view shares with the host, passed as the
+	// config frame's last fd; the init adds the rest. Without it the
+	// init opens every rule's path itself.
+	HostRuleset bool
 
 	// Seccomp is the compiled filter (a BPF program) loaded last, on the
 	// thread that forks the command. It is required unless Skip holds

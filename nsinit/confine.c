@@ -7,7 +7,8 @@
  *   STEP_CGROUP_JOIN  move this thread into a v1 cgroup (write "0" to tasks)
  *   STEP_CAPS         drop every capability for good, or (without
  *                     CAP_SETPCAP) set no_new_privs and clear what is held
- *   STEP_LL_*         build a Landlock ruleset and restrict this thread
+ *   STEP_LL_*         build a Landlock ruleset, or finish one the host began
+ *                     (STEP_LL_RULESET_FD), and restrict this thread
  *   STEP_SECCOMP      load a BPF filter on this thread, maybe with a listener
  *
  * Capabilities, no_new_privs, Landlock domains and seccomp filters belong
@@ -83,7 +84,7 @@ int step_fail(struct step_err *e, int err, const char *path, const char *fmt, ..
 static const struct wire_shape shapes[] = {
 	{STEP_KEYRING, 0, 0},	  {STEP_HOSTNAME, 0, 1},   {STEP_LOOPBACK, 0, 0}, {STEP_RLIMIT, 4, 0},
 	{STEP_CGROUP_JOIN, 1, 0}, {STEP_CAPS, 2, 0},	   {STEP_LL_RULESET, 5, 0}, {STEP_LL_PATH, 2, 1},
-	{STEP_LL_PORT, 2, 0},	  {STEP_LL_RESTRICT, 0, 0}, {STEP_SECCOMP, 1, 1},
+	{STEP_LL_PORT, 2, 0},	  {STEP_LL_RESTRICT, 0, 0}, {STEP_SECCOMP, 1, 1}, {STEP_LL_RULESET_FD, 1, 0},
 };
 
 static int refuse(struct step_err *e, size_t i, const char *why)
@@ -122,6 +123,10 @@ static int check(const struct wire_record *recs, size_t n, struct step_err *e)
 			if (ruleset++ || r->ints[3] % 8 != 0 || r->ints[3] == 0 || r->ints[3] > sizeof(struct ll_ruleset_attr) ||
 			    r->ints[4] > INT_MAX)
 				return refuse(e, i, "second ruleset, or bad attribute size or ABI");
+			break;
+		case STEP_LL_RULESET_FD:
+			if (ruleset++ || r->ints[0] > INT_MAX)
+				return refuse(e, i, "second ruleset, or a bad fd");
 			break;
 		case STEP_LL_PATH:
 			if (!ruleset || wire_path(r, 0) == NULL || r->blobs[0].len == 0 || r->blobs[0].len >= PATH_MAX)
@@ -307,6 +312,12 @@ static int run(const struct wire_record *r, int *ruleset, int *listener, struct 
 	case STEP_LL_RULESET:
 		*ruleset = ll_ruleset(v, e);
 		return *ruleset < 0 ? -1 : 0;
+	case STEP_LL_RULESET_FD:
+		/* Taken over whatever it is: closed with the message's end. A
+		 * fd that is no ruleset fails the rules and the restriction
+		 * that follow (EBADFD), never grants. */
+		*ruleset = (int)v[0];
+		return 0;
 	case STEP_LL_PATH:
 		return ll_path(*ruleset, wire_path(r, 0), v[0], v[1], e);
 	case STEP_LL_PORT:

@@ -32,6 +32,7 @@
 #define STEP_LL_PORT 15      /* ints: access, TCP port */
 #define STEP_LL_RESTRICT 16  /* no_new_privs, then restrict this thread to the ruleset */
 #define STEP_SECCOMP 17      /* ints: SECCOMP_SET_MODE_FILTER flags; blobs: the BPF program */
+#define STEP_LL_RULESET_FD 18 /* ints: fd of a ruleset the host began, which this step takes over */
 
 /* STEP_CAPS modes. */
 #define STEP_CAPS_NO_SETPCAP 0 /* no_new_privs and capset to zero only */

@@ -15,20 +15,21 @@ import "syscall"
 // confine.c), run from wire records whose kinds are these (confine.h).
 // Go decides every value; the C only executes.
 const (
-	stepKeyring    = C.STEP_KEYRING
-	stepHostname   = C.STEP_HOSTNAME
-	stepLoopback   = C.STEP_LOOPBACK
-	stepRlimit     = C.STEP_RLIMIT
-	stepCgroupJoin = C.STEP_CGROUP_JOIN
-	stepCaps       = C.STEP_CAPS
-	stepLLRuleset  = C.STEP_LL_RULESET
-	stepLLPath     = C.STEP_LL_PATH
-	stepLLPort     = C.STEP_LL_PORT
-	stepLLRestrict = C.STEP_LL_RESTRICT
-	stepSeccomp    = C.STEP_SECCOMP
-	stepCapsNoPcap = C.STEP_CAPS_NO_SETPCAP
-	stepCapsAll    = C.STEP_CAPS_ALL
-	stepMaxRecords = C.STEP_MAX_RECORDS
+	stepKeyring     = C.STEP_KEYRING
+	stepHostname    = C.STEP_HOSTNAME
+	stepLoopback    = C.STEP_LOOPBACK
+	stepRlimit      = C.STEP_RLIMIT
+	stepCgroupJoin  = C.STEP_CGROUP_JOIN
+	stepCaps        = C.STEP_CAPS
+	stepLLRuleset   = C.STEP_LL_RULESET
+	stepLLPath      = C.STEP_LL_PATH
+	stepLLPort      = C.STEP_LL_PORT
+	stepLLRestrict  = C.STEP_LL_RESTRICT
+	stepLLRulesetFd = C.STEP_LL_RULESET_FD
+	stepSeccomp     = C.STEP_SECCOMP
+	stepCapsNoPcap  = C.STEP_CAPS_NO_SETPCAP
+	stepCapsAll     = C.STEP_CAPS_ALL
+	stepMaxRecords  = C.STEP_MAX_RECORDS
 )
 
 // StepError is a C step that failed: the operation, the path it was

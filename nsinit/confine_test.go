@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/landlock"
 )
 
 // confineChildEnv carries a confineChild job to the re-executed test
@@ -358,6 +359,9 @@ func TestStepRefused(t *testing.T) {
 		{"empty path", []Record{ruleset, {Kind: stepLLPath, Ints: []uint64{1, 1}, Blobs: [][]byte{{}}}}, "bad path"},
 		{"path rule without a ruleset", []Record{{Kind: stepLLPath, Ints: []uint64{1, 1}, Blobs: [][]byte{[]byte("/tmp")}}}, "without a ruleset"},
 		{"two rulesets", []Record{ruleset, ruleset}, "second ruleset"},
+		{"a ruleset and the host's", []Record{ruleset, {Kind: stepLLRulesetFd, Ints: []uint64{10}}}, "second ruleset"},
+		{"the host's ruleset and another", []Record{{Kind: stepLLRulesetFd, Ints: []uint64{10}}, ruleset}, "second ruleset"},
+		{"the host's ruleset at a bad fd", []Record{{Kind: stepLLRulesetFd, Ints: []uint64{1 << 40}}}, "bad fd"},
 		{"restrict without a ruleset", []Record{{Kind: stepLLRestrict}}, "without a ruleset"},
 		{"port out of range", []Record{ruleset, {Kind: stepLLPort, Ints: []uint64{2, 70000}}}, "bad port"},
 		{"interior NUL in a host name", []Record{{Kind: stepHostname, Blobs: [][]byte{[]byte("a\x00b")}}}, "bad host name"},
@@ -396,5 +400,31 @@ func TestStepRefused(t *testing.T) {
 	}
 	if n, _ := unix.Read(r, make([]byte, 8)); n > 0 {
 		t.Errorf("a join of a malformed message ran")
+	}
+}
+
+// TestHostRulesetNotARuleset: an fd passed as the host's ruleset that is
+// no ruleset fails the first rule added to it (EBADFD), before anything
+// is restricted: it never stands for a ruleset that grants.
+func TestHostRulesetNotARuleset(t *testing.T) {
+	if landlock.ABI() == 0 {
+		t.Skip("the kernel has no Landlock")
+	}
+	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runSteps(
+		Record{Kind: stepLLRulesetFd, Ints: []uint64{uint64(fd)}},
+		Record{Kind: stepLLPath, Ints: []uint64{1, 1}, Blobs: [][]byte{[]byte("/")}},
+		Record{Kind: stepLLRestrict},
+	)
+	var se *StepError
+	if !errors.As(err, &se) || se.Errno != unix.EBADFD || se.Path != "/" {
+		t.Errorf("err = %v, want EBADFD adding the rule on /", err)
+	}
+	// Taken over: the steps closed it.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+		t.Errorf("the fd passed as the ruleset is still open (%v)", err)
 	}
 }

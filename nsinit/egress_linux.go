@@ -18,7 +18,16 @@ func (c *Config) wantFds() int {
 	if c.HandsOff() {
 		n++
 	}
+	if c.hostRuleset() {
+		n++
+	}
 	return n
+}
+
+// hostRuleset reports whether the config frame carries a Landlock
+// ruleset begun on the host, as its last fd.
+func (c *Config) hostRuleset() bool {
+	return c.HostRuleset && c.Landlock != nil && c.Landlock.ABI > 0
 }
 
 // HandsOff reports whether the init has anything to hand the host, and so

@@ -39,6 +39,9 @@ type restrictChild struct {
 	// Ready: once restricted, write Ready and wait for Go to exist
 	// before the copies.
 	Ready, Go string
+	// Host has the ruleset begun as the runtime begins it, on the host
+	// (Ruleset.Create), and passed to the steps as an fd.
+	Host bool
 }
 
 func runLandlockChild(job string) int {
@@ -53,7 +56,23 @@ func runLandlockChild(job string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	recs, err := landlockSteps(r)
+	hostFd := -1
+	if c.Host {
+		// The number the ruleset will have, as a config frame's fd has
+		// its number before the plan is made.
+		if hostFd, err = unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	recs, host, err := landlockSteps(r, hostFd, func(string) bool { return true })
+	if err == nil && c.Host {
+		var f *os.File
+		if f, err = r.Create(host); err == nil {
+			err = unix.Dup3(int(f.Fd()), hostFd, unix.O_CLOEXEC)
+			f.Close()
+		}
+	}
 	if err == nil {
 		err = run(recs...)
 	}
@@ -125,11 +144,19 @@ func runRestricted(t *testing.T, c restrictChild) {
 
 // TestRestrict checks, from the files left behind, that a restricted
 // thread writes only to writable trees and reads nothing denied, while
-// everything else stays readable.
+// everything else stays readable: with the ruleset built by the steps
+// alone, and begun on the host (the runtime's way) from the files its
+// kept listings hold, the tree left alone long enough for them to be kept.
 func TestLandlockRestrict(t *testing.T) {
 	if landlock.ABI() == 0 {
 		t.Skip("the kernel has no Landlock")
 	}
+	for _, mode := range []string{"steps", "host"} {
+		t.Run(mode, func(t *testing.T) { testLandlockRestrict(t, mode == "host") })
+	}
+}
+
+func testLandlockRestrict(t *testing.T, host bool) {
 	base := t.TempDir()
 	ro := filepath.Join(base, "ro")
 	rw := filepath.Join(base, "rw")
@@ -150,7 +177,11 @@ func TestLandlockRestrict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if host {
+		time.Sleep(1100 * time.Millisecond) // past landlock's racyWithin
+	}
 	c := restrictChild{
+		Host: host,
 		Spec: landlock.Spec{ReadOnly: []string{ro}, Writable: []string{rw}, Deny: []string{secrets}},
 		Copies: [][2]string{
 			{filepath.Join(secrets, "id_ed25519"), filepath.Join(rw, "stolen")},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/landlock"
+	"github.com/hutchbox/hutch/mounts"
 )
 
 // The host decides everything the sandbox init (init.c) does: EncodeConfig
@@ -26,12 +28,27 @@ import (
 // Plan is a Config encoded for the init.
 type Plan struct {
 	// Message is the config frame's payload; the frame carries the
-	// Config's cgroup v1 tasks files and then, if it HandsOff, the
-	// handoff socket.
+	// Config's cgroup v1 tasks files, then, if it HandsOff, the handoff
+	// socket, then, with HostRuleset, the Landlock ruleset (Ruleset).
 	Message []byte
 	// mounts are the filesystem step's records, which the init's errors
 	// name by index.
 	mounts []mountStep
+	// landlock and hostRules are what Ruleset begins, with a Config's
+	// HostRuleset.
+	landlock  *landlock.Ruleset
+	hostRules []landlock.Rule
+}
+
+// Ruleset begins the plan's Landlock ruleset on the host with the rules
+// left to it, for a Config with HostRuleset: the config frame's last fd,
+// which the caller closes once the frame is sent. nil when the Config
+// has none.
+func (p *Plan) Ruleset() (*os.File, error) {
+	if p.landlock == nil {
+		return nil, nil
+	}
+	return p.landlock.Create(p.hostRules)
 }
 
 // neverDegrade are skipped by no configuration: without them there is no
@@ -88,7 +105,11 @@ func EncodeConfig(c Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Message: msg, mounts: p.mounts}, nil
+	plan := &Plan{Message: msg, mounts: p.mounts}
+	if c.hostRuleset() {
+		plan.landlock, plan.hostRules = c.Landlock, p.hostRules
+	}
+	return plan, nil
 }
 
 // planner builds one plan.
@@ -97,9 +118,10 @@ type planner struct {
 	recs []Record
 	// reported are the layers the plan reports enforced once their steps
 	// succeed: each is reported once.
-	reported []Layer
-	mounts   []mountStep
-	err      error // the first encoding error
+	reported  []Layer
+	mounts    []mountStep
+	hostRules []landlock.Rule // the Landlock rules the host adds
+	err       error           // the first encoding error
 }
 
 // fail records err, if it is the first.
@@ -171,7 +193,20 @@ func (p *planner) message(recs ...Record) []byte {
 	return b
 }
 
-// handoff is the handoff socket's fd in the init: the frame's last.
+// sharedWithHost reports whether path leads to the same file in the view
+// as on the host: in the host's mount namespace (LevelLandlock) every
+// path does; in a view of its own, a path the plan binds from the host at
+// that same path (mounts.Plan.Lookup), not one of the sandbox's own
+// filesystems (/tmp, /dev, /proc) or a mask.
+func (p *planner) sharedWithHost(path string) bool {
+	if !slices.Contains(p.c.Namespaces, LayerMountNS) {
+		return true
+	}
+	pl := p.c.Mounts.Lookup(path)
+	return pl.Reach == mounts.OnHost && pl.HostPath == path
+}
+
+// handoff is the handoff socket's fd in the init.
 func (p *planner) handoff() uint64 { return uint64(initFdBase + p.c.CgroupTasks) }
 
 // setup builds the sandbox around the init: identity, network,
@@ -249,10 +284,15 @@ func (p *planner) confine() {
 	// Landlock needs no_new_privs (its step sets it) and must come
 	// before seccomp, whose filter does not allow its system calls.
 	if c.Landlock != nil {
-		recs, err := landlockSteps(*c.Landlock)
+		hostFd := -1
+		if c.hostRuleset() {
+			hostFd = initFdBase + c.wantFds() - 1
+		}
+		recs, host, err := landlockSteps(*c.Landlock, hostFd, p.sharedWithHost)
 		if err != nil {
 			p.fail(err)
 		}
+		p.hostRules = host
 		p.step(initSteps, LayerLandlock, "restrict", initReport, nil, p.message(recs...))
 	}
 	if c.UnixWall != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,8 @@ func stepsString(t *testing.T, msg []byte) string {
 			parts = append(parts, fmt.Sprintf("path %s %#x %#x", r.Blob(0), r.Int(0), r.Int(1)))
 		case stepLLPort:
 			parts = append(parts, fmt.Sprintf("port %d", r.Int(1)))
+		case stepLLRulesetFd:
+			parts = append(parts, fmt.Sprintf("ruleset fd %d", r.Int(0)))
 		case stepLLRestrict:
 			parts = append(parts, "restrict")
 		case stepSeccomp:
@@ -261,6 +264,81 @@ func TestEncodeConfig(t *testing.T) {
 func TestEmptySteps(t *testing.T) {
 	if err := run(); err != nil {
 		t.Errorf("empty step message: %v", err)
+	}
+}
+
+// TestEncodeConfigHostRuleset: with HostRuleset the rules on paths the
+// view shares with the host are left to the host's ruleset, passed as the
+// config frame's last fd (after the cgroup tasks files and the handoff
+// socket), and the init adds only those on the sandbox's own filesystems
+// and masks; in the host's mount namespace every rule is the host's.
+func TestEncodeConfigHostRuleset(t *testing.T) {
+	view := mounts.Plan{Mounts: []mounts.Mount{
+		{Kind: mounts.HostRoot, Source: "/", Target: "/"},
+		{Kind: mounts.Tmpfs, Target: "/tmp", Mode: 0o1777},
+		{Kind: mounts.BindRW, Source: "/tmp/ws", Target: "/tmp/ws"},
+		{Kind: mounts.BindRO, Source: "/srv/src", Target: "/opt/src"},
+		{Kind: mounts.Mask, Target: "/etc/secret"},
+	}}
+	ll := &landlock.Ruleset{ABI: 3, HandledFS: 0xff, Paths: []landlock.PathRule{
+		{Path: "/usr", Access: 0x1},          // the host's
+		{Path: "/tmp", Access: 0xff},         // the sandbox's tmpfs
+		{Path: "/tmp/ws", Access: 0xff},      // the host's again, bound at its own path
+		{Path: "/opt/src", Access: 0x1},      // a host tree bound elsewhere
+		{Path: "/etc/secret/x", Access: 0x1}, // under a mask
+	}}
+	ruleFor := func(lines []string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "steps landlock") {
+				return l
+			}
+		}
+		return ""
+	}
+	hostPaths := func(p *Plan) []string {
+		var paths []string
+		for _, r := range p.hostRules {
+			paths = append(paths, r.Path)
+		}
+		return paths
+	}
+	all := []Layer{LayerUserNS, LayerMountNS, LayerPidNS, LayerNetNS, LayerIPCNS, LayerUTSNS, LayerCgroupNS}
+	for _, tc := range []struct {
+		name       string
+		c          Config
+		steps      string
+		host       []string
+		frameFds   int
+		hasRuleset bool
+	}{
+		{"in a view of its own", Config{Mounts: view, Namespaces: all, CgroupTasks: 2, Egress: &Egress{Port: 1}, Landlock: ll, HostRuleset: true, Seccomp: []byte("p")},
+			`steps landlock "restrict" report [ruleset fd 13, path /tmp 0xff 0x7, path /opt/src 0x1 0x1, path /etc/secret/x 0x1 0x1, restrict]`,
+			[]string{"/usr", "/tmp/ws"}, 4, true},
+		{"in the host's namespaces", Config{Landlock: ll, HostRuleset: true, Seccomp: []byte("p")},
+			`steps landlock "restrict" report [ruleset fd 10, restrict]`,
+			[]string{"/usr", "/tmp", "/tmp/ws", "/opt/src", "/etc/secret/x"}, 1, true},
+		{"without HostRuleset", Config{Mounts: view, Namespaces: all, Landlock: ll, Seccomp: []byte("p")},
+			`steps landlock "restrict" report [ruleset abi 3, path /usr 0x1 0x1, path /tmp 0xff 0x7, path /tmp/ws 0xff 0x7, path /opt/src 0x1 0x1, path /etc/secret/x 0x1 0x1, restrict]`,
+			nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := EncodeConfig(tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ruleFor(planLines(t, p.Message)); got != tc.steps {
+				t.Errorf("landlock steps:\n got %s\nwant %s", got, tc.steps)
+			}
+			if got := hostPaths(p); !slices.Equal(got, tc.host) {
+				t.Errorf("the host's rules: %v, want %v", got, tc.host)
+			}
+			if got := tc.c.wantFds(); got != tc.frameFds {
+				t.Errorf("config frame fds: %d, want %d", got, tc.frameFds)
+			}
+			if (p.landlock != nil) != tc.hasRuleset {
+				t.Errorf("Ruleset would begin one: %v, want %v", p.landlock != nil, tc.hasRuleset)
+			}
+		})
 	}
 }
 

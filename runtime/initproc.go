@@ -100,6 +100,20 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ruleset, err := plan.Ruleset()
+	if err != nil {
+		// A path the host cannot open the init may (it holds capabilities
+		// over the host uid's files), or else fails to as its own step,
+		// which reports and degrades as such: the plan without the
+		// host's part.
+		config.HostRuleset = false
+		if plan, err = nsinit.EncodeConfig(config); err != nil {
+			return nil, err
+		}
+	}
+	if ruleset != nil {
+		defer ruleset.Close()
+	}
 	null, err := initStdio()
 	if err != nil {
 		return nil, err
@@ -141,6 +155,15 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		taskFds = append(taskFds, d)
 	}
 	var ho *handoff
+	// abandon undoes what this function made so far, before any spawn.
+	abandon := func(err error) (*sandboxInit, error) {
+		if ho != nil {
+			ho.sock.Close()
+		}
+		closeFds(append(taskFds, cfgFd, pair[0]))
+		statusR.Close()
+		return nil, err
+	}
 	if config.HandsOff() {
 		var initEnd *os.File
 		ho, initEnd, err = newHandoff()
@@ -149,17 +172,19 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 			d, err = unix.FcntlInt(initEnd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 			initEnd.Close()
 			if err == nil {
-				taskFds = append(taskFds, d) // the config frame's last fd
+				taskFds = append(taskFds, d)
 			}
 		}
 		if err != nil {
-			if ho != nil {
-				ho.sock.Close()
-			}
-			closeFds(append(taskFds, cfgFd, pair[0]))
-			statusR.Close()
-			return nil, err
+			return abandon(err)
 		}
+	}
+	if ruleset != nil {
+		d, err := unix.FcntlInt(ruleset.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return abandon(err)
+		}
+		taskFds = append(taskFds, d) // the config frame's last fd
 	}
 	go func() {
 		cfgSent <- nsinit.WriteFrame(cfgFd, plan.Message, taskFds...)

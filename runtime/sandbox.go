@@ -256,6 +256,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 			Skip:         sb.policy.SkipLayers,
 			Rlimits:      sb.rlimits,
 			Landlock:     sb.landlock,
+			HostRuleset:  true,
 		}
 	}
 	var egress *nsinit.Egress
@@ -283,6 +284,9 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,
 		UnixWall:   wall,
+		// The rules on the host's own files (the carve-out's hundreds)
+		// from files kept open between spawns, not opened by each init.
+		HostRuleset: true,
 	}
 }
 
