@@ -145,9 +145,16 @@ var listed = listings{dirs: map[string]*listing{}}
 // maxListings bounds listed: past it, it starts over.
 const maxListings = 256
 
-// maxHeld bounds the files listed holds open: the entries of a listing
-// kept past it are opened for each ruleset instead.
-const maxHeld = 1024
+// maxHeld bounds the files listed holds open: entries past it are opened
+// for each ruleset instead. A quarter of the fds this process may open at
+// most, in the host of an agent that may have other uses for them.
+var maxHeld = sync.OnceValue(func() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(lim.Cur/4, 1024))
+})
 
 // racyWithin is how recent a directory's change may be for its listing to
 // be kept: within a timestamp's granularity, two changes can leave the
@@ -229,7 +236,7 @@ func (c *listings) hold(dir string, l *listing, i int, path string) *heldFile {
 	if c.dirs[dir] != l {
 		return nil
 	}
-	if l.held[i] == nil && c.held < maxHeld {
+	if l.held[i] == nil && c.held < maxHeld() {
 		// Opened after the listing, as the init would open it: a name
 		// replaced in between is the new file, and moves the ctime.
 		if l.held[i] = holdPath(path); l.held[i] != nil {
