@@ -96,24 +96,6 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 			config.CgroupTasks = len(tasks)
 		}
 	}
-	plan, err := nsinit.EncodeConfig(config)
-	if err != nil {
-		return nil, err
-	}
-	ruleset, err := plan.Ruleset()
-	if err != nil {
-		// A path the host cannot open the init may (it holds capabilities
-		// over the host uid's files), or else fails to as its own step,
-		// which reports and degrades as such: the plan without the
-		// host's part.
-		config.HostRuleset = false
-		if plan, err = nsinit.EncodeConfig(config); err != nil {
-			return nil, err
-		}
-	}
-	if ruleset != nil {
-		defer ruleset.Close()
-	}
 	null, err := initStdio()
 	if err != nil {
 		return nil, err
@@ -130,39 +112,66 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		return nil, err
 	}
 	defer statusW.Close()
+	// The init is cloned while its plan is made: the spawn server's clone
+	// (the namespaces made) and the plan (the carve-out listed, the
+	// host's part of the Landlock ruleset added) take about as long, and
+	// the init waits for its plan on the control socket.
+	spawnAt := nsinit.Monotonic()
+	spawned := make(chan spawnResult, 1)
+	go func() {
+		proc, err := spawn.Default().Spawn(spawn.Request{
+			Cloneflags: sb.cloneflags(),
+			UID:        sb.uid, GID: sb.gid,
+			Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,
+			Cgroup: cgroupDir,
+		})
+		spawned <- spawnResult{proc, err}
+	}()
+	cfgFd := -1
+	var taskFds []int
+	var ho *handoff
+	// abandon undoes what this function made, the init included: it ends
+	// at the control socket's close, its plan never sent, and is reaped
+	// before its group goes.
+	abandon := func(err error) (*sandboxInit, error) {
+		if ho != nil {
+			ho.sock.Close()
+		}
+		if cfgFd >= 0 {
+			taskFds = append(taskFds, cfgFd)
+		}
+		closeFds(append(taskFds, pair[0]))
+		statusR.Close()
+		if r := <-spawned; r.err == nil {
+			_, _ = r.proc.Wait()
+		}
+		return nil, err
+	}
+	plan, ruleset, err := planInit(config)
+	if err != nil {
+		return abandon(err)
+	}
+	if ruleset != nil {
+		defer ruleset.Close()
+	}
 	// The config goes out while the spawn request travels; a config
 	// larger than the socket buffer blocks this goroutine until the init
 	// reads, or fails once the init is gone.
 	// The goroutine writes through its own dup, so closing the control
 	// socket never leaves it writing to a reused fd number.
-	cfgFd, err := unix.FcntlInt(uintptr(pair[0]), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		unix.Close(pair[0])
-		statusR.Close()
-		return nil, err
+	if cfgFd, err = unix.FcntlInt(uintptr(pair[0]), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+		cfgFd = -1
+		return abandon(err)
 	}
 	cfgSent := make(chan error, 1)
 	// The tasks files travel with the config; the goroutine gets its own
 	// copies, since this function closes its own when it returns.
-	var taskFds []int
 	for _, t := range tasks {
 		d, err := unix.FcntlInt(t.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
-			closeFds(append(taskFds, cfgFd, pair[0]))
-			statusR.Close()
-			return nil, err
+			return abandon(err)
 		}
 		taskFds = append(taskFds, d)
-	}
-	var ho *handoff
-	// abandon undoes what this function made so far, before any spawn.
-	abandon := func(err error) (*sandboxInit, error) {
-		if ho != nil {
-			ho.sock.Close()
-		}
-		closeFds(append(taskFds, cfgFd, pair[0]))
-		statusR.Close()
-		return nil, err
 	}
 	if config.HandsOff() {
 		var initEnd *os.File
@@ -190,13 +199,8 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		cfgSent <- nsinit.WriteFrame(cfgFd, plan.Message, taskFds...)
 		closeFds(append(taskFds, cfgFd))
 	}()
-	spawnAt := nsinit.Monotonic()
-	proc, err := spawn.Default().Spawn(spawn.Request{
-		Cloneflags: sb.cloneflags(),
-		UID:        sb.uid, GID: sb.gid,
-		Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,
-		Cgroup: cgroupDir,
-	})
+	r := <-spawned
+	proc, err := r.proc, r.err
 	if err != nil {
 		unix.Close(pair[0])
 		statusR.Close()
@@ -220,6 +224,29 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		go in.serveHandoff(ho)
 	}
 	return in, nil
+}
+
+type spawnResult struct {
+	proc *spawn.Init
+	err  error
+}
+
+// planInit encodes config as the init's plan and begins its Landlock
+// ruleset on the host (nsinit.Plan.Ruleset). A ruleset the host cannot
+// begin (a path it may not open) is left to the init, which may (it holds
+// capabilities over the host uid's files), or else fails as its own step,
+// reported and degraded as such. Tests replace it.
+var planInit = func(config nsinit.Config) (*nsinit.Plan, *os.File, error) {
+	plan, err := nsinit.EncodeConfig(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	ruleset, err := plan.Ruleset()
+	if err != nil {
+		config.HostRuleset = false
+		plan, err = nsinit.EncodeConfig(config)
+	}
+	return plan, ruleset, err
 }
 
 // send hands the init its command and the command's stdio.

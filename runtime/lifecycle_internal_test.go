@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/spawn"
 )
 
@@ -427,4 +430,97 @@ func TestStopRightAfterSend(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the command ran %v: the signal did not reach it", d)
 	}
+}
+
+// TestPlanFailsAfterClone: the init is cloned while its plan is made; a
+// plan that then fails ends that init (the host sees it gone when Start
+// returns) and removes its cgroup, and Start returns the plan's error.
+func TestPlanFailsAfterClone(t *testing.T) {
+	sb, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if err := sb.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatal(err) // the spawn server is up
+	}
+	before := serverChildren(t)
+	// This process's groups live at the plan: on v1 the init joins its
+	// group only later, so they are found by name, next to a probe's.
+	var parents []string
+	var prefix string
+	if sb.cgroups != nil {
+		g, err := sb.cgroups.Create(sb.limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range g.Dirs() {
+			parents = append(parents, filepath.Dir(d))
+		}
+		prefix = strings.TrimRight(g.Name(), "0123456789")
+		if err := g.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ownGroups := func() []string {
+		var dirs []string
+		for _, p := range parents {
+			ents, _ := os.ReadDir(p)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), prefix) {
+					dirs = append(dirs, filepath.Join(p, e.Name()))
+				}
+			}
+		}
+		return dirs
+	}
+	errPlan := errors.New("plan refused by the test")
+	var initPid int
+	var groups []string
+	defer func(f func(nsinit.Config) (*nsinit.Plan, *os.File, error)) { planInit = f }(planInit)
+	planInit = func(nsinit.Config) (*nsinit.Plan, *os.File, error) {
+		// The clone runs beside the plan: wait for its init.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if serverChildren(t) > before {
+				initPid = newestChild(t)
+				groups = ownGroups()
+				break
+			}
+		}
+		return nil, nil, errPlan
+	}
+	err = sb.Command(context.Background(), "true").Start()
+	if !errors.Is(err, errPlan) {
+		t.Fatalf("Start: %v, want the plan's error", err)
+	}
+	if initPid == 0 {
+		t.Fatal("host: no init was cloned while the plan was made")
+	}
+	if alive(initPid) {
+		t.Errorf("host: init %d still alive after Start failed", initPid)
+	}
+	if sb.cgroups != nil && len(groups) == 0 {
+		t.Errorf("host: no group of this process's while the plan was made")
+	}
+	for _, d := range groups {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("host: %s still there after Start failed", d)
+		}
+	}
+}
+
+// newestChild is the spawn server's child with the highest pid.
+func newestChild(t *testing.T) int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", spawn.Default().ServerPid()))
+	newest := 0
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if pid, _ := strconv.Atoi(s); pid > newest {
+				newest = pid
+			}
+		}
+	}
+	return newest
 }
