@@ -89,7 +89,8 @@ type Result struct {
 	Layers  []Layer   `json:"layers"`
 	Skipped []Skipped `json:"skipped,omitempty"`
 	// Phases say where the startup went: "spawn" (the spawn request, the
-	// clone and the init's start), "config", "keyring-uts-loopback",
+	// clone and the init's start), "config" (the plan reaching the init,
+	// made by the host while the clone runs), "keyring-uts-loopback",
 	// "filesystem", "confine" (limits, privileges, seccomp),
 	// "wait-command" (idle time of a pooled init) and "exec". Start times
 	// are CLOCK_MONOTONIC.
