@@ -239,7 +239,8 @@ func (c *listings) hold(dir string, l *listing, i int, path string) *heldFile {
 	if l.held[i] == nil && c.held < maxHeld() {
 		// Opened after the listing, as the init would open it: a name
 		// replaced in between is the new file, and moves the ctime.
-		if l.held[i] = holdPath(path); l.held[i] != nil {
+		if h, err := openRulePath(path); err == nil {
+			l.held[i] = h
 			c.held++
 		}
 	}
@@ -262,18 +263,19 @@ func (c *listings) drop(dir string) {
 	delete(c.dirs, dir)
 }
 
-// holdPath opens path as the init opens a rule's path, or returns nil.
-func holdPath(path string) *heldFile {
+// openRulePath opens path as the init opens a rule's path: O_PATH, a
+// symlink not followed, its type read from the open file.
+func openRulePath(path string) (*heldFile, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("landlock: open %s: %w", path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil
+		return nil, fmt.Errorf("landlock: stat %s: %w", path, err)
 	}
-	return &heldFile{fd: fd, mode: st.Mode & unix.S_IFMT}
+	return &heldFile{fd: fd, mode: st.Mode & unix.S_IFMT}, nil
 }
 
 // Create begins r's ruleset on the host with rules, for an init to finish
@@ -305,19 +307,15 @@ func (ru Rule) add(ruleset int) error {
 	h := ru.held
 	if h == nil || h.fd < 0 {
 		// Not kept, or its listing replaced since the rule was made.
-		fd, err := unix.Open(ru.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		var err error
+		h, err = openRulePath(ru.Path)
 		if errors.Is(err, unix.ENOENT) {
-			return nil
+			return nil // nothing beneath it to grant
 		}
 		if err != nil {
-			return fmt.Errorf("landlock: open %s: %w", ru.Path, err)
+			return err
 		}
-		defer unix.Close(fd)
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return fmt.Errorf("landlock: stat %s: %w", ru.Path, err)
-		}
-		h = &heldFile{fd: fd, mode: st.Mode & unix.S_IFMT}
+		defer unix.Close(h.fd)
 	}
 	access := ru.File
 	if h.mode == unix.S_IFDIR {

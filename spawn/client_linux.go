@@ -209,12 +209,18 @@ func (c *Client) get() (*conn, uint64, error) {
 // that will soon Spawn: the server's own start (the loader, the binary's
 // constructor) then runs beside the caller's work instead of before its
 // first init. A server that fails to start is the next Spawn's error.
-func (c *Client) Prestart() {
+func (c *Client) Prestart() { c.prestart() }
+
+// prestart is Prestart, with a channel closed once its start is done.
+func (c *Client) prestart() <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		_, _ = c.live()
 	}()
+	return done
 }
 
 // live returns the current server's connection, starting a server if none

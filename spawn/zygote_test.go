@@ -199,22 +199,23 @@ func parentOf(pid int) int {
 // server rather than starting its own.
 func TestPrestart(t *testing.T) {
 	c := &Client{}
-	c.Prestart()
-	c.Prestart()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ServerPid() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no server 10 s after Prestart")
+	first, second := c.prestart(), c.prestart()
+	for _, done := range []<-chan struct{}{first, second} {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a Prestart not done after 10 s")
 		}
-		time.Sleep(time.Millisecond)
 	}
 	pid := c.ServerPid()
+	if pid == 0 {
+		t.Fatal("no server after Prestart")
+	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || !strings.HasPrefix(string(cmdline), nsinit.ZygoteArg0+"\x00") {
 		t.Fatalf("host: pid %d is not a spawn server: %q, %v", pid, cmdline, err)
 	}
-	time.Sleep(20 * time.Millisecond) // the second Prestart's turn
 	if n := c.ServersStarted(); n != 1 {
 		t.Errorf("servers started by two Prestarts: %d, want 1", n)
 	}
