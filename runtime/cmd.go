@@ -91,8 +91,12 @@ type Cmd struct {
 	// returns an error: a command that never ran has one too.
 	Result *Result
 
-	sb  *Sandbox
-	ctx context.Context
+	sb *Sandbox
+	// home is the Sandbox the command was made in, which Start may have
+	// replaced with the one in effect (Reload) or one for its Grant: its
+	// Close waits for the command's teardown.
+	home *Sandbox
+	ctx  context.Context
 
 	start    time.Time
 	fsStart  time.Time // start as filesystems stamp files, for Repositories
@@ -251,7 +255,7 @@ func (c *Cmd) Start() error {
 		return c.notStarted(err)
 	}
 	defer unlock()
-	c.sb = sb
+	c.home, c.sb = c.sb, sb
 	if sb.policy.Unsandboxed {
 		return c.startUnsandboxed()
 	}
@@ -708,28 +712,12 @@ func (c *Cmd) Wait() error {
 		r.Reason = string(r.KillReason)
 	}
 	c.Result = r
-	// What the command was charged to goes before Wait returns: nothing
-	// of it stays on the host (a CLI run exits right after). The init is
-	// in the group and exits right after its "exited" event: its end is
-	// awaited here, briefly, so that Destroy finds the group empty instead
-	// of freezing and killing a process on its way out (milliseconds of
-	// CPU on a v1 freezer). Destroy kills whatever is still there.
-	if g != nil {
-		if exited != nil {
-			t := time.NewTimer(initExitWait)
-			select {
-			case <-c.in.proc.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		if err := g.Destroy(); err != nil {
-			c.sb.policy.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
-		}
-	}
-	// The rest of the init's teardown (its namespaces, the host's ends of
-	// its sockets) happens off the caller's path.
-	go c.in.reap()
+	// The init's own end (its namespaces' teardown) and the removal of
+	// the group the command was charged to happen off the caller's path:
+	// the Result is final, and nothing of the command is alive. Close
+	// waits for them, so that nothing stays on the host once it returns
+	// (a CLI run closes its Sandbox and exits right after).
+	c.home.ending(c.in, g, exited != nil)
 	c.refillPool()
 	if !r.Success() || r.Killed {
 		ee := &ExitError{Result: r, ioErr: ioErr}

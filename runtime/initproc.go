@@ -293,6 +293,51 @@ func (in *sandboxInit) close() {
 	})
 }
 
+// ending tears down what is left of a command whose Wait is returning,
+// in the background; Close waits for it, and once sb is closed it is done
+// before ending returns. The init reported its command's end (exited) and
+// exits right after: its end is awaited, briefly, so that the group is
+// found empty instead of frozen and killed on the init's way out
+// (milliseconds of CPU on a v1 freezer); the group is removed, whatever is
+// still in it killed; then the host's ends are released once the init is
+// reaped.
+func (sb *Sandbox) ending(in *sandboxInit, g *cgroups.Group, exited bool) {
+	end := func() {
+		if g != nil {
+			if exited {
+				t := time.NewTimer(initExitWait)
+				select {
+				case <-in.proc.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			if err := g.Destroy(); err != nil {
+				in.log.Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+			}
+		}
+		in.reap()
+	}
+	sb.life.RLock()
+	if sb.closed {
+		sb.life.RUnlock()
+		end()
+		return
+	}
+	sb.endings.Add(1)
+	sb.life.RUnlock()
+	go func() {
+		defer sb.endings.Done()
+		if testHookEnding != nil {
+			testHookEnding()
+		}
+		end()
+	}()
+}
+
+// testHookEnding, when a test sets it, runs before a background ending.
+var testHookEnding func()
+
 // discard kills an init that will not be used and releases it in the
 // background.
 func (in *sandboxInit) discard() {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,15 +132,27 @@ func hutchGroups(t *testing.T, pid int) []string {
 	return dirs
 }
 
-// TestWaitRemovesCgroup: once Wait returns, the command's cgroup is gone
-// from every hierarchy on the host, and once Close returns, so are the
-// pooled inits' groups.
+// TestWaitRemovesCgroup: once Wait returns, the command's cgroup is on
+// its way out without anything else of hutch's to call (it goes in the
+// background, off the caller's path), once Close returns it is gone from
+// every hierarchy on the host, and so are the pooled inits' groups.
 func TestWaitRemovesCgroup(t *testing.T) {
 	sb := pooledSandbox(t, 2)
 	if sb.cgroups == nil {
 		t.Skip("no cgroups for this user here")
 	}
-	for range 3 {
+	// The last command's teardown is slow: Close must wait for it.
+	slow := make(chan struct{}, 1)
+	testHookEnding = func() {
+		select {
+		case <-slow:
+			time.Sleep(300 * time.Millisecond)
+		default:
+		}
+	}
+	defer func() { testHookEnding = nil }()
+	var ended []string
+	for i := range 4 {
 		inR, inW := io.Pipe()
 		c := sb.Command(context.Background(), "cat")
 		c.Stdin = inR
@@ -158,13 +169,25 @@ func TestWaitRemovesCgroup(t *testing.T) {
 			}
 		}
 		inW.Close()
+		if i == 3 {
+			slow <- struct{}{}
+		}
 		if err := c.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range dirs {
-			if _, err := os.Stat(d); err == nil {
-				t.Errorf("host: %s still there after Wait", d)
+		if i%2 == 0 {
+			// Gone by itself, without Close.
+			deadline := time.Now().Add(10 * time.Second)
+			for _, d := range dirs {
+				for _, err := os.Stat(d); err == nil; _, err = os.Stat(d) {
+					if time.Now().After(deadline) {
+						t.Fatalf("host: %s still there 10s after Wait", d)
+					}
+					time.Sleep(time.Millisecond)
+				}
 			}
+		} else {
+			ended = append(ended, dirs...)
 		}
 	}
 	waitPool(t, sb, 2)
@@ -178,9 +201,9 @@ func TestWaitRemovesCgroup(t *testing.T) {
 		t.Fatal("host: pooled inits in no hutch cgroup")
 	}
 	sb.Close()
-	for _, d := range dirs {
+	for _, d := range append(dirs, ended...) {
 		if _, err := os.Stat(d); err == nil {
-			t.Errorf("host: pooled init's %s still there after Close", d)
+			t.Errorf("host: %s still there after Close", d)
 		}
 	}
 }
@@ -441,10 +464,17 @@ func TestPlanFailsAfterClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if err := sb.Command(context.Background(), "true").Run(); err != nil {
-		t.Fatal(err) // the spawn server is up
+	// The spawn server up, and the command that started it over, its
+	// teardown included (Close waits for it).
+	warm, err := New(DefaultPolicy(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	before := serverChildren(t)
+	if err := warm.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+	before := serverChildPids(t)
 	// This process's groups live at the plan: on v1 the init joins its
 	// group only later, so they are found by name, next to a probe's.
 	var parents []string
@@ -481,8 +511,12 @@ func TestPlanFailsAfterClone(t *testing.T) {
 	planInit = func(nsinit.Config) (*nsinit.Plan, *os.File, error) {
 		// The clone runs beside the plan: wait for its init.
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if serverChildren(t) > before {
-				initPid = newestChild(t)
+			for _, pid := range serverChildPids(t) {
+				if !slices.Contains(before, pid) {
+					initPid = pid
+				}
+			}
+			if initPid != 0 {
 				groups = ownGroups()
 				break
 			}
@@ -507,20 +541,4 @@ func TestPlanFailsAfterClone(t *testing.T) {
 			t.Errorf("host: %s still there after Start failed", d)
 		}
 	}
-}
-
-// newestChild is the spawn server's child with the highest pid.
-func newestChild(t *testing.T) int {
-	t.Helper()
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", spawn.Default().ServerPid()))
-	newest := 0
-	for _, f := range tasks {
-		b, _ := os.ReadFile(f)
-		for _, s := range strings.Fields(string(b)) {
-			if pid, _ := strconv.Atoi(s); pid > newest {
-				newest = pid
-			}
-		}
-	}
-	return newest
 }

@@ -178,8 +178,9 @@ func (sb *Sandbox) takeInit() (*sandboxInit, error) {
 
 // Close ends the Sandbox's pooled inits and removes what it made on the
 // host (their cgroups; LevelLandlock's private temporary directory). It
-// waits for commands being started to be started; commands already
-// started are not affected. After Close, Start fails with ErrClosed. Close
+// waits for commands being started to be started, and for the teardown of
+// commands whose Wait has returned (their cgroups, removed in the
+// background); commands still running are not affected. After Close, Start fails with ErrClosed. Close
 // is idempotent and safe to call concurrently with Start.
 func (sb *Sandbox) Close() error {
 	sb.life.Lock()
@@ -195,6 +196,7 @@ func (sb *Sandbox) Close() error {
 	if sb.pool != nil {
 		sb.pool.close()
 	}
+	sb.endings.Wait()
 	if sb.tmpDir != "" {
 		// LevelLandlock's private temporary directory.
 		return os.RemoveAll(sb.tmpDir)

@@ -188,17 +188,27 @@ func TestPoolCloseKillsInits(t *testing.T) {
 // sandbox inits alive, pooled or running a command.
 func serverChildren(t *testing.T) int {
 	t.Helper()
+	return len(serverChildPids(t))
+}
+
+// serverChildPids lists the spawn server's children on the host.
+func serverChildPids(t *testing.T) []int {
+	t.Helper()
 	pid := spawn.Default().ServerPid()
 	if pid == 0 {
 		t.Fatal("no spawn server")
 	}
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	n := 0
+	var pids []int
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
-		n += len(strings.Fields(string(b)))
+		for _, s := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(s); err == nil {
+				pids = append(pids, p)
+			}
+		}
 	}
-	return n
+	return pids
 }
 
 // TestPoolRefillsAfterTheCommand: a pooled command does not have a new

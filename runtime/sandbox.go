@@ -89,6 +89,9 @@ type Sandbox struct {
 	// being started, and after Close nothing starts.
 	life   sync.RWMutex
 	closed bool
+	// endings are the teardowns of ended commands (ending) still running,
+	// which Close waits for. Added to under life's read lock while open.
+	endings sync.WaitGroup
 }
 
 // resolvedSandbox is the Sandbox of resolved policy r, before the host is
