@@ -268,13 +268,25 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
-// waitInitsReaped waits until hutch's spawn server has no child left: the
+// initsOf lists the children of hutch's spawn server pid that are inits
+// (named hutch-init), not the spare it keeps cloned ahead (hutch-spare).
+func initsOf(pid int) []int {
+	var inits []int
+	for _, c := range childrenOf(pid) {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c)); strings.TrimSpace(string(comm)) == "hutch-init" {
+			inits = append(inits, c)
+		}
+	}
+	return inits
+}
+
+// waitInitsReaped waits until hutch's spawn server has no init left: the
 // init of the command that just ended has been reaped, so its CPU is in
 // the server's cutime, and its teardown does not run into the next op.
 func waitInitsReaped() error {
 	pid := spawn.Default().ServerPid()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(childrenOf(pid)) > 0 {
+	for len(initsOf(pid)) > 0 {
 		if time.Now().After(deadline) {
 			return errors.New("the spawn server's inits are not reaped after 10s")
 		}

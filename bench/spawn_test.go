@@ -370,7 +370,7 @@ func BenchmarkPoolMemory(b *testing.B) {
 		}
 		var total, totalPss int64
 		inits := 0
-		for _, pid := range childrenOf(spawn.Default().ServerPid()) {
+		for _, pid := range initsOf(spawn.Default().ServerPid()) {
 			if kb := rssKiB(pid); kb > 0 {
 				total += kb
 				totalPss += pssKiB(pid)

@@ -28,6 +28,7 @@ const (
 	ZygoteFd      = C.ZYGOTE_FD
 	ZygSpawn      = C.ZYG_SPAWN
 	ZygKill       = C.ZYG_KILL
+	ZygPrepare    = C.ZYG_PREPARE
 	ZygStarted    = C.ZYG_STARTED
 	ZygFailed     = C.ZYG_FAILED
 	ZygExited     = C.ZYG_EXITED

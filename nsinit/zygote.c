@@ -17,7 +17,21 @@
  *              request's fds as 0 to 4; reply ZYG_STARTED with its pid or
  *              ZYG_FAILED
  *   ZYG_KILL   signal an init the zygote started
+ *   ZYG_PREPARE keep a spare of the kind asked for: an init cloned ahead,
+ *              taken by the next ZYG_SPAWN that asks the same clone flags
+ *              and ids, so that a spawn's clone (the namespaces made, the
+ *              ids mapped, the child's first run) is not on its path
  *   (reaped)   ZYG_EXITED with the init's wait status
+ *
+ * A spare waits on a socket of its own for the request's fds. It is
+ * cloned without CLONE_NEWCGROUP and unshares that namespace once the
+ * zygote has moved it into the request's cgroup, so that the namespace's
+ * root is that cgroup, as a clone into it makes it. Its mount namespace is
+ * a copy of the host's at its clone: a change of the host's mounts since
+ * (POLLPRI on /proc/self/mountinfo) discards it. Once taken, it is made
+ * again when an init ends (most likely, a command did): not right after
+ * the spawn, where its clone would compete for the CPU with the sandbox
+ * being built.
  *
  * Go decides everything (flags, ids, and the init's whole plan);
  * this file only executes a request. When the host closes its end, the
@@ -30,6 +44,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +75,17 @@ struct init_entry {
 
 static struct init_entry *inits;
 static size_t ninits, capinits;
+
+/* The spare (see above): its kind, as ZYG_PREPARE asked (flags 0: none),
+ * and the zygote's ends of its socket and error pipe while one waits. */
+static struct {
+	uint64_t flags, uid, gid;
+	pid_t pid; /* 0: none waits */
+	int sock, errp;
+} spare = {.sock = -1, .errp = -1};
+
+/* /proc/self/mountinfo: POLLPRI says the host's mounts changed. */
+static int mounts_fd = -1;
 
 /* A step of a spawn that failed, as the child reports it to the zygote. */
 struct child_err {
@@ -133,12 +159,9 @@ static void child_fail(int errpipe, const char *step)
 	_exit(127);
 }
 
-/* child becomes the new init: the request's fds as 0 to 4, every other fd
- * of the zygote's closed (its socket to the host above all), then the init
- * itself (init.c), without an exec. sync says the ids are mapped (EOF: the
- * zygote gave up); errpipe takes a failure, and its closing tells the
- * zygote the init runs. */
-static void child(const int *fds, int sync_r, int errpipe)
+/* child_wait is a clone's first step: it dies with the zygote, and waits
+ * on sync for its ids to be mapped (EOF: the zygote gave up). */
+static void child_wait(int sync_r, int errpipe)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		child_fail(errpipe, "set the parent-death signal");
@@ -148,6 +171,15 @@ static void child(const int *fds, int sync_r, int errpipe)
 		;
 	if (n != 1)
 		_exit(1);
+	close(sync_r);
+}
+
+/* child_run becomes the new init: the request's fds as 0 to 4, every
+ * other fd of the zygote's closed (its socket to the host above all),
+ * then the init itself (init.c), without an exec. errpipe takes a
+ * failure, and its closing tells the zygote the init runs. */
+static void child_run(const int *fds, int errpipe)
+{
 	if (setsid() < 0)
 		child_fail(errpipe, "setsid");
 	/* Out of the way of 0 to 4 first, then into place. */
@@ -170,6 +202,42 @@ static void child(const int *fds, int sync_r, int errpipe)
 	_exit(init_main());
 }
 
+/* spare_child is a spare until a spawn takes it: it waits on sock for the
+ * request's fds (EOF: the zygote dropped it), enters a cgroup namespace
+ * rooted at the cgroup the zygote moved it into, and runs as the init. */
+static void spare_child(int sock, int errpipe, int newcgroup)
+{
+	prctl(PR_SET_NAME, "hutch-spare", 0, 0, 0);
+	uint8_t b[8];
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(ZYG_SPAWN_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = {b, sizeof b};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof ctl};
+	ssize_t n;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		_exit(0);
+	int fds[ZYG_SPAWN_FDS];
+	size_t nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k && nfds < ZYG_SPAWN_FDS; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	if (nfds != ZYG_SPAWN_FDS || (m.msg_flags & MSG_CTRUNC)) {
+		errno = EPROTO;
+		child_fail(errpipe, "receive the spawn's fds");
+	}
+	if (newcgroup && unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(errpipe, "unshare the cgroup namespace");
+	child_run(fds, errpipe);
+}
+
 static pid_t clone_init(uint64_t flags, int cgroup)
 {
 	struct clone_args args;
@@ -186,6 +254,186 @@ static pid_t clone_init(uint64_t flags, int cgroup)
 		 * fork-like clone, with no stack of its own to give. */
 		pid = syscall(SYS_clone, (unsigned long)flags | SIGCHLD, 0, 0, 0, 0);
 	return (pid_t)pid;
+}
+
+/* clone_child clones a child with flags, into cgroup unless it is -1,
+ * maps its ids and releases it. With sock >= 0 the child is a spare
+ * waiting on sock (newcgroup: to unshare the cgroup namespace once
+ * taken); otherwise it runs as the init on fds. It returns the child's
+ * pid with *errp the read end of its error pipe, or -1 with errno set
+ * and *step naming what failed (the child killed and reaped). */
+static pid_t clone_child(uint64_t flags, int cgroup, uint64_t uid, uint64_t gid, const int *fds, int sock,
+			 int newcgroup, int *errp_r, const char **step)
+{
+	int sync[2], errp[2];
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		*step = "pipe";
+		return -1;
+	}
+	if (pipe2(errp, O_CLOEXEC) < 0) {
+		int err = errno;
+		close(sync[0]);
+		close(sync[1]);
+		errno = err;
+		*step = "pipe";
+		return -1;
+	}
+	/* The init's signals are blocked across the clone, so that the init
+	 * holds them from its first instruction (init_signals). */
+	sigset_t own, saved;
+	init_signals(&own);
+	sigprocmask(SIG_BLOCK, &own, &saved);
+	pid_t pid = clone_init(flags, cgroup);
+	if (pid == 0) {
+		close(sync[1]);
+		close(errp[0]);
+		child_wait(sync[0], errp[1]);
+		if (sock >= 0)
+			spare_child(sock, errp[1], newcgroup);
+		child_run(fds, errp[1]);
+	}
+	int err = errno;
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+	close(sync[0]);
+	close(errp[1]);
+	if (pid < 0) {
+		close(sync[1]);
+		close(errp[0]);
+		errno = err;
+		*step = "clone";
+		return -1;
+	}
+	*step = NULL;
+	if (flags & CLONE_NEWUSER) {
+		*step = map_ids(pid, uid, gid);
+		err = errno;
+	}
+	if (*step == NULL && write(sync[1], "1", 1) != 1) {
+		*step = "release the init";
+		err = errno;
+	}
+	close(sync[1]);
+	if (*step != NULL) {
+		close(errp[0]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		errno = err;
+		return -1;
+	}
+	*errp_r = errp[0];
+	return pid;
+}
+
+/* drop_spare ends the spare, if one waits; reap() reaps it. */
+static void drop_spare(void)
+{
+	if (spare.pid == 0)
+		return;
+	kill(spare.pid, SIGKILL);
+	close(spare.sock);
+	close(spare.errp);
+	spare.pid = 0;
+	spare.sock = spare.errp = -1;
+}
+
+/* mounts_changed reports whether the host's mounts changed since it was
+ * last asked (or the main loop's poll saw it), or cannot tell. */
+static int mounts_changed(void)
+{
+	if (mounts_fd < 0)
+		return 1;
+	struct pollfd p = {.fd = mounts_fd, .events = POLLPRI};
+	return poll(&p, 1, 0) != 0;
+}
+
+/* make_spare clones a spare of the kind asked for, if none waits. A
+ * failure leaves none: spawns clone their own until the next try. */
+static void make_spare(void)
+{
+	if (spare.flags == 0 || spare.pid != 0)
+		return;
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return;
+	mounts_changed(); /* what the clone copies is current */
+	const char *step;
+	int errp;
+	pid_t pid = clone_child(spare.flags & ~(uint64_t)CLONE_NEWCGROUP, -1, spare.uid, spare.gid, NULL, sp[1],
+				(spare.flags & CLONE_NEWCGROUP) != 0, &errp, &step);
+	close(sp[1]);
+	if (pid < 0) {
+		close(sp[0]);
+		return;
+	}
+	spare.pid = pid;
+	spare.sock = sp[0];
+	spare.errp = errp;
+}
+
+/* join_cgroup moves pid into the cgroup v2 directory cgroup. */
+static int join_cgroup(int cgroup, pid_t pid)
+{
+	int fd = openat(cgroup, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char b[32];
+	int n = snprintf(b, sizeof b, "%d\n", (int)pid);
+	ssize_t w = write(fd, b, (size_t)n);
+	int err = errno;
+	close(fd);
+	if (w != n) {
+		errno = w < 0 ? err : EIO;
+		return -1;
+	}
+	return 0;
+}
+
+/* take_spare hands the request's fds to the spare if it is of the kind
+ * asked and current, moved into cgroup first unless that is -1, and
+ * returns its pid with *errp its error pipe; 0 when there is none to
+ * take (the request then clones its own). */
+static pid_t take_spare(uint64_t flags, uint64_t uid, uint64_t gid, int cgroup, const int *fds, int *errp)
+{
+	if (spare.pid == 0 || spare.flags != flags || spare.uid != uid || spare.gid != gid)
+		return 0;
+	if (mounts_changed()) {
+		drop_spare();
+		return 0;
+	}
+	pid_t pid = spare.pid;
+	int sock = spare.sock;
+	*errp = spare.errp;
+	spare.pid = 0;
+	spare.sock = spare.errp = -1;
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(ZYG_SPAWN_FDS * sizeof(int))];
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	uint8_t b = 1;
+	struct iovec iov = {&b, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof ctl};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(ZYG_SPAWN_FDS * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, ZYG_SPAWN_FDS * sizeof(int));
+	int ok = cgroup < 0 || join_cgroup(cgroup, pid) == 0;
+	if (ok) {
+		ssize_t n;
+		while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			;
+		ok = n == 1;
+	}
+	close(sock);
+	if (!ok) {
+		/* A spare that cannot be taken is dropped; reap() reaps it. */
+		kill(pid, SIGKILL);
+		close(*errp);
+		return 0;
+	}
+	return pid;
 }
 
 static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
@@ -207,68 +455,47 @@ static void spawn(const struct wire_record *r, const int *fds, size_t nfds)
 		inits = p;
 		capinits = c;
 	}
-	int sync[2], errp[2];
-	if (pipe2(sync, O_CLOEXEC) < 0) {
-		failed(id, errno, "pipe");
-		return;
-	}
-	if (pipe2(errp, O_CLOEXEC) < 0) {
-		failed(id, errno, "pipe");
-		close(sync[0]);
-		close(sync[1]);
-		return;
-	}
-	/* The init's signals are blocked across the clone, so that the init
-	 * holds them from its first instruction (init_signals). */
-	sigset_t own, saved;
-	init_signals(&own);
-	sigprocmask(SIG_BLOCK, &own, &saved);
-	pid_t pid = clone_init(flags, (opts & ZYG_INTO_CGROUP) ? fds[ZYG_SPAWN_FDS] : -1);
+	int cgroup = (opts & ZYG_INTO_CGROUP) ? fds[ZYG_SPAWN_FDS] : -1;
+	int errp;
+	pid_t pid = take_spare(flags, uid, gid, cgroup, fds, &errp);
 	if (pid == 0) {
-		close(sync[1]);
-		close(errp[0]);
-		child(fds, sync[0], errp[1]);
+		const char *step;
+		pid = clone_child(flags, cgroup, uid, gid, fds, -1, 0, &errp, &step);
+		if (pid < 0) {
+			failed(id, errno, step);
+			return;
+		}
 	}
-	int err = errno;
-	sigprocmask(SIG_SETMASK, &saved, NULL);
-	close(sync[0]);
-	close(errp[1]);
-	if (pid < 0) {
-		close(sync[1]);
-		close(errp[0]);
-		failed(id, err, "clone");
-		return;
-	}
-	const char *step = NULL;
-	if (flags & CLONE_NEWUSER) {
-		step = map_ids(pid, uid, gid);
-		err = errno;
-	}
-	if (step == NULL && write(sync[1], "1", 1) != 1) {
-		step = "release the init";
-		err = errno;
-	}
-	close(sync[1]);
+	/* The init runs once its error pipe closes, or reports what failed. */
 	struct child_err ce;
 	ssize_t n;
-	while ((n = read(errp[0], &ce, sizeof ce)) < 0 && errno == EINTR)
+	while ((n = read(errp, &ce, sizeof ce)) < 0 && errno == EINTR)
 		;
-	close(errp[0]);
-	if (step == NULL && n == (ssize_t)sizeof ce) {
-		err = ce.err;
+	close(errp);
+	if (n == (ssize_t)sizeof ce) {
 		ce.step[sizeof ce.step - 1] = 0;
-		step = ce.step;
-	}
-	if (step != NULL) {
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		failed(id, err, step);
+		failed(id, ce.err, ce.step);
 		return;
 	}
 	inits[ninits++] = (struct init_entry){id, pid};
 	uint64_t ints[2] = {id, (uint64_t)pid};
 	reply(ZYG_STARTED, ints, 2, NULL);
+}
+
+/* prepare sets the spare's kind; a spare of another kind is dropped. */
+static void prepare(const struct wire_record *r)
+{
+	uint64_t flags = r->ints[0], uid = r->ints[1], gid = r->ints[2];
+	if ((flags & ~(uint64_t)ZYG_CLONE_FLAGS) != 0 || uid > UINT32_MAX || gid > UINT32_MAX)
+		return;
+	if (flags != spare.flags || uid != spare.uid || gid != spare.gid)
+		drop_spare();
+	spare.flags = flags;
+	spare.uid = uid;
+	spare.gid = gid;
 }
 
 static void kill_init(const struct wire_record *r)
@@ -281,11 +508,22 @@ static void kill_init(const struct wire_record *r)
 			kill(inits[i].pid, sig);
 }
 
-static void reap(void)
+static int reap(void)
 {
+	int ended = 0;
 	int status;
 	pid_t pid;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == spare.pid) {
+			/* Died waiting (killed from outside): made again at the
+			 * next request, not here, so that a spare that cannot
+			 * live is not cloned over and over. */
+			close(spare.sock);
+			close(spare.errp);
+			spare.pid = 0;
+			spare.sock = spare.errp = -1;
+			continue;
+		}
 		for (size_t i = 0; i < ninits; i++) {
 			if (inits[i].pid != pid)
 				continue;
@@ -294,33 +532,43 @@ static void reap(void)
 			uint64_t ints[2] = {inits[i].id, (uint64_t)(uint32_t)status};
 			inits[i] = inits[--ninits];
 			reply(ZYG_EXITED, ints, 2, NULL);
+			ended = 1;
 			break;
 		}
 	}
+	return ended;
 }
 
-/* handle decodes and executes one request. */
-static void handle(const uint8_t *buf, size_t len, const int *fds, size_t nfds)
+/* handle decodes and executes one request. It returns 2 after a
+ * prepare, 1 after a spawn, 0 otherwise. */
+static int handle(const uint8_t *buf, size_t len, const int *fds, size_t nfds)
 {
 	struct wire_record rec;
 	size_t n;
 	const char *why;
 	if (wire_decode(buf, len, &rec, 1, &n, &why) < 0 || n != 1)
-		return;
+		return 0;
 	switch (rec.kind) {
 	case ZYG_SPAWN:
 		if (rec.nints == 5) {
 			spawn(&rec, fds, nfds);
-			return;
+			return 1;
 		}
 		if (rec.nints >= 1)
 			failed(rec.ints[0], EINVAL, "check the request");
-		return;
+		return 0;
 	case ZYG_KILL:
 		if (rec.nints == 2)
 			kill_init(&rec);
-		return;
+		return 0;
+	case ZYG_PREPARE:
+		if (rec.nints == 3 && rec.nblobs == 0) {
+			prepare(&rec);
+			return 2;
+		}
+		return 0;
 	}
+	return 0;
 }
 
 static int serve(void)
@@ -338,23 +586,33 @@ static int serve(void)
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 2;
+	/* Without it no spare is ever current (mounts_changed). */
+	mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	uint8_t buf[ZYG_MAX_MSG];
 	union {
 		struct cmsghdr h;
 		char space[CMSG_SPACE(8 * sizeof(int))];
 	} ctl;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = ZYGOTE_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		if (poll(p, 2, -1) < 0) {
+		struct pollfd p[3] = {{.fd = ZYGOTE_FD, .events = POLLIN},
+				      {.fd = sfd, .events = POLLIN},
+				      {.fd = mounts_fd, .events = POLLPRI}};
+		if (poll(p, mounts_fd >= 0 ? 3 : 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 2;
+		}
+		if (mounts_fd >= 0 && p[2].revents && spare.pid != 0) {
+			/* The spare's copy of the host's mounts is stale. */
+			drop_spare();
+			make_spare();
 		}
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) > 0)
 				;
-			reap();
+			if (reap())
+				make_spare(); /* an init ended: a command, most likely */
 		}
 		if (!p[0].revents)
 			continue;
@@ -374,11 +632,19 @@ static int serve(void)
 			for (size_t i = 0; i < k && nfds < 8; i++)
 				memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 		}
+		int again = 0;
 		if (!(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-			handle(buf, (size_t)n, fds, nfds);
+			again = handle(buf, (size_t)n, fds, nfds);
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
+		/* A prepare asks for one now; a spawn leaves it to the end of
+		 * an init, so that its clone does not compete for the CPU with
+		 * the sandbox just started. No fd of the request is open
+		 * here any more. */
+		if (again == 2)
+			make_spare();
 	}
+	drop_spare();
 	for (size_t i = 0; i < ninits; i++)
 		kill(inits[i].pid, SIGKILL);
 	return 0;

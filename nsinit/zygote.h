@@ -15,6 +15,7 @@
 /* Requests, host to zygote. */
 #define ZYG_SPAWN 1 /* ints: id, clone flags, uid, gid, flags; fds: ZYG_SPAWN_FDS, +1 with ZYG_INTO_CGROUP */
 #define ZYG_KILL 2  /* ints: id, signal */
+#define ZYG_PREPARE 3 /* ints: clone flags, uid, gid: the spare's kind (flags 0: none) */
 
 /* Replies, zygote to host. */
 #define ZYG_STARTED 0x81 /* ints: id, host pid */

@@ -191,7 +191,9 @@ func serverChildren(t *testing.T) int {
 	return len(serverChildPids(t))
 }
 
-// serverChildPids lists the spawn server's children on the host.
+// serverChildPids lists the spawn server's inits on the host: its
+// children named hutch-init, not the spare it keeps cloned ahead
+// (hutch-spare).
 func serverChildPids(t *testing.T) []int {
 	t.Helper()
 	pid := spawn.Default().ServerPid()
@@ -203,7 +205,8 @@ func serverChildPids(t *testing.T) []int {
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
 		for _, s := range strings.Fields(string(b)) {
-			if p, err := strconv.Atoi(s); err == nil {
+			comm, _ := os.ReadFile("/proc/" + s + "/comm")
+			if p, err := strconv.Atoi(s); err == nil && strings.TrimSpace(string(comm)) == "hutch-init" {
 				pids = append(pids, p)
 			}
 		}

@@ -128,6 +128,11 @@ func New(p Policy) (*Sandbox, error) {
 	if err := sb.validate(r); err != nil {
 		return nil, err
 	}
+	if flags := sb.cloneflags(); flags != 0 {
+		// Its namespaces made ahead, an init waits in the server for this
+		// Sandbox's next command (the last Sandbox made wins).
+		spawn.Default().Prepare(spawn.Ahead{Cloneflags: flags, UID: sb.uid, GID: sb.gid})
+	}
 	// Everything is checked. What follows changes the host, and what it
 	// made is removed again when a later step fails.
 	if err := sb.setup(); err != nil {

@@ -70,6 +70,14 @@ type Client struct {
 	nextID  uint64
 	started int    // servers started, for tests and diagnostics
 	spawned uint64 // spawn requests sent
+	ahead   Ahead  // the last Prepare's, told to every server started
+}
+
+// Ahead is the kind of init a server keeps cloned ahead (see Prepare):
+// a Request's Cloneflags, UID and GID.
+type Ahead struct {
+	Cloneflags uintptr
+	UID, GID   int
 }
 
 type conn struct {
@@ -211,6 +219,36 @@ func (c *Client) get() (*conn, uint64, error) {
 // first init. A server that fails to start is the next Spawn's error.
 func (c *Client) Prestart() { c.prestart() }
 
+// Prepare has the server keep one init of kind a cloned ahead (its
+// namespaces made, its ids mapped, waiting), which the next Spawn asking
+// the same Cloneflags, UID and GID takes instead of cloning its own, and
+// which the server clones again after each Spawn that took it: the clone
+// is then off the Spawn's path. A spare whose copy of the host's mounts
+// went stale is discarded, not taken. The last Prepare wins, also for
+// servers started later; Cloneflags 0 keeps none. Like Prestart, it starts
+// a server in the background if none runs.
+func (c *Client) Prepare(a Ahead) { c.prepare(a) }
+
+// prepare is Prepare, with a channel closed once the server was told.
+func (c *Client) prepare(a Ahead) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		fresh := c.conn == nil
+		c.ahead = a
+		if cn, err := c.live(); err == nil && !fresh {
+			_ = c.sendOn(cn, prepareRecord(a), nil) // live told a new one
+		}
+	}()
+	return done
+}
+
+func prepareRecord(a Ahead) nsinit.Record {
+	return nsinit.Record{Kind: nsinit.ZygPrepare, Ints: []uint64{uint64(a.Cloneflags), uint64(a.UID), uint64(a.GID)}}
+}
+
 // prestart is Prestart, with a channel closed once its start is done.
 func (c *Client) prestart() <-chan struct{} {
 	done := make(chan struct{})
@@ -243,6 +281,9 @@ func (c *Client) live() (*conn, error) {
 	c.started++
 	slog.Debug("hutch: spawn server started", "pid", cn.pid, "servers", c.started)
 	go c.readLoop(cn)
+	if c.ahead.Cloneflags != 0 {
+		_ = c.sendOn(cn, prepareRecord(c.ahead), nil)
+	}
 	return cn, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -222,6 +223,47 @@ func TestPrestart(t *testing.T) {
 	if n := c.Spawned(); n != 0 {
 		t.Errorf("Prestart counted %d spawns", n)
 	}
+	// No namespaces: the init waits for a plan on its control socket.
+	in, end := spawnWaiting(t, c, 0)
+	if ppid := parentOf(in.Pid); ppid != pid {
+		t.Errorf("host: the init's parent is %d, want the prestarted server %d", ppid, pid)
+	}
+	end()
+	if n := c.ServersStarted(); n != 1 {
+		t.Errorf("servers started after a Spawn: %d, want 1", n)
+	}
+}
+
+// spareOf returns the spare the server pid keeps, seen on the host (its
+// child named hutch-spare), waiting up to 10 s for one other than not; 0
+// if none came.
+func spareOf(t *testing.T, pid, not int) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if p := spareOf1(pid); p != 0 && p != not {
+			return p
+		}
+	}
+	return 0
+}
+
+// spareOf1 is the spare the server pid keeps now, or 0.
+func spareOf1(pid int) int {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	for _, s := range strings.Fields(string(b)) {
+		comm, _ := os.ReadFile("/proc/" + s + "/comm")
+		if strings.TrimSpace(string(comm)) == "hutch-spare" {
+			p, _ := strconv.Atoi(s)
+			return p
+		}
+	}
+	return 0
+}
+
+// spawnWaiting spawns an init with flags that waits for its plan until
+// end is called or the test ends (its control socket closes then).
+func spawnWaiting(t *testing.T, c *Client, flags uintptr) (in *Init, end func()) {
+	t.Helper()
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -231,27 +273,115 @@ func TestPrestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	defer w.Close()
-	// No namespaces: the init waits for a plan on its control socket
-	// until the test's end closes, and dies then.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	control := os.NewFile(uintptr(pair[1]), "control")
-	in, err := c.Spawn(Request{UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w})
-	control.Close()
+	defer control.Close()
+	in, err = c.Spawn(Request{Cloneflags: flags, UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w})
 	if err != nil {
+		r.Close()
 		unix.Close(pair[0])
 		t.Fatal(err)
 	}
-	if ppid := parentOf(in.Pid); ppid != pid {
-		t.Errorf("host: the init's parent is %d, want the prestarted server %d", ppid, pid)
+	var once sync.Once
+	end = func() {
+		once.Do(func() {
+			unix.Close(pair[0])
+			r.Close()
+			in.Wait()
+		})
 	}
-	unix.Close(pair[0])
-	in.Wait()
-	if n := c.ServersStarted(); n != 1 {
-		t.Errorf("servers started after a Spawn: %d, want 1", n)
+	t.Cleanup(end)
+	return in, end
+}
+
+// TestSpare: after Prepare the server keeps an init cloned ahead, seen on
+// the host as its child; a Spawn of that kind is that process, and a new
+// spare follows once an init ends (not while the one that took it runs);
+// a Spawn of another kind clones its own and leaves the spare; a spare
+// killed from outside is not handed out, and is replaced once an init
+// ends; a change of the host's mounts replaces the spare, and the next
+// init's mount namespace (read on the host) holds the new mount.
+func TestSpare(t *testing.T) {
+	const all = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		t.Skip("no user namespaces")
+	}
+	c := &Client{}
+	<-c.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
+	server := c.ServerPid()
+	if server == 0 {
+		t.Fatal("no server after Prepare")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	spare := spareOf(t, server, 0)
+	if spare == 0 {
+		t.Fatal("host: no spare after Prepare")
+	}
+
+	in, end := spawnWaiting(t, c, all)
+	if in.Pid != spare {
+		t.Errorf("host: the init is %d, want the spare %d", in.Pid, spare)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if p := spareOf1(server); p != 0 {
+		t.Errorf("host: spare %d cloned while the init that took the last one runs", p)
+	}
+	end()
+	next := spareOf(t, server, spare)
+	if next == 0 {
+		t.Fatal("host: no new spare after an init ended")
+	}
+
+	other, _ := spawnWaiting(t, c, unix.CLONE_NEWUSER|unix.CLONE_NEWNS)
+	if other.Pid == next {
+		t.Error("host: a Spawn of another kind took the spare")
+	}
+	if spareOf(t, server, 0) != next {
+		t.Error("host: the spare did not survive a Spawn of another kind")
+	}
+
+	if err := syscall.Kill(next, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); parentOf(next) == server; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("host: the killed spare is not reaped")
+		}
+	}
+	afterKill, end := spawnWaiting(t, c, all)
+	if afterKill.Pid == next {
+		t.Error("host: a Spawn was handed the killed spare")
+	}
+	end()
+	fresh := spareOf(t, server, next)
+	if fresh == 0 {
+		t.Fatal("host: no spare after an init ended")
+	}
+
+	if os.Getuid() != 0 {
+		return // the mount below needs root
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	if spareOf(t, server, fresh) == 0 {
+		t.Fatal("host: the spare was not replaced after the host's mounts changed")
+	}
+	if alive := parentOf(fresh) == server; alive {
+		t.Error("host: the stale spare is still the server's child")
+	}
+	in, _ = spawnWaiting(t, c, all)
+	mi, err := os.ReadFile("/proc/" + strconv.Itoa(in.Pid) + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mi), " "+dir+" ") {
+		t.Errorf("host: the init's mounts lack %s, mounted before its spawn", dir)
 	}
 }
