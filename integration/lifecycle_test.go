@@ -158,10 +158,12 @@ func TestCLILeavesNoCgroup(t *testing.T) {
 func TestSandboxInitKilledCLI(t *testing.T) {
 	ws := dir(t, "ws-")
 	r := startHeldCLI(t, ws, "sh", "-c", "echo up; cat")
-	// The init is the spawn server's child, the spawn server hutch's.
+	// The init is the spawn server's child, the spawn server hutch's;
+	// the server's other child, if any, is its spare (hutch-spare).
 	var init int
 	for _, p := range descendants(r.cmd.Process.Pid) {
-		if pp := parentOf(p); pp != r.cmd.Process.Pid && parentOf(pp) == r.cmd.Process.Pid {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+		if pp := parentOf(p); pp != r.cmd.Process.Pid && parentOf(pp) == r.cmd.Process.Pid && string(comm) == "hutch-init\n" {
 			init = p
 		}
 	}

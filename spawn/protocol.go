@@ -16,7 +16,9 @@
 // Configuration, the command and its stdio, and status flow straight
 // between the host and the init through those; the zygote only clones,
 // signals and reaps. Its clone child runs the sandbox init (C too, see
-// nsinit/init.c) without an exec.
+// nsinit/init.c) without an exec. The zygote also keeps one init cloned
+// ahead, of the kind Prepare names, so that a Spawn of that kind costs a
+// message instead of a clone (see Client.Prepare).
 //
 // The zygote is started lazily, restarted when it dies, and dies with the
 // host: it exits on EOF of its socket, and the kernel sends it SIGKILL

@@ -113,6 +113,25 @@ func TestZygote(t *testing.T) {
 		}
 	}
 
+	// Refused prepares keep no spare: they have no reply, so a refused
+	// spawn after them says they were read.
+	uid, gid := uint64(os.Getuid()), uint64(os.Getgid())
+	for _, ints := range [][]uint64{
+		{unix.CLONE_NEWUSER | unix.CLONE_NEWTIME, uid, gid},
+		{unix.CLONE_NEWUSER, 1 << 32, gid},
+		{unix.CLONE_NEWUSER, uid},
+	} {
+		request(t, fd, nsinit.Record{Kind: nsinit.ZygPrepare, Ints: ints})
+	}
+	request(t, fd, nsinit.Record{Kind: nsinit.ZygSpawn, Ints: []uint64{8, 0, 0, 0, 0}}, n)
+	if rep := nextReply(t, fd); rep.Kind != nsinit.ZygFailed || rep.Int(0) != 8 {
+		t.Errorf("spawn after the prepares: %+v, want ZygFailed for id 8", rep)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if p := spareOf1(zpid); p != 0 {
+		t.Errorf("host: spare %d kept after refused prepares", p)
+	}
+
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(zpid) + "/status")
 	if err != nil {
 		t.Fatal(err)
