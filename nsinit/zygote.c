@@ -87,6 +87,10 @@ static struct {
 /* /proc/self/mountinfo: POLLPRI says the host's mounts changed. */
 static int mounts_fd = -1;
 
+/* A pidfd of the zygote itself, which its clones poll (-1 without
+ * pidfd_open, Linux 5.3). */
+static int zygote_pidfd = -1;
+
 /* A step of a spawn that failed, as the child reports it to the zygote. */
 struct child_err {
 	int err;
@@ -159,12 +163,17 @@ static void child_fail(int errpipe, const char *step)
 	_exit(127);
 }
 
-/* child_wait is a clone's first step: it dies with the zygote, and waits
- * on sync for its ids to be mapped (EOF: the zygote gave up). */
+/* child_wait is a clone's first step: it dies with the zygote (and ends
+ * if the zygote went before the signal was set, which nothing would then
+ * send: a pid namespace of its own hides the parent from getppid), and
+ * waits on sync for its ids to be mapped (EOF: the zygote gave up). */
 static void child_wait(int sync_r, int errpipe)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		child_fail(errpipe, "set the parent-death signal");
+	struct pollfd gone = {.fd = zygote_pidfd, .events = POLLIN};
+	if (zygote_pidfd >= 0 && poll(&gone, 1, 0) != 0)
+		_exit(1);
 	char c;
 	ssize_t n;
 	while ((n = read(sync_r, &c, 1)) < 0 && errno == EINTR)
@@ -208,6 +217,19 @@ static void child_run(const int *fds, int errpipe)
 static void spare_child(int sock, int errpipe, int newcgroup)
 {
 	prctl(PR_SET_NAME, "hutch-spare", 0, 0, 0);
+	/* Nothing of the zygote's while it waits (its socket to the host
+	 * above all, and the other end of this spare's): should the zygote
+	 * go, its host sees its socket close, and this spare its own. sock
+	 * to 3, errpipe to 5, out of the way first; child_run puts the
+	 * request's fds at 0 to 4 and keeps errpipe. */
+	int s = fcntl(sock, F_DUPFD_CLOEXEC, 16), e = fcntl(errpipe, F_DUPFD_CLOEXEC, 16);
+	if (s < 0 || e < 0 || dup3(s, 3, O_CLOEXEC) < 0 || dup3(e, 5, O_CLOEXEC) < 0)
+		child_fail(errpipe, "dup");
+	errpipe = 5;
+	sock = 3;
+	close(4);
+	if (close_from(6, -1) < 0)
+		child_fail(errpipe, "close the zygote's fds");
 	uint8_t b[8];
 	union {
 		struct cmsghdr h;
@@ -588,6 +610,7 @@ static int serve(void)
 		return 2;
 	/* Without it no spare is ever current (mounts_changed). */
 	mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	zygote_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0); /* close-on-exec */
 	uint8_t buf[ZYG_MAX_MSG];
 	union {
 		struct cmsghdr h;
