@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,6 +286,13 @@ func spareOf1(pid int) int {
 // end is called or the test ends (its control socket closes then).
 func spawnWaiting(t *testing.T, c *Client, flags uintptr) (in *Init, end func()) {
 	t.Helper()
+	return spawnWaitingIn(t, c, flags, nil)
+}
+
+// spawnWaitingIn is spawnWaiting into the cgroup v2 directory cgroup,
+// unless that is nil.
+func spawnWaitingIn(t *testing.T, c *Client, flags uintptr, cgroup *os.File) (in *Init, end func()) {
+	t.Helper()
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +309,7 @@ func spawnWaiting(t *testing.T, c *Client, flags uintptr) (in *Init, end func())
 	}
 	control := os.NewFile(uintptr(pair[1]), "control")
 	defer control.Close()
-	in, err = c.Spawn(Request{Cloneflags: flags, UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w})
+	in, err = c.Spawn(Request{Cloneflags: flags, UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w, Cgroup: cgroup})
 	if err != nil {
 		r.Close()
 		unix.Close(pair[0])
@@ -434,6 +443,33 @@ func TestSpare(t *testing.T) {
 	if spare = spareOf(t, server, 0); spare == 0 {
 		t.Fatal("host: no spare after an init ended")
 	}
+
+	// Taken into a cgroup v2 directory (as CLONE_INTO_CGROUP would put a
+	// clone): the host sees that very process in the group.
+	if v2 := cgroup2Mount(); v2 != "" {
+		dir := filepath.Join(v2, fmt.Sprintf("hutch-spare-test-%d", os.Getpid()))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(dir) })
+		cg, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, end = spawnWaitingIn(t, c, all, cg)
+		cg.Close()
+		if in.Pid != spare {
+			t.Errorf("host: the init into a cgroup is %d, want the spare %d", in.Pid, spare)
+		}
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(in.Pid)) {
+			t.Errorf("host: init %d not in %s (cgroup.procs: %q)", in.Pid, dir, procs)
+		}
+		end()
+		if spare = spareOf(t, server, spare); spare == 0 {
+			t.Fatal("host: no spare after an init ended")
+		}
+	}
 	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -447,4 +483,19 @@ func TestSpare(t *testing.T) {
 			t.Fatalf("host: spare %d alive 5 s after its zygote's SIGKILL", spare)
 		}
 	}
+}
+
+// cgroup2Mount returns a cgroup v2 hierarchy this test may make a group
+// in (root only), or "".
+func cgroup2Mount() string {
+	if os.Getuid() != 0 {
+		return ""
+	}
+	for _, p := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return p
+		}
+	}
+	return ""
 }
