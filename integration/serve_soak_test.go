@@ -304,14 +304,15 @@ type soakPoint struct {
 	fds, rssKiB, threads  int
 	spawnFds, spawnRSSKiB int // the spawn server's; fds -1 when unreadable
 	inits                 int
-	strays                string // processes below the server beyond the spawn server and its idle inits
+	spares                int    // the spawn server's spare (hutch-spare): none or one
+	strays                string // processes below the server beyond the spawn server, its idle inits and its spare
 	groups                int    // the server's cgroups left
 	gc                    soakGC // the last collection at rest, when calmed
 }
 
 func (p soakPoint) String() string {
-	return fmt.Sprintf("server %d fds, %d KiB RSS, %d threads; spawn server %d fds, %d KiB RSS; %d pooled inits, %d cgroups",
-		p.fds, p.rssKiB, p.threads, p.spawnFds, p.spawnRSSKiB, p.inits, p.groups)
+	return fmt.Sprintf("server %d fds, %d KiB RSS, %d threads; spawn server %d fds, %d KiB RSS; %d pooled inits, %d spares, %d cgroups",
+		p.fds, p.rssKiB, p.threads, p.spawnFds, p.spawnRSSKiB, p.inits, p.spares, p.groups)
 }
 
 // checkpoint waits until the server is at rest, no request in flight and
@@ -331,7 +332,7 @@ func (s *soakServer) checkpoint(t *testing.T, c *http.Client, calm bool) soakPoi
 			return false
 		}
 		p = s.read()
-		return p.strays == "" && p.inits == soakPrewarm
+		return p.strays == "" && p.inits == soakPrewarm && p.spares <= 1
 	}) {
 		t.Logf("the server did not come to rest in 30s: %s; strays: %s", p, p.strays)
 	}
@@ -461,7 +462,11 @@ func (s *soakServer) read() soakPoint {
 		}
 		p.spawnFds, p.spawnRSSKiB = soakFds(k), soakStatus(k, "VmRSS")
 		for _, init := range soakChildren(k) {
-			p.inits++
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", init)); string(comm) == "hutch-spare\n" {
+				p.spares++
+			} else {
+				p.inits++
+			}
 			for _, g := range soakChildren(init) {
 				strays = append(strays, fmt.Sprintf("%d %q (in pooled init %d)", g, soakCmdline(g), init))
 			}

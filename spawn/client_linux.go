@@ -221,9 +221,9 @@ func (c *Client) Prestart() { c.prestart() }
 
 // Prepare has the server keep one init of kind a cloned ahead (its
 // namespaces made, its ids mapped, waiting), which the next Spawn asking
-// the same Cloneflags, UID and GID takes instead of cloning its own, and
-// which the server clones again after each Spawn that took it: the clone
-// is then off the Spawn's path. A spare whose copy of the host's mounts
+// the same Cloneflags, UID and GID takes instead of cloning its own: the
+// clone is then off the Spawn's path. Once one is taken, the server clones
+// the next when an init ends, not beside the sandbox just started. A spare whose copy of the host's mounts
 // went stale is discarded, not taken. The last Prepare wins, also for
 // servers started later; Cloneflags 0 keeps none. Like Prestart, it starts
 // a server in the background if none runs.
