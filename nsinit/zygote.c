@@ -28,10 +28,10 @@
  * zygote has moved it into the request's cgroup, so that the namespace's
  * root is that cgroup, as a clone into it makes it. Its mount namespace is
  * a copy of the host's at its clone: a change of the host's mounts since
- * (POLLPRI on /proc/self/mountinfo) discards it. Once taken, it is made
- * again when an init ends (most likely, a command did): not right after
- * the spawn, where its clone would compete for the CPU with the sandbox
- * being built.
+ * (POLLPRI on /proc/self/mountinfo) discards it. Once taken or discarded,
+ * it is made again when an init ends (most likely, a command did): not
+ * right after the spawn, where its clone would compete for the CPU with
+ * the sandbox being built, nor at every change of a busy host's mounts.
  *
  * Go decides everything (flags, ids, and the init's whole plan);
  * this file only executes a request. When the host closes its end, the
@@ -625,10 +625,12 @@ static int serve(void)
 				continue;
 			return 2;
 		}
-		if (mounts_fd >= 0 && p[2].revents && spare.pid != 0) {
-			/* The spare's copy of the host's mounts is stale. */
+		if (mounts_fd >= 0 && p[2].revents) {
+			/* The spare's copy of the host's mounts is stale. The
+			 * next is made when an init ends, not here: a host
+			 * whose mounts change often (a container host) would
+			 * have a clone made at every change. */
 			drop_spare();
-			make_spare();
 		}
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
