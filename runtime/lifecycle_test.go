@@ -5,6 +5,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // TestStartFailureResult: whatever stops Start, Cmd.Result exists
@@ -140,6 +142,51 @@ func TestClosedSandboxRunsNothing(t *testing.T) {
 			t.Errorf("command %d: %v, want nil or ErrClosed", i, err)
 		case err != nil && serr == nil:
 			t.Errorf("command %d: refused (%v), yet the host has its file", i, err)
+		}
+	}
+}
+
+// TestCloseWithdrawsSpare: a Sandbox asks the spawn server to keep a spare
+// of its kind of init, the latest open Sandbox's kind winning; closing one
+// hands that back to the Sandbox opened before it, and closing the last
+// leaves the server cloning none when its command's init ends (seen on
+// the host: no hutch-spare among the server's children).
+func TestCloseWithdrawsSpare(t *testing.T) {
+	before := spawn.Default().Prepared()
+	sbA, _ := newSandbox(t)
+	defer sbA.Close()
+	kindA := spawn.Default().Prepared()
+	if kindA.Cloneflags == 0 {
+		t.Skip("no namespaces for this user here: no spare to keep")
+	}
+	sbB, _ := newSandbox(t, func(p *runtime.Policy) { p.Network = runtime.NetworkHost })
+	if kindB := spawn.Default().Prepared(); kindB == kindA {
+		t.Fatalf("a Sandbox sharing the host's network asks for the same kind of spare as one without: %+v", kindB)
+	}
+	if err := sbB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := spawn.Default().Prepared(); got != kindA {
+		t.Errorf("after the latest Sandbox closed: %+v, want the one before's %+v", got, kindA)
+	}
+	if err := sbA.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sbA.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := spawn.Default().Prepared(); got != before {
+		t.Errorf("after both closed: %+v, want what it was before them, %+v", got, before)
+	}
+	if before.Cloneflags != 0 {
+		return // a Sandbox another test left open still wants spares
+	}
+	server := spawn.Default().ServerPid()
+	time.Sleep(100 * time.Millisecond)
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", server, server))
+	for _, pid := range strings.Fields(string(b)) {
+		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "hutch-spare" {
+			t.Errorf("host: the spawn server cloned spare %s after the last Sandbox closed", pid)
 		}
 	}
 }

@@ -189,6 +189,11 @@ func (sb *Sandbox) Close() error {
 		return nil
 	}
 	sb.closed = true
+	if sb.withdraw != nil {
+		// Before the endings below: the zygote then clones no spare
+		// when this Sandbox's last init ends.
+		sb.withdraw()
+	}
 	if n := sb.next.Load(); n != nil {
 		n.Close()
 	}

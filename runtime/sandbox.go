@@ -53,6 +53,10 @@ type Sandbox struct {
 	modeWall []byte
 	// pool holds prewarmed inits when Policy.Prewarm > 0.
 	pool *pool
+	// withdraw takes back the spawn server's Prepare for this Sandbox's
+	// kind of init (nil if it made none): Close calls it first, so that
+	// the end of its last command clones no spare that nobody will take.
+	withdraw func()
 
 	// limits go into a cgroup per command when cgroups is set; rlimits
 	// are set in every init (the fallback for limits without cgroups,
@@ -130,12 +134,15 @@ func New(p Policy) (*Sandbox, error) {
 	}
 	if flags := sb.cloneflags(); flags != 0 {
 		// Its namespaces made ahead, an init waits in the server for this
-		// Sandbox's next command (the last Sandbox made wins).
-		spawn.Default().Prepare(spawn.Ahead{Cloneflags: flags, UID: sb.uid, GID: sb.gid})
+		// Sandbox's next command (the latest Sandbox not closed wins).
+		sb.withdraw = spawn.Default().Prepare(spawn.Ahead{Cloneflags: flags, UID: sb.uid, GID: sb.gid})
 	}
 	// Everything is checked. What follows changes the host, and what it
 	// made is removed again when a later step fails.
 	if err := sb.setup(); err != nil {
+		if sb.withdraw != nil {
+			sb.withdraw()
+		}
 		if sb.tmpDir != "" {
 			os.RemoveAll(sb.tmpDir)
 		}

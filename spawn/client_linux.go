@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -70,7 +71,19 @@ type Client struct {
 	nextID  uint64
 	started int    // servers started, for tests and diagnostics
 	spawned uint64 // spawn requests sent
-	ahead   Ahead  // the last Prepare's, told to every server started
+	told    Ahead  // the kind the current server was last told to keep
+
+	// amu guards prepared, which Prepare and its withdrawal change
+	// without waiting for c.mu (held while a server starts).
+	amu      sync.Mutex
+	prepared []preparation // the Prepares not withdrawn, oldest first
+	nextPrep uint64
+}
+
+// A preparation is one Prepare not withdrawn.
+type preparation struct {
+	id uint64
+	Ahead
 }
 
 // Ahead is the kind of init a server keeps cloned ahead (see Prepare):
@@ -223,26 +236,72 @@ func (c *Client) Prestart() { c.prestart() }
 // namespaces made, its ids mapped, waiting), which the next Spawn asking
 // the same Cloneflags, UID and GID takes instead of cloning its own: the
 // clone is then off the Spawn's path. Once one is taken, the server clones
-// the next when an init ends, not beside the sandbox just started. A spare whose copy of the host's mounts
-// went stale is discarded, not taken. The last Prepare wins, also for
-// servers started later; Cloneflags 0 keeps none. Like Prestart, it starts
-// a server in the background if none runs.
-func (c *Client) Prepare(a Ahead) { c.prepare(a) }
+// the next when an init ends, not beside the sandbox just started. A spare
+// whose copy of the host's mounts went stale is discarded, not taken.
+//
+// The latest Prepare not withdrawn wins, also for servers started later;
+// Cloneflags 0 keeps none. withdraw takes this Prepare back (a Sandbox
+// does as it closes): the server then keeps a spare of the latest one
+// left, or none, and a command's end no longer clones one that nobody
+// will take. Like Prestart, Prepare starts a server in the background if
+// none runs; withdraw never starts one.
+func (c *Client) Prepare(a Ahead) (withdraw func()) {
+	_, withdraw = c.prepare(a)
+	return withdraw
+}
 
 // prepare is Prepare, with a channel closed once the server was told.
-func (c *Client) prepare(a Ahead) <-chan struct{} {
+func (c *Client) prepare(a Ahead) (<-chan struct{}, func()) {
+	c.amu.Lock()
+	c.nextPrep++
+	id := c.nextPrep
+	c.prepared = append(c.prepared, preparation{id, a})
+	c.amu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		fresh := c.conn == nil
-		c.ahead = a
-		if cn, err := c.live(); err == nil && !fresh {
-			_ = c.sendOn(cn, prepareRecord(a), nil) // live told a new one
+		if cn, err := c.live(); err == nil {
+			c.tell(cn)
 		}
 	}()
-	return done
+	var once sync.Once
+	return done, func() {
+		once.Do(func() {
+			c.amu.Lock()
+			c.prepared = slices.DeleteFunc(c.prepared, func(p preparation) bool { return p.id == id })
+			c.amu.Unlock()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.conn != nil {
+				c.tell(c.conn)
+			}
+		})
+	}
+}
+
+// Prepared returns the kind of spare the server is to keep: the latest
+// Prepare's not withdrawn, or the zero Ahead for none.
+func (c *Client) Prepared() Ahead {
+	c.amu.Lock()
+	defer c.amu.Unlock()
+	if len(c.prepared) == 0 {
+		return Ahead{}
+	}
+	return c.prepared[len(c.prepared)-1].Ahead
+}
+
+// tell sends cn the kind of spare to keep if it was last told another.
+// c.mu is held: what it reads and sends is the latest, in order.
+func (c *Client) tell(cn *conn) {
+	a := c.Prepared()
+	if a == c.told {
+		return
+	}
+	if c.sendOn(cn, prepareRecord(a), nil) == nil {
+		c.told = a
+	}
 }
 
 func prepareRecord(a Ahead) nsinit.Record {
@@ -281,9 +340,8 @@ func (c *Client) live() (*conn, error) {
 	c.started++
 	slog.Debug("hutch: spawn server started", "pid", cn.pid, "servers", c.started)
 	go c.readLoop(cn)
-	if c.ahead.Cloneflags != 0 {
-		_ = c.sendOn(cn, prepareRecord(c.ahead), nil)
-	}
+	c.told = Ahead{} // a new server keeps none until told
+	c.tell(cn)
 	return cn, nil
 }
 

@@ -341,7 +341,8 @@ func TestSpare(t *testing.T) {
 		t.Skip("no user namespaces")
 	}
 	c := &Client{}
-	<-c.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
+	ready, _ := c.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
+	<-ready
 	server := c.ServerPid()
 	if server == 0 {
 		t.Fatal("no server after Prepare")
@@ -487,6 +488,94 @@ func TestSpare(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("host: spare %d alive 5 s after its zygote's SIGKILL", spare)
 		}
+	}
+}
+
+// TestPrepareWithdrawn: the latest Prepare not withdrawn is the kind the
+// server keeps. Withdrawing the latest goes back to the one before it
+// (its spare is the next Spawn of that kind); withdrawing the last leaves
+// the server no spare, and an init's end clones none (each seen on the
+// host as the server's children). A withdrawal starts no server.
+func TestPrepareWithdrawn(t *testing.T) {
+	const all = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	const fewer = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		t.Skip("no user namespaces")
+	}
+	// A withdrawal after the server died starts no other.
+	idle := &Client{}
+	idleReady, idleWithdraw := idle.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
+	<-idleReady
+	if pid := idle.ServerPid(); pid != 0 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); err != nil || f[0] == "Z" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("host: the server lives 10 s after its SIGKILL")
+			}
+		}
+	}
+	idleWithdraw()
+	if n := idle.ServersStarted(); n != 1 {
+		t.Errorf("servers started: %d after a withdrawal once the server died, want 1", n)
+	}
+	if idle.Prepared() != (Ahead{}) {
+		t.Errorf("Prepared after the only Prepare was withdrawn: %+v, want none", idle.Prepared())
+	}
+
+	c := &Client{}
+	a := Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()}
+	b := Ahead{Cloneflags: fewer, UID: os.Getuid(), GID: os.Getgid()}
+	readyA, withdrawA := c.prepare(a)
+	<-readyA
+	server := c.ServerPid()
+	if server == 0 {
+		t.Fatal("no server after Prepare")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	spareA := spareOf(t, server, 0)
+	if spareA == 0 {
+		t.Fatal("host: no spare after Prepare")
+	}
+	readyB, withdrawB := c.prepare(b)
+	<-readyB
+	if got := c.Prepared(); got != b {
+		t.Errorf("Prepared: %+v, want the latest, %+v", got, b)
+	}
+	spareB := spareOf(t, server, spareA)
+	if spareB == 0 {
+		t.Fatal("host: no spare of the latest Prepare's kind")
+	}
+	withdrawB()
+	withdrawB() // a second call changes nothing
+	if got := c.Prepared(); got != a {
+		t.Errorf("Prepared after the latest was withdrawn: %+v, want the one before, %+v", got, a)
+	}
+	spareA = spareOf(t, server, spareB)
+	if spareA == 0 {
+		t.Fatal("host: no spare after the latest Prepare was withdrawn")
+	}
+	in, end := spawnWaiting(t, c, all)
+	if in.Pid != spareA {
+		t.Errorf("host: the init is %d, want the spare %d of the Prepare left", in.Pid, spareA)
+	}
+	withdrawA()
+	end()
+	// The init's end is reaped, and no spare follows it.
+	for deadline := time.Now().Add(10 * time.Second); parentOf(in.Pid) == server; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("host: the init is not reaped")
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if p := spareOf1(server); p != 0 {
+		t.Errorf("host: spare %d cloned after every Prepare was withdrawn", p)
+	}
+	if c.Prepared() != (Ahead{}) {
+		t.Errorf("Prepared: %+v, want none", c.Prepared())
 	}
 }
 
