@@ -316,7 +316,9 @@ func within(p, dir string) (string, bool) {
 	if dir == "/" {
 		return strings.TrimPrefix(p, "/"), true
 	}
-	if strings.HasPrefix(p, dir+"/") {
+	// Not HasPrefix(p, dir+"/"): Lookup calls this for every mount and
+	// every rule of a plan, and the concatenation allocated each time.
+	if len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir) {
 		return p[len(dir)+1:], true
 	}
 	return "", false

@@ -366,6 +366,7 @@ func TestWithin(t *testing.T) {
 		{"/proc", "/proc", true, "."},
 		{"/proc/self", "/proc", true, "self"},
 		{"/procfs", "/proc", false, ""},
+		{"/b/c", "/a", false, ""}, // a slash where one would follow "/a", no prefix
 	}
 	for _, tt := range tests {
 		if got := Within(tt.p, tt.dir); got != tt.want {
