@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -120,11 +121,19 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var timeout, grace <-chan time.Time
+	var timeout, grace, retry <-chan time.Time
 	if f.Timeout > 0 {
 		timeout = time.After(f.Timeout)
 	}
 	timedOut := false
+	// sig is the signal the timeout sends, SIGTERM then SIGKILL; delivered
+	// says the runtime took it. The runtime's kill goes to the command,
+	// pid 1 of its namespace: SIGKILL ends every process in it.
+	var sig syscall.Signal
+	delivered := false
+	kill := func() bool {
+		return exec.Command(path, "kill", name, strings.TrimPrefix(unix.SignalName(sig), "SIG")).Run() == nil
+	}
 	var waitErr error
 wait:
 	for {
@@ -132,17 +141,27 @@ wait:
 		case s := <-sigs:
 			cmd.Process.Signal(s)
 		case <-timeout:
-			// The runtime's kill goes to the command, pid 1 of its
-			// namespace: SIGKILL ends every process in it.
-			timedOut = true
-			exec.Command(path, "kill", name, "TERM").Run()
+			timedOut, sig = true, syscall.SIGTERM
+			delivered = kill()
 			d := f.Grace
 			if d <= 0 {
 				d = runtime.DefaultWaitDelay
 			}
 			grace = time.After(d)
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			retry = t.C
 		case <-grace:
-			exec.Command(path, "kill", name, "KILL").Run()
+			sig = syscall.SIGKILL
+			delivered = kill()
+		case <-retry:
+			// A kill that found no container is sent again: the runtime
+			// may make it after the timeout (runsc on a loaded host took
+			// over half a second), and it must not then run to its end.
+			// Once SIGKILL is due, it goes until the runtime exits.
+			if !delivered || sig == syscall.SIGKILL {
+				delivered = kill()
+			}
 		case waitErr = <-done:
 			break wait
 		}
@@ -171,6 +190,12 @@ wait:
 	}
 	if timedOut {
 		r.Killed, r.KillReason, r.Reason = true, runtime.KilledTimeout, "timeout of "+f.Timeout.String()
+		if r.ExitCode == 0 {
+			// The runtime says success for a command the timeout ended
+			// (or could not reach): a timeout never reads as a success.
+			// The status is that of the last signal sent.
+			r.ExitCode, r.Signal = 128+int(sig), sig
+		}
 	}
 	// Whatever the runtime left behind (it removes a container that
 	// ran; one that failed to start may remain).
