@@ -158,8 +158,7 @@ wait:
 			// A kill that found no container is sent again: the runtime
 			// may make it after the timeout (runsc on a loaded host took
 			// over half a second), and it must not then run to its end.
-			// Once SIGKILL is due, it goes until the runtime exits.
-			if !delivered || sig == syscall.SIGKILL {
+			if !delivered {
 				delivered = kill()
 			}
 		case waitErr = <-done:
