@@ -235,7 +235,16 @@ func TestPrestart(t *testing.T) {
 		t.Fatal("no server after Prestart")
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	// Start returns once the exec is past its point of no return, which
+	// is before the new program's arguments are in place: until then its
+	// cmdline reads empty (found so, 2 runs in 30).
+	var cmdline []byte
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cmdline, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err != nil || len(cmdline) > 0 {
+			break
+		}
+	}
 	if err != nil || !strings.HasPrefix(string(cmdline), nsinit.ZygoteArg0+"\x00") {
 		t.Fatalf("host: pid %d is not a spawn server: %q, %v", pid, cmdline, err)
 	}
