@@ -34,6 +34,9 @@ func newSandbox(t *testing.T, edit ...func(*runtime.Policy)) (*runtime.Sandbox, 
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	// Closed when the test ends (Close is idempotent): an open Sandbox
+	// keeps the spawn server making spares for the tests after it.
+	t.Cleanup(func() { sb.Close() })
 	return sb, sb.Policy().Workspace
 }
 

@@ -148,13 +148,14 @@ func TestClosedSandboxRunsNothing(t *testing.T) {
 
 // TestCloseWithdrawsSpare: a Sandbox asks the spawn server to keep a spare
 // of its kind of init, the latest open Sandbox's kind winning; closing one
-// hands that back to the Sandbox opened before it, and closing the last
-// leaves the server cloning none when its command's init ends (seen on
-// the host: no hutch-spare among the server's children).
+// hands that back to the Sandbox opened before it. Seen on the host: a
+// Sandbox sharing the host's network has the server keep a spare in the
+// server's own network namespace, and once it closes no such spare is
+// left, whatever other Sandboxes are open. Closing the last leaves the
+// server cloning none when its command's init ends.
 func TestCloseWithdrawsSpare(t *testing.T) {
 	before := spawn.Default().Prepared()
 	sbA, _ := newSandbox(t)
-	defer sbA.Close()
 	kindA := spawn.Default().Prepared()
 	if kindA.Cloneflags == 0 {
 		t.Skip("no namespaces for this user here: no spare to keep")
@@ -163,11 +164,21 @@ func TestCloseWithdrawsSpare(t *testing.T) {
 	if kindB := spawn.Default().Prepared(); kindB == kindA {
 		t.Fatalf("a Sandbox sharing the host's network asks for the same kind of spare as one without: %+v", kindB)
 	}
+	if err := sbB.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	server := spawn.Default().ServerPid()
+	if !waitSpare(server, true) {
+		t.Fatal("host: no spare in the server's network namespace while a Sandbox sharing the host's network is open")
+	}
 	if err := sbB.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := spawn.Default().Prepared(); got != kindA {
 		t.Errorf("after the latest Sandbox closed: %+v, want the one before's %+v", got, kindA)
+	}
+	if !waitSpare(server, false) {
+		t.Error("host: the server keeps a spare in its own network namespace after the Sandbox that wanted it closed")
 	}
 	if err := sbA.Command(context.Background(), "true").Run(); err != nil {
 		t.Fatal(err)
@@ -181,12 +192,38 @@ func TestCloseWithdrawsSpare(t *testing.T) {
 	if before.Cloneflags != 0 {
 		return // a Sandbox another test left open still wants spares
 	}
-	server := spawn.Default().ServerPid()
 	time.Sleep(100 * time.Millisecond)
+	if p := spareOf(server); p != "" {
+		t.Errorf("host: the spawn server cloned spare %s after the last Sandbox closed", p)
+	}
+}
+
+// spareOf returns the pid of the spawn server's spare (its child named
+// hutch-spare), or "".
+func spareOf(server int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", server, server))
 	for _, pid := range strings.Fields(string(b)) {
 		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "hutch-spare" {
-			t.Errorf("host: the spawn server cloned spare %s after the last Sandbox closed", pid)
+			return pid
 		}
 	}
+	return ""
+}
+
+// waitSpare waits up to 10 s until whether the server keeps a spare in
+// its own network namespace (one cloned without CLONE_NEWNET) is want,
+// read from the host's /proc.
+func waitSpare(server int, want bool) bool {
+	own, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", server))
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		shared := false
+		if p := spareOf(server); p != "" {
+			ns, err := os.Readlink("/proc/" + p + "/ns/net")
+			shared = err == nil && ns == own
+		}
+		if shared == want {
+			return true
+		}
+	}
+	return false
 }

@@ -345,18 +345,11 @@ func spawnWaitingIn(t *testing.T, c *Client, flags uintptr, cgroup *os.File) (in
 // when an init ends), and the next init's mount namespace (read on the
 // host) holds the new mount.
 func TestSpare(t *testing.T) {
-	const all = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
 		t.Skip("no user namespaces")
 	}
 	c := &Client{}
-	ready, _ := c.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
-	<-ready
-	server := c.ServerPid()
-	if server == 0 {
-		t.Fatal("no server after Prepare")
-	}
-	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	server, _ := prepareServer(t, c, Ahead{Cloneflags: allNS, UID: os.Getuid(), GID: os.Getgid()})
 	spare := spareOf(t, server, 0)
 	if spare == 0 {
 		t.Fatal("host: no spare after Prepare")
@@ -386,7 +379,7 @@ func TestSpare(t *testing.T) {
 		}
 	}
 
-	in, end := spawnWaiting(t, c, all)
+	in, end := spawnWaiting(t, c, allNS)
 	if in.Pid != spare {
 		t.Errorf("host: the init is %d, want the spare %d", in.Pid, spare)
 	}
@@ -418,7 +411,7 @@ func TestSpare(t *testing.T) {
 			t.Fatal("host: the killed spare is not reaped")
 		}
 	}
-	afterKill, end := spawnWaiting(t, c, all)
+	afterKill, end := spawnWaiting(t, c, allNS)
 	if afterKill.Pid == next {
 		t.Error("host: a Spawn was handed the killed spare")
 	}
@@ -446,7 +439,7 @@ func TestSpare(t *testing.T) {
 	if p := spareOf1(server); p != 0 {
 		t.Errorf("host: spare %d cloned at the mount change, before any init ended", p)
 	}
-	in, end = spawnWaiting(t, c, all)
+	in, end = spawnWaiting(t, c, allNS)
 	mi, err := os.ReadFile("/proc/" + strconv.Itoa(in.Pid) + "/mountinfo")
 	if err != nil {
 		t.Fatal(err)
@@ -471,7 +464,7 @@ func TestSpare(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, end = spawnWaitingIn(t, c, all, cg)
+		in, end = spawnWaitingIn(t, c, allNS, cg)
 		cg.Close()
 		if in.Pid != spare {
 			t.Errorf("host: the init into a cgroup is %d, want the spare %d", in.Pid, spare)
@@ -489,15 +482,40 @@ func TestSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Dead with the zygote (a zombie until the host's reaper gets it).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", spare))
-		if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); err != nil || f[0] == "Z" || f[0] == "X" {
-			break
+	if !waitExited(spare, 5*time.Second) {
+		t.Fatalf("host: spare %d alive 5 s after its zygote's SIGKILL", spare)
+	}
+}
+
+// allNS are the clone flags of a sandbox init with every namespace.
+const allNS = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// prepareServer has c Prepare a and returns its server, once told, which
+// the test's end kills, and the Prepare's withdraw.
+func prepareServer(t *testing.T, c *Client, a Ahead) (server int, withdraw func()) {
+	t.Helper()
+	ready, withdraw := c.prepare(a)
+	<-ready
+	if server = c.ServerPid(); server == 0 {
+		t.Fatal("no server after Prepare")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	return server, withdraw
+}
+
+// waitExited waits up to d until pid has exited, as the host sees it:
+// gone from /proc, or a zombie not yet reaped.
+func waitExited(pid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host: spare %d alive 5 s after its zygote's SIGKILL", spare)
+		if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+			return true
 		}
 	}
+	return false
 }
 
 // TestPrepareWithdrawn: the latest Prepare not withdrawn is the kind the
@@ -506,26 +524,18 @@ func TestSpare(t *testing.T) {
 // the server no spare, and an init's end clones none (each seen on the
 // host as the server's children). A withdrawal starts no server.
 func TestPrepareWithdrawn(t *testing.T) {
-	const all = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
 	const fewer = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
 		t.Skip("no user namespaces")
 	}
 	// A withdrawal after the server died starts no other.
 	idle := &Client{}
-	idleReady, idleWithdraw := idle.prepare(Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()})
-	<-idleReady
-	if pid := idle.ServerPid(); pid != 0 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); err != nil || f[0] == "Z" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("host: the server lives 10 s after its SIGKILL")
-			}
-		}
+	idleServer, idleWithdraw := prepareServer(t, idle, Ahead{Cloneflags: allNS, UID: os.Getuid(), GID: os.Getgid()})
+	if err := syscall.Kill(idleServer, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !waitExited(idleServer, 10*time.Second) {
+		t.Fatal("host: the server lives 10 s after its SIGKILL")
 	}
 	idleWithdraw()
 	if n := idle.ServersStarted(); n != 1 {
@@ -536,15 +546,9 @@ func TestPrepareWithdrawn(t *testing.T) {
 	}
 
 	c := &Client{}
-	a := Ahead{Cloneflags: all, UID: os.Getuid(), GID: os.Getgid()}
+	a := Ahead{Cloneflags: allNS, UID: os.Getuid(), GID: os.Getgid()}
 	b := Ahead{Cloneflags: fewer, UID: os.Getuid(), GID: os.Getgid()}
-	readyA, withdrawA := c.prepare(a)
-	<-readyA
-	server := c.ServerPid()
-	if server == 0 {
-		t.Fatal("no server after Prepare")
-	}
-	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	server, withdrawA := prepareServer(t, c, a)
 	spareA := spareOf(t, server, 0)
 	if spareA == 0 {
 		t.Fatal("host: no spare after Prepare")
@@ -567,7 +571,7 @@ func TestPrepareWithdrawn(t *testing.T) {
 	if spareA == 0 {
 		t.Fatal("host: no spare after the latest Prepare was withdrawn")
 	}
-	in, end := spawnWaiting(t, c, all)
+	in, end := spawnWaiting(t, c, allNS)
 	if in.Pid != spareA {
 		t.Errorf("host: the init is %d, want the spare %d of the Prepare left", in.Pid, spareA)
 	}
