@@ -58,7 +58,11 @@ func TestStoreUpdatesAreNotLost(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	// The reader is joined before the test ends: one still reading when
+	// t.TempDir's cleanup removes the directory would see it gone.
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		for {
 			select {
 			case <-stop:
@@ -71,6 +75,8 @@ func TestStoreUpdatesAreNotLost(t *testing.T) {
 			}
 		}
 	}()
+	stopReader := sync.OnceFunc(func() { close(stop); <-readerDone })
+	defer stopReader()
 	for range 3 {
 		wg.Go(func() {
 			for range perWorker {
@@ -85,7 +91,7 @@ func TestStoreUpdatesAreNotLost(t *testing.T) {
 	if err := helper.Wait(); err != nil {
 		t.Fatalf("the other process: %v", err)
 	}
-	close(stop)
+	stopReader()
 	p, err := s.read(id)
 	if err != nil {
 		t.Fatal(err)
