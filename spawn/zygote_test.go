@@ -361,20 +361,26 @@ func TestSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The spare closes what it inherited once it runs: it is looked at
+	// until it has, for up to 5 s.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", spare))
 		var held []string
+		hostFd := ""
 		for _, fd := range fds {
 			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", spare, fd.Name()))
 			if l == hostSock {
-				t.Fatalf("host: the spare holds the zygote's socket with the host (fd %s)", fd.Name())
+				hostFd = fd.Name()
 			}
 			held = append(held, fd.Name()+" "+l)
 		}
-		if len(held) <= 5 {
+		if hostFd == "" && len(held) <= 5 {
 			break
 		}
 		if time.Now().After(deadline) {
+			if hostFd != "" {
+				t.Fatalf("host: the spare holds the zygote's socket with the host (fd %s)", hostFd)
+			}
 			t.Fatalf("host: the spare holds %d fds: %v", len(held), held)
 		}
 	}
