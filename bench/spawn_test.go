@@ -73,14 +73,7 @@ func hutchRun(sb *runtime.Sandbox) func() error {
 // server has reaped the init: its CPU is then counted, and its teardown
 // does not run into the next op.
 func cold(name string, sb *runtime.Sandbox) method {
-	run := hutchRun(sb)
-	return method{name: name, ownCPU: true, run: func() (time.Duration, error) {
-		d, err := clock(run)
-		if err != nil {
-			return d, err
-		}
-		return d, waitInitsReaped()
-	}}
+	return settled(timed(name, hutchRun(sb)))
 }
 
 // prewarmed is a command from sb's pool of size inits as a caller issuing
@@ -289,10 +282,13 @@ func BenchmarkThroughput(b *testing.B) {
 	bwrapRun := bwrapRunner("/bin/true")
 	for _, par := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("callers-%d", par), func(b *testing.B) {
+			asSubreaper(b)
 			batch := max(16, 2*par)
-			methods := []method{timed("hutch", parallel(par, batch, hutchRun(sb)))}
+			// Each batch's tail (the inits' ends, the bwrap sandboxes'
+			// pid 1) is waited out, untimed, before the next batch.
+			methods := []method{settled(timed("hutch", parallel(par, batch, hutchRun(sb))))}
 			if bwrapRun != nil {
-				methods = append(methods, timed(bwrap, parallel(par, batch, bwrapRun)))
+				methods = append(methods, reaping(timed(bwrap, parallel(par, batch, bwrapRun))))
 			}
 			ops := measure(b, max(1, b.N/batch), methods...)
 			rate := func(name string) float64 {
@@ -310,6 +306,57 @@ func BenchmarkThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMachineCPU is the CPU per cold spawn as the whole machine
+// spends it, hutch against bwrap: the busy time of all CPUs
+// (machineBusy) over batches of cold hutch spawns and of bwrap runs,
+// alternated round by round, each batch's tail waited out (hutch's inits
+// reaped, bwrap's sandboxes' pid 1 reaped) and then machineSettle more,
+// for the kernel threads' share of the teardown (a cgroup's, a network
+// namespace's), before the batch's count is read. Spawn's cpu-ms counts
+// the processes involved; this counts everything, what else the machine
+// runs meanwhile included, which falls on both alike. x_bwrap_cpu is
+// hutch's figure over bwrap's.
+func BenchmarkMachineCPU(b *testing.B) {
+	bwrapRun := bwrapRunner("/bin/true")
+	if bwrapRun == nil {
+		b.Skip("bwrap is not installed")
+	}
+	asSubreaper(b)
+	sb := sandbox(b, nil)
+	defer sb.Close()
+	const batch = 20
+	inBatches := func(m method) method {
+		one := m.run
+		m.run = func() (time.Duration, error) {
+			var sum time.Duration
+			for range batch {
+				d, err := one()
+				if err != nil {
+					return sum, err
+				}
+				sum += d
+			}
+			time.Sleep(machineSettle)
+			return sum, nil
+		}
+		return m
+	}
+	methods := []method{inBatches(cold("hutch", sb)), inBatches(reaping(timed(bwrap, bwrapRun)))}
+	ops := measure(b, max(1, b.N/batch), methods...)
+	perSpawn := func(name string) time.Duration { return cpuPerOp(ops[name], cpuTimes.ofMachine) / batch }
+	b.ReportMetric(ms(perSpawn("hutch")), "cpu-ms")
+	b.ReportMetric(ms(perSpawn(bwrap)), "bwrap-cpu-ms")
+	b.ReportMetric(float64(perSpawn("hutch"))/float64(perSpawn(bwrap)), "x_bwrap_cpu")
+}
+
+// machineSettle is how long the machine is left after a batch of
+// BenchmarkMachineCPU before its busy time is read.
+const machineSettle = 50 * time.Millisecond
+
+// settled is m followed by the spawn server's inits waited for until
+// reaped.
+func settled(m method) method { return followedBy(m, waitInitsReaped) }
 
 // parallel runs f n times from par callers at once.
 func parallel(par, n int, f func() error) func() error {
@@ -389,32 +436,15 @@ func BenchmarkPoolMemory(b *testing.B) {
 	}
 }
 
-func pssKiB(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Pss:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func pssKiB(pid int) int64 { return procKiB(pid, "smaps_rollup", "Pss:") }
 
-func rssKiB(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
+func rssKiB(pid int) int64 { return procKiB(pid, "status", "VmRSS:") }
+
+// procKiB is the size in kB on key's line of /proc/<pid>/<file>; 0 if none.
+func procKiB(pid int, file, key string) int64 {
+	v, _ := procLine(pid, file, key)
+	n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+	return n
 }
 
 // BenchmarkPhases breaks a cold spawn down by the init's phases

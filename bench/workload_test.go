@@ -30,10 +30,7 @@ func BenchmarkCLI(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		b.Fatal(err)
-	}
-	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	asSubreaper(b)
 	run := func() error { return exec.Command(hutch, "run", "--workspace", workspace, "--", "/bin/true").Run() }
 	compare(b, method{name: "hutch", ownCPU: true, run: func() (time.Duration, error) {
 		d, err := clock(run)
@@ -126,7 +123,8 @@ func BenchmarkAgentLoop(b *testing.B) {
 	}
 	methods := []method{agentLoop("hutch", hutch), agentLoop(bare, bareRuns)}
 	if bwrapRuns != nil {
-		methods = append(methods, agentLoop(bwrap, bwrapRuns))
+		asSubreaper(b)
+		methods = append(methods, reaping(agentLoop(bwrap, bwrapRuns)))
 	}
 	ops := measure(b, min(b.N, agentLoops), methods...)
 	for _, m := range methods {

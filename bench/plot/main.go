@@ -103,6 +103,7 @@ type target struct {
 var targets = []target{
 	{"cold spawn p50 over bwrap's", "Spawn/hutch/default", "x_bwrap", 0.7, false},
 	{"CPU per cold spawn over bwrap's", "Spawn/hutch/default", "x_bwrap_cpu", 1, false},
+	{"CPU per cold spawn over bwrap's, the whole machine's busy time", "MachineCPU", "x_bwrap_cpu", 1, false},
 	{"throughput at 8 callers over bwrap's", "Throughput/callers-8", "x_bwrap_rate", 1.5, true},
 	{"prewarmed spawn p50 over bare's, commands back to back", "Spawn/hutch/prewarm", "x_bare", 1.5, false},
 	{"prewarmed spawn p50 over bare's, the pool refilled between commands", "Spawn/hutch/prewarm-ready", "x_bare", 1.5, false},
