@@ -102,6 +102,21 @@ func durableManager(t *testing.T, dataDir string) *processes.Manager {
 	return m
 }
 
+// durableState is what the data directory holds of process id, for a
+// failure's message: its record, the tail of its output and of its
+// supervisor's diagnostics, read from the files (processes' layout).
+func durableState(data, id string) string {
+	var b strings.Builder
+	for _, name := range []string{"record.json", "process.log", "supervisor.log"} {
+		c, err := os.ReadFile(filepath.Join(data, "processes", id, name))
+		if len(c) > 2000 {
+			c = c[len(c)-2000:]
+		}
+		fmt.Fprintf(&b, "--- %s (%v):\n%s\n", name, err, c)
+	}
+	return b.String()
+}
+
 // unixHTTP is a client that reaches an HTTP server on a unix socket.
 func unixHTTP(sock string) *http.Client {
 	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
@@ -200,14 +215,17 @@ func TestDurableOutlivesHost(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return string(b), err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: in a QEMU guest without KVM, beside another heavy job,
+	// python3 took over 30 s to bind once (7.x, as nobody).
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		body, err := get()
 		if err == nil && body == "durable says hi\n" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the server does not answer after its host died: %q, %v", body, err)
+			t.Fatalf("the server does not answer after its host died: %q, %v\nsupervisor live %v, command live %v\n%s",
+				body, err, live(supervisor), live(command), durableState(data, started.ID))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
