@@ -216,7 +216,8 @@ func TestDurableOutlivesHost(t *testing.T) {
 		return string(b), err
 	}
 	// Generous: in a QEMU guest without KVM, beside another heavy job,
-	// python3 took over 30 s to bind once (7.x, as nobody).
+	// the server had not bound its socket 30 s after once (7.x, as
+	// nobody; the cause unseen, hence the state in the message).
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		body, err := get()
