@@ -180,11 +180,17 @@ func reaping(m method) method { return followedBy(m, reapSandboxOrphans) }
 // another pid namespace itself, and hutch's inits are its spawn server's
 // children, not this process's.
 func reapSandboxOrphans() error {
+	return reapChildren(func(pid int) bool { return pidNamespaceDepth(pid) > 1 })
+}
+
+// reapChildren waits for and reaps, until none is left, every child of
+// this process that orphan says is one, giving up after 10 s.
+func reapChildren(orphan func(pid int) bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var orphans []int
 		for _, pid := range childrenOf(os.Getpid()) {
-			if pidNamespaceDepth(pid) > 1 {
+			if orphan(pid) {
 				orphans = append(orphans, pid)
 			}
 		}
@@ -201,7 +207,7 @@ func reapSandboxOrphans() error {
 					return fmt.Errorf("reap %d: %w", pid, err)
 				}
 				if time.Now().After(deadline) {
-					return fmt.Errorf("a sandbox's pid 1 (%d) has not exited after 10s", pid)
+					return fmt.Errorf("child %d has not exited after 10s", pid)
 				}
 				time.Sleep(100 * time.Microsecond)
 			}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/spawn"
 )
@@ -30,7 +28,8 @@ func BenchmarkCLI(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	asSubreaper(b)
+	// compare makes this process the subreaper the CLI's spawn server
+	// is reparented to.
 	run := func() error { return exec.Command(hutch, "run", "--workspace", workspace, "--", "/bin/true").Run() }
 	compare(b, method{name: "hutch", ownCPU: true, run: func() (time.Duration, error) {
 		d, err := clock(run)
@@ -66,22 +65,7 @@ func hutchCLI() (string, error) {
 // reaped.
 func reapOrphans() error {
 	keep := spawn.Default().ServerPid()
-	for {
-		var orphans []int
-		for _, pid := range childrenOf(os.Getpid()) {
-			if pid != keep {
-				orphans = append(orphans, pid)
-			}
-		}
-		if len(orphans) == 0 {
-			return nil
-		}
-		for _, pid := range orphans {
-			if _, err := unix.Wait4(pid, nil, 0, nil); err != nil && err != unix.ECHILD {
-				return fmt.Errorf("reap %d: %w", pid, err)
-			}
-		}
-	}
+	return reapChildren(func(pid int) bool { return pid != keep })
 }
 
 const (
