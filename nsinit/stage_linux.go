@@ -4,6 +4,11 @@ package nsinit
 
 /*
 #cgo CFLAGS: -std=gnu11 -O2 -Wall -Wextra -Werror
+// Every symbol bound once, when the zygote starts (BIND_NOW): with lazy
+// binding each init, a fork of the zygote, bound again in ld.so every
+// libc function the zygote had not called yet, faulting in ld.so's text,
+// libc's symbol tables and a copy of the GOT, on every spawn.
+#cgo LDFLAGS: -Wl,-z,now
 #include <stdlib.h>
 #include "wire.h"
 #include "zygote.h"
