@@ -66,23 +66,63 @@ func (r Ruleset) AttrSize() uint64 {
 // directory is unchanged), so Rules must run where those directories are
 // the ones the sandbox sees: on the host, whose / the view binds.
 func (r Ruleset) Rules() ([]Rule, error) {
+	rules, _, err := r.ListedRules()
+	return rules, err
+}
+
+// ListedRules is Rules, with the listings the carve-outs were worked out
+// from: while they stay Current, Rules would give the same rules again.
+func (r Ruleset) ListedRules() ([]Rule, Listed, error) {
 	var rules []Rule
 	for _, p := range r.Paths {
 		rules = append(rules, Rule{Path: p.Path, Dir: p.Access, File: p.Access & fileRights})
 	}
+	from := Listed{kept: true}
 	for _, p := range r.ExpandDeny {
 		var err error
-		if rules, err = appendExcept(rules, p.Path, p.Access, r.Deny); err != nil {
-			return nil, err
+		if rules, err = appendExcept(rules, p.Path, p.Access, r.Deny, &from); err != nil {
+			return nil, Listed{}, err
 		}
 	}
-	return rules, nil
+	return rules, from, nil
+}
+
+// Listed is what a set of rules was worked out from: the listing of each
+// directory a carve-out visited.
+type Listed struct {
+	dirs []listedDir
+	kept bool // every directory visited had a listing kept
+}
+
+type listedDir struct {
+	path string
+	l    *listing
+}
+
+// Current reports whether the rules worked out from l would come out the
+// same now, by the rule the listings are kept by: every directory visited
+// is the same, with the same ctime. Rules worked out from a directory
+// whose listing was not kept (one that changed within racyWithin, or that
+// could not be listed) are never current. Rules from no listing at all
+// always are.
+func (l Listed) Current() bool {
+	if !l.kept {
+		return false
+	}
+	for _, d := range l.dirs {
+		var st unix.Stat_t
+		if err := unix.Stat(d.path, &st); err != nil || !d.l.same(&st) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendExcept grants access beneath root except beneath the denied paths:
 // each directory on the way from root to a denied path may only be
-// listed, and everything else in it is granted on its own.
-func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Rule, error) {
+// listed, and everything else in it is granted on its own. It adds the
+// directories it lists to from.
+func appendExcept(rules []Rule, root string, access uint64, deny []string, from *Listed) ([]Rule, error) {
 	denied := map[string]bool{}
 	onTheWay := map[string]bool{}
 	for _, d := range under(deny, root) {
@@ -103,6 +143,11 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string) ([]Ru
 		// visible, its contents do not.
 		rules = append(rules, Rule{Path: dir, Dir: access & accessReadDir})
 		ents, kept, err := listed.read(dir)
+		if kept == nil {
+			from.kept = false
+		} else {
+			from.dirs = append(from.dirs, listedDir{dir, kept})
+		}
 		if err != nil {
 			// Gone, or not listable by this user: grant nothing beneath
 			// it (what cannot be listed cannot be carved up safely).
@@ -183,6 +228,12 @@ type listing struct {
 	held []*heldFile
 }
 
+// same says whether st, a stat of l's directory now, is the directory l
+// listed, unchanged since.
+func (l *listing) same(st *unix.Stat_t) bool {
+	return l.dev == uint64(st.Dev) && l.ino == uint64(st.Ino) && l.ctime == st.Ctim
+}
+
 // heldFile is an open entry of a kept listing.
 type heldFile struct {
 	fd   int    // -1 once its listing is dropped
@@ -200,7 +251,7 @@ func (c *listings) read(dir string) ([]os.DirEntry, *listing, error) {
 	}
 	c.mu.Lock()
 	l, ok := c.dirs[dir]
-	if ok && (l.dev != uint64(st.Dev) || l.ino != uint64(st.Ino) || l.ctime != st.Ctim) {
+	if ok && !l.same(&st) {
 		c.drop(dir) // changed: its files lead to what the names no longer do
 		ok = false
 	}

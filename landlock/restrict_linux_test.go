@@ -169,3 +169,52 @@ func TestHeldFiles(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestListedCurrent: rules are current while every directory their
+// carve-out listed is unchanged, by the listings' own rule; a listing not
+// kept (changed within racyWithin) never is; rules with no carve-out
+// always are.
+func TestListedCurrent(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "secret"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Build(Spec{ReadOnly: []string{dir}, Deny: []string{filepath.Join(dir, "secret")}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := func(step string, want bool) {
+		t.Helper()
+		_, from, err := r.ListedRules()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := from.Current(); got != want {
+			t.Errorf("%s: Current() = %v, want %v", step, got, want)
+		}
+	}
+	current("listed right after a change", false)
+	time.Sleep(racyWithin + 100*time.Millisecond)
+	_, from, err := r.ListedRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !from.Current() {
+		t.Error("an unchanged old directory: not current")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if from.Current() {
+		t.Error("current after a name was made in the listed directory")
+	}
+	plain, err := Build(Spec{ReadOnly: []string{dir}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, from, err := plain.ListedRules(); err != nil || !from.Current() {
+		t.Errorf("rules without a carve-out: current %v (%v), want true", from.Current(), err)
+	}
+}

@@ -79,14 +79,15 @@ func privilegeSteps(setpcap bool) []Record {
 // the rules on paths for which onHost is true, which are returned, and
 // passed to the thread as fd hostFd: the steps finish it with the other
 // rules. Opening a path costs the init four system calls; a carve-out has
-// hundreds, which the host holds open from one spawn to the next.
-func landlockSteps(r landlock.Ruleset, hostFd int, onHost func(path string) bool) (recs []Record, host []landlock.Rule, err error) {
+// hundreds, which the host holds open from one spawn to the next. from is
+// what the carve-outs were listed from (see Plan.Current).
+func landlockSteps(r landlock.Ruleset, hostFd int, onHost func(path string) bool) (recs []Record, host []landlock.Rule, from landlock.Listed, err error) {
 	if r.ABI <= 0 {
-		return nil, nil, nil
+		return nil, nil, from, nil
 	}
-	rules, err := r.Rules()
+	rules, from, err := r.ListedRules()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, from, err
 	}
 	recs = make([]Record, 0, len(rules)+len(r.Ports)+2)
 	if hostFd >= 0 {
@@ -104,7 +105,7 @@ func landlockSteps(r landlock.Ruleset, hostFd int, onHost func(path string) bool
 	for _, p := range r.Ports {
 		recs = append(recs, Record{Kind: stepLLPort, Ints: []uint64{landlock.ConnectTCP, uint64(p)}})
 	}
-	return append(recs, Record{Kind: stepLLRestrict}), host, nil
+	return append(recs, Record{Kind: stepLLRestrict}), host, from, nil
 }
 
 // seccompStep installs the BPF program prog (seccomp.Compile's) on the

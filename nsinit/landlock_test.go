@@ -65,7 +65,7 @@ func runLandlockChild(job string) int {
 			return 2
 		}
 	}
-	recs, host, err := landlockSteps(r, hostFd, func(string) bool { return true })
+	recs, host, _, err := landlockSteps(r, hostFd, func(string) bool { return true })
 	if err == nil && c.Host {
 		var f *os.File
 		if f, err = r.Create(host); err == nil {

@@ -38,7 +38,15 @@ type Plan struct {
 	// HostRuleset.
 	landlock  *landlock.Ruleset
 	hostRules []landlock.Rule
+	// listed is what the Landlock carve-outs were worked out from.
+	listed landlock.Listed
 }
+
+// Current reports whether p is still the plan EncodeConfig would make of
+// the same Config: it reads nothing from the host but the directories the
+// Landlock carve-outs list, and those are unchanged (landlock.Listed). A
+// current plan may be sent to another init; it is never changed once made.
+func (p *Plan) Current() bool { return p.listed.Current() }
 
 // Ruleset begins the plan's Landlock ruleset on the host with the rules
 // left to it, for a Config with HostRuleset: the config frame's last fd,
@@ -105,7 +113,7 @@ func EncodeConfig(c Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{Message: msg, mounts: p.mounts}
+	plan := &Plan{Message: msg, mounts: p.mounts, listed: p.listed}
 	if c.hostRuleset() {
 		plan.landlock, plan.hostRules = c.Landlock, p.hostRules
 	}
@@ -121,6 +129,7 @@ type planner struct {
 	reported  []Layer
 	mounts    []mountStep
 	hostRules []landlock.Rule // the Landlock rules the host adds
+	listed    landlock.Listed // what the carve-outs were listed from
 	err       error           // the first encoding error
 }
 
@@ -288,11 +297,11 @@ func (p *planner) confine() {
 		if c.hostRuleset() {
 			hostFd = initFdBase + c.wantFds() - 1
 		}
-		recs, host, err := landlockSteps(*c.Landlock, hostFd, p.sharedWithHost)
+		recs, host, from, err := landlockSteps(*c.Landlock, hostFd, p.sharedWithHost)
 		if err != nil {
 			p.fail(err)
 		}
-		p.hostRules = host
+		p.hostRules, p.listed = host, from
 		p.step(initSteps, LayerLandlock, "restrict", initReport, nil, p.message(recs...))
 	}
 	if c.UnixWall != nil {

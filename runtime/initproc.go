@@ -147,7 +147,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		return nil, err
 	}
-	plan, ruleset, err := planInit(config)
+	plan, ruleset, err := planInit(sb, f, config)
 	if err != nil {
 		return abandon(err)
 	}
@@ -231,13 +231,14 @@ type spawnResult struct {
 	err  error
 }
 
-// planInit encodes config as the init's plan and begins its Landlock
-// ruleset on the host (nsinit.Plan.Ruleset). A ruleset the host cannot
-// begin (a path it may not open) is left to the init, which may (it holds
-// capabilities over the host uid's files), or else fails as its own step,
-// reported and degraded as such. Tests replace it.
-var planInit = func(config nsinit.Config) (*nsinit.Plan, *os.File, error) {
-	plan, err := nsinit.EncodeConfig(config)
+// planInit encodes config, an init's built with f, as the init's plan
+// (planMemo), and begins its Landlock ruleset on the host
+// (nsinit.Plan.Ruleset). A ruleset the host cannot begin (a path it may
+// not open) is left to the init, which may (it holds capabilities over
+// the host uid's files), or else fails as its own step, reported and
+// degraded as such. Tests replace it.
+var planInit = func(sb *Sandbox, f fresh, config nsinit.Config) (*nsinit.Plan, *os.File, error) {
+	plan, err := sb.plans.encode(f, config)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -247,6 +248,42 @@ var planInit = func(config nsinit.Config) (*nsinit.Plan, *os.File, error) {
 		plan, err = nsinit.EncodeConfig(config)
 	}
 	return plan, ruleset, err
+}
+
+// planMemo keeps the last plan a Sandbox made. An init's Config is the
+// Sandbox's, but for what is read fresh (f) and the number of cgroup v1
+// tasks files; EncodeConfig reads only the Landlock carve-outs' listings
+// from the host, which Plan.Current checks. So the next init built with
+// the same of both gets the same plan while it stays current, and the
+// plan (a third of the host's own CPU per spawn, most of it allocation)
+// is made again only when something it comes from changed.
+type planMemo struct {
+	mu    sync.Mutex
+	f     fresh
+	tasks int
+	plan  *nsinit.Plan
+}
+
+// encode is nsinit.EncodeConfig(config), config being an init's built
+// with f: the last plan made, if it was made of the same and is current.
+func (m *planMemo) encode(f fresh, config nsinit.Config) (*nsinit.Plan, error) {
+	m.mu.Lock()
+	plan := m.plan
+	if plan != nil && (m.tasks != config.CgroupTasks || !m.f.equal(f)) {
+		plan = nil
+	}
+	m.mu.Unlock()
+	if plan != nil && plan.Current() {
+		return plan, nil
+	}
+	plan, err := nsinit.EncodeConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.f, m.tasks, m.plan = f, config.CgroupTasks, plan
+	m.mu.Unlock()
+	return plan, nil
 }
 
 // send hands the init its command and the command's stdio.

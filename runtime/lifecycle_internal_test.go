@@ -507,8 +507,8 @@ func TestPlanFailsAfterClone(t *testing.T) {
 	errPlan := errors.New("plan refused by the test")
 	var initPid int
 	var groups []string
-	defer func(f func(nsinit.Config) (*nsinit.Plan, *os.File, error)) { planInit = f }(planInit)
-	planInit = func(nsinit.Config) (*nsinit.Plan, *os.File, error) {
+	defer func(f func(*Sandbox, fresh, nsinit.Config) (*nsinit.Plan, *os.File, error)) { planInit = f }(planInit)
+	planInit = func(*Sandbox, fresh, nsinit.Config) (*nsinit.Plan, *os.File, error) {
 		// The clone runs beside the plan: wait for its init.
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			for _, pid := range serverChildPids(t) {

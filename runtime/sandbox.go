@@ -77,6 +77,8 @@ type Sandbox struct {
 	// files is the file operations' view of the host, kept while the
 	// host's trees it comes from do not change.
 	files viewCache
+	// plans keeps the last init's plan for the next one.
+	plans planMemo
 
 	// netRules is the parsed allow-list of Network "allow".
 	netRules *netns.Rules
