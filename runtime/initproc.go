@@ -251,12 +251,13 @@ var planInit = func(sb *Sandbox, f fresh, config nsinit.Config) (*nsinit.Plan, *
 }
 
 // planMemo keeps the last plan a Sandbox made. An init's Config is the
-// Sandbox's, but for what is read fresh (f) and the number of cgroup v1
-// tasks files; EncodeConfig reads only the Landlock carve-outs' listings
-// from the host, which Plan.Current checks. So the next init built with
-// the same of both gets the same plan while it stays current, and the
-// plan (a third of the host's own CPU per spawn, most of it allocation)
-// is made again only when something it comes from changed.
+// Sandbox's but for what is read fresh (f) and the number of cgroup v1
+// tasks files, and EncodeConfig reads nothing from the host but the
+// Landlock carve-outs' listings, which Plan.Current checks. So the next
+// init with the same f and tasks files gets the same plan while it is
+// current: the plan is made again only when something it comes from
+// changed. Making it was about a tenth of the host's CPU per spawn, most
+// of it allocation.
 type planMemo struct {
 	mu    sync.Mutex
 	f     fresh
