@@ -64,20 +64,13 @@ func (r Ruleset) AttrSize() uint64 {
 // ExpandDeny tree the rules that carve its Deny paths out. The carving
 // lists directories (again for every spawn, from a listing kept while the
 // directory is unchanged), so Rules must run where those directories are
-// the ones the sandbox sees: on the host, whose / the view binds.
-func (r Ruleset) Rules() ([]Rule, error) {
-	rules, _, err := r.ListedRules()
-	return rules, err
-}
-
-// ListedRules is Rules, with the listings the carve-outs were worked out
-// from: while they stay Current, Rules would give the same rules again.
-func (r Ruleset) ListedRules() ([]Rule, Listed, error) {
-	var rules []Rule
+// the ones the sandbox sees: on the host, whose / the view binds. from is
+// what the carve-outs were listed from: while it stays Current, Rules
+// would give the same rules again.
+func (r Ruleset) Rules() (rules []Rule, from Listed, err error) {
 	for _, p := range r.Paths {
 		rules = append(rules, Rule{Path: p.Path, Dir: p.Access, File: p.Access & fileRights})
 	}
-	from := Listed{kept: true}
 	for _, p := range r.ExpandDeny {
 		var err error
 		if rules, err = appendExcept(rules, p.Path, p.Access, r.Deny, &from); err != nil {
@@ -88,10 +81,11 @@ func (r Ruleset) ListedRules() ([]Rule, Listed, error) {
 }
 
 // Listed is what a set of rules was worked out from: the listing of each
-// directory a carve-out visited.
+// directory a carve-out visited. The zero Listed, no listing at all, is
+// always current.
 type Listed struct {
-	dirs []listedDir
-	kept bool // every directory visited had a listing kept
+	dirs   []listedDir
+	unkept bool // a directory visited had no listing kept
 }
 
 type listedDir struct {
@@ -106,7 +100,7 @@ type listedDir struct {
 // could not be listed) are never current. Rules from no listing at all
 // always are.
 func (l Listed) Current() bool {
-	if !l.kept {
+	if l.unkept {
 		return false
 	}
 	for _, d := range l.dirs {
@@ -144,7 +138,7 @@ func appendExcept(rules []Rule, root string, access uint64, deny []string, from 
 		rules = append(rules, Rule{Path: dir, Dir: access & accessReadDir})
 		ents, kept, err := listed.read(dir)
 		if kept == nil {
-			from.kept = false
+			from.unkept = true
 		} else {
 			from.dirs = append(from.dirs, listedDir{dir, kept})
 		}

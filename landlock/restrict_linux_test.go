@@ -54,7 +54,7 @@ func TestCarveOutFollowsTheDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rules, err := r.Rules()
+		rules, _, err := r.Rules()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestHeldFiles(t *testing.T) {
 		return n
 	}
 	time.Sleep(racyWithin + 100*time.Millisecond)
-	before, err := r.Rules()
+	before, _, err := r.Rules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestHeldFiles(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Rules(); err != nil {
+	if _, _, err := r.Rules(); err != nil {
 		t.Fatal(err)
 	}
 	if n := openIn(); n != 0 {
@@ -172,8 +172,8 @@ func TestHeldFiles(t *testing.T) {
 
 // TestListedCurrent: rules are current while every directory their
 // carve-out listed is unchanged, by the listings' own rule; a listing not
-// kept (changed within racyWithin) never is; rules with no carve-out
-// always are.
+// kept (changed within racyWithin) never is; rules with no carve-out, or
+// none at all, always are.
 func TestListedCurrent(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"a", "secret"} {
@@ -187,7 +187,7 @@ func TestListedCurrent(t *testing.T) {
 	}
 	current := func(step string, want bool) {
 		t.Helper()
-		_, from, err := r.ListedRules()
+		_, from, err := r.Rules()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestListedCurrent(t *testing.T) {
 	}
 	current("listed right after a change", false)
 	time.Sleep(racyWithin + 100*time.Millisecond)
-	_, from, err := r.ListedRules()
+	_, from, err := r.Rules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,10 @@ func TestListedCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, from, err := plain.ListedRules(); err != nil || !from.Current() {
+	if _, from, err := plain.Rules(); err != nil || !from.Current() {
 		t.Errorf("rules without a carve-out: current %v (%v), want true", from.Current(), err)
+	}
+	if !(Listed{}).Current() {
+		t.Error("no listing at all: not current")
 	}
 }

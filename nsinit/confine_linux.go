@@ -85,7 +85,7 @@ func landlockSteps(r landlock.Ruleset, hostFd int, onHost func(path string) bool
 	if r.ABI <= 0 {
 		return nil, nil, from, nil
 	}
-	rules, from, err := r.ListedRules()
+	rules, from, err := r.Rules()
 	if err != nil {
 		return nil, nil, from, err
 	}

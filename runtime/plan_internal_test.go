@@ -14,8 +14,8 @@ import (
 
 // TestPlanMemo: the next init gets the last plan while it is made of the
 // same (what is read fresh, the cgroup tasks files) and the directories its
-// Landlock carve-out listed are unchanged; a change to any of the three
-// makes a new one.
+// Landlock carve-out listed are unchanged (a plan without Landlock lists
+// nothing); a change to any of the three makes a new one.
 func TestPlanMemo(t *testing.T) {
 	if landlock.ABI() == 0 {
 		t.Skip("the kernel has no Landlock: no carve-out is listed")
@@ -67,5 +67,10 @@ func TestPlanMemo(t *testing.T) {
 	}
 	if encode(named, withTasks) == last {
 		t.Error("the plan given again after a name was made in a directory its carve-out listed")
+	}
+	// Without Landlock nothing of the host is listed: the plan stays.
+	plain := nsinit.Config{Skip: []nsinit.Layer{nsinit.LayerSeccomp}}
+	if p := encode(f, plain); encode(f, plain) != p {
+		t.Error("a plan without Landlock made again of the same")
 	}
 }
