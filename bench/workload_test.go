@@ -31,13 +31,7 @@ func BenchmarkCLI(b *testing.B) {
 	// compare makes this process the subreaper the CLI's spawn server
 	// is reparented to.
 	run := func() error { return exec.Command(hutch, "run", "--workspace", workspace, "--", "/bin/true").Run() }
-	compare(b, method{name: "hutch", ownCPU: true, run: func() (time.Duration, error) {
-		d, err := clock(run)
-		if err != nil {
-			return d, err
-		}
-		return d, reapOrphans()
-	}}, cpuTimes.ofChildren)
+	compare(b, followedBy(timed("hutch", run), reapOrphans), cpuTimes.ofChildren)
 }
 
 var hutchBuild struct {
