@@ -46,6 +46,9 @@ type sandboxInit struct {
 	group *cgroups.Group
 	// spawnAt is when the spawn request went out (CLOCK_MONOTONIC).
 	spawnAt int64
+	// unhold counts the init out of what it held of its Sandbox
+	// (holdTmp); nil if nothing.
+	unhold func()
 
 	closeOnce sync.Once
 }
@@ -209,7 +212,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt}
+	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt, unhold: sb.holdTmp()}
 	go readEvents(statusR, plan, in.events)
 	if config.Egress != nil {
 		if err := in.startEgress(sb); err != nil {
@@ -327,6 +330,9 @@ func (in *sandboxInit) close() {
 			if err := in.group.Destroy(); err != nil {
 				in.log.Warn("hutch: remove cgroup", "group", in.group.Path(), "err", err)
 			}
+		}
+		if in.unhold != nil {
+			in.unhold()
 		}
 	})
 }

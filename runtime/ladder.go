@@ -128,8 +128,10 @@ func procMasked(mountinfo []byte) error {
 type levelState struct {
 	level        Level
 	levelReasons []string
-	// tmpDir is LevelLandlock's private temporary directory.
-	tmpDir string
+	// tmpDir is LevelLandlock's private temporary directory; tmpHolds
+	// keeps it while inits that may run a command in it live.
+	tmpDir   string
+	tmpHolds tmpHolds
 }
 
 // unenforced lists what the Sandbox's level gives up against

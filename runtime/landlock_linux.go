@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/mounts"
@@ -111,8 +112,9 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 
 // makeLandlockTmp makes the private temporary directory of a LevelLandlock
 // Sandbox (the host's /tmp is not private there): HOME and TMPDIR point
-// into it, and it is one of the trees Landlock lets commands write. Close,
-// or New when a later step fails, removes it.
+// into it, and it is one of the trees Landlock lets commands write. New
+// removes it when a later step fails; otherwise it goes once the Sandbox
+// is closed and no init that may run a command in it is left (holdTmp).
 func (sb *Sandbox) makeLandlockTmp() error {
 	tmp, err := os.MkdirTemp("", "hutch-tmp-")
 	if err == nil {
@@ -123,4 +125,55 @@ func (sb *Sandbox) makeLandlockTmp() error {
 		return &SetupError{Layer: LayerLandlock, Op: "make a private temporary directory", Err: err}
 	}
 	return nil
+}
+
+// tmpHolds counts the inits that may run a command in LevelLandlock's
+// private temporary directory, so that Close leaves commands still
+// running as they were: the directory goes at Close when none is left,
+// otherwise with the last one.
+type tmpHolds struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+}
+
+// holdTmp counts a new init in. The function it returns counts it out
+// once the init is released, and removes the directory if it was the
+// last one of a closed Sandbox. nil without a private directory.
+func (sb *Sandbox) holdTmp() func() {
+	if sb.tmpDir == "" {
+		return nil
+	}
+	t := &sb.tmpHolds
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		t.n--
+		last := t.closed && t.n == 0
+		t.mu.Unlock()
+		if last {
+			if err := os.RemoveAll(sb.tmpDir); err != nil {
+				sb.policy.logger().Warn("hutch: remove the private temporary directory", "dir", sb.tmpDir, "err", err)
+			}
+		}
+	}
+}
+
+// closeTmp removes the private temporary directory at Close, if no init
+// holds it any more; otherwise the last one's release does.
+func (sb *Sandbox) closeTmp() error {
+	if sb.tmpDir == "" {
+		return nil
+	}
+	t := &sb.tmpHolds
+	t.mu.Lock()
+	t.closed = true
+	held := t.n > 0
+	t.mu.Unlock()
+	if held {
+		return nil
+	}
+	return os.RemoveAll(sb.tmpDir)
 }

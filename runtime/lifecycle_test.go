@@ -198,6 +198,39 @@ func TestCloseWithdrawsSpare(t *testing.T) {
 	}
 }
 
+// TestCloseAfterStart: a Sandbox closed right after its one command
+// started, as hutch run closes its own, leaves the command running to
+// its end, and the spawn server clones no spare when the command's init
+// ends (one hutch would only kill as it exits).
+func TestCloseAfterStart(t *testing.T) {
+	if spawn.Default().Prepared().Cloneflags != 0 {
+		t.Skip("a Sandbox another test left open wants spares")
+	}
+	sb, ws := newSandbox(t)
+	if spawn.Default().Prepared().Cloneflags == 0 {
+		t.Skip("no namespaces for this user here: no spare to keep")
+	}
+	out := filepath.Join(ws, "out")
+	c := sb.Command(context.Background(), "sh", "-c", "sleep 0.3; echo done > "+out)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("the command, its Sandbox closed after Start: %v", err)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "done\n" {
+		t.Errorf("host: what the command wrote after its Sandbox closed: %q, %v", b, err)
+	}
+	server := spawn.Default().ServerPid()
+	time.Sleep(100 * time.Millisecond)
+	if p := spareOf(server); p != "" {
+		t.Errorf("host: the spawn server cloned spare %s when the closed Sandbox's init ended", p)
+	}
+}
+
 // spareOf returns the pid of the spawn server's spare (its child named
 // hutch-spare), or "".
 func spareOf(server int) string {

@@ -3,7 +3,6 @@
 package runtime
 
 import (
-	"os"
 	"slices"
 	"sync"
 
@@ -180,7 +179,8 @@ func (sb *Sandbox) takeInit() (*sandboxInit, error) {
 // host (their cgroups; LevelLandlock's private temporary directory). It
 // waits for commands being started to be started, and for the teardown of
 // commands whose Wait has returned (their cgroups, removed in the
-// background); commands still running are not affected. After Close, Start fails with ErrClosed. Close
+// background); commands still running are not affected (what they use
+// goes once they end). After Close, Start fails with ErrClosed. Close
 // is idempotent and safe to call concurrently with Start.
 func (sb *Sandbox) Close() error {
 	sb.life.Lock()
@@ -202,11 +202,7 @@ func (sb *Sandbox) Close() error {
 		sb.pool.close()
 	}
 	sb.endings.Wait()
-	if sb.tmpDir != "" {
-		// LevelLandlock's private temporary directory.
-		return os.RemoveAll(sb.tmpDir)
-	}
-	return nil
+	return sb.closeTmp()
 }
 
 func (sb *Sandbox) isClosed() bool {

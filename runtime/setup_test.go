@@ -168,3 +168,61 @@ func TestDefaultDenyNotShared(t *testing.T) {
 		t.Errorf("a default-denied file was read: %q", out)
 	}
 }
+
+// TestCloseLeavesRunningCommandsTmp: Close leaves commands still running
+// as they were, at level landlock too, where their TMPDIR is the
+// Sandbox's private directory on the host: it goes once the last of them
+// has ended, not at Close.
+func TestCloseLeavesRunningCommandsTmp(t *testing.T) {
+	if landlock.ABI() < 1 {
+		t.Skip("no Landlock: level landlock is out of reach")
+	}
+	t.Setenv("HUTCH_SIMULATE", "no-userns")
+	ws := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where os.MkdirTemp makes the Sandbox's
+	p := runtime.DefaultPolicy(ws)
+	p.MinLevel = runtime.LevelLandlock
+	sb, err := runtime.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	private, err := filepath.Glob(filepath.Join(tmp, "*"))
+	if err != nil || len(private) != 1 {
+		t.Fatalf("the Sandbox's private directory: %q, %v", private, err)
+	}
+	stdin, toCmd, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	defer toCmd.Close()
+	c := sb.Command(context.Background(), "sh", "-c", `read x && echo late > "$TMPDIR/late" && cp "$TMPDIR/late" late-copy`)
+	c.Dir = ws
+	c.Stdin = stdin
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(private[0]); err != nil {
+		t.Errorf("host: Close removed the private directory under a running command: %v", err)
+	}
+	if _, err := toCmd.WriteString("go\n"); err != nil {
+		t.Fatalf("%v; the command: %v, %+v, %s", err, c.Wait(), c.Result, stderr.String())
+	}
+	toCmd.Close()
+	if err := c.Wait(); err != nil {
+		t.Errorf("the command, after Close: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "late-copy")); err != nil || string(b) != "late\n" {
+		t.Errorf("host: what the command wrote in its TMPDIR after Close: %q, %v", b, err)
+	}
+	if _, err := os.Stat(private[0]); !os.IsNotExist(err) {
+		t.Errorf("host: the private directory outlived the Sandbox's last command: %v", err)
+	}
+}

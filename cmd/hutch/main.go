@@ -417,7 +417,14 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.WaitDelay = killAfter
 	fwd.to(cmd)
-	err = cmd.Run()
+	if err = cmd.Start(); err == nil {
+		// The one command this process runs has its init: closing the
+		// Sandbox now leaves it running, and takes back the spawn
+		// server's Prepare, so that the server clones no spare when the
+		// init ends, only for it to be killed as hutch exits.
+		sb.Close()
+		err = cmd.Wait()
+	}
 	var ee *runtime.ExitError
 	var sig signalError
 	switch {
