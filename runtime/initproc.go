@@ -77,7 +77,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 	var cgroupDir *os.File
 	var tasks []*os.File
 	if sb.cgroups != nil {
-		if group, err = sb.cgroups.Create(sb.limits); err != nil {
+		if group, err = sb.newGroup(); err != nil {
 			return nil, &SetupError{Layer: LayerCgroup, Op: "create", Err: err}
 		}
 		defer func() {

@@ -542,3 +542,53 @@ func TestPlanFailsAfterClone(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeGroupKept: the group New makes to prove the limits can be
+// applied is the first command's, not one made and removed for nothing,
+// and a Sandbox closed before any command removes it. Seen on the host's
+// cgroup filesystems.
+func TestProbeGroupKept(t *testing.T) {
+	for _, run := range []bool{true, false} {
+		sb, err := New(DefaultPolicy(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		if sb.cgroups == nil {
+			t.Skip("no cgroups for this user here")
+		}
+		probe := sb.probeGroup.Load()
+		if probe == nil {
+			t.Fatal("no probe group kept after New")
+		}
+		dirs := slices.Sorted(slices.Values(probe.Dirs()))
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err != nil {
+				t.Fatalf("host: the probe group: %v", err)
+			}
+		}
+		if run {
+			inR, inW := io.Pipe()
+			c := sb.Command(context.Background(), "cat")
+			c.Stdin = inR
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(slices.Values(hutchGroups(t, c.in.proc.Pid))); !slices.Equal(got, dirs) {
+				t.Errorf("host: the first init is in %q, want the probe group's %q", got, dirs)
+			}
+			inW.Close()
+			if err := c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("host: %s still there after Close (a command ran: %v)", d, run)
+			}
+		}
+	}
+}

@@ -46,16 +46,15 @@ func (sb *Sandbox) setupLimits() error {
 		if _, err = m.Sweep(); err != nil {
 			p.logger().Debug("hutch: cgroup sweep", "err", err)
 		}
-		// One throwaway group proves the limits can be applied here.
+		// One group proves the limits can be applied here; the first
+		// init gets it.
 		var g *cgroups.Group
 		if g, err = m.Create(sb.limits); err == nil {
 			// What it could not enforce, every group of this host will
 			// not either: the Result of a command that never got a group
 			// of its own says so from this.
 			sb.cgroupUnenforced = g.Unenforced()
-			if err = g.Destroy(); err != nil {
-				p.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
-			}
+			sb.probeGroup.Store(g)
 			sb.cgroups, sb.rlimits = m, base
 			return nil
 		}
@@ -68,6 +67,24 @@ func (sb *Sandbox) setupLimits() error {
 	p.logger().Info("hutch: "+sb.cgroupSkip, "memory", p.Memory, "pids", p.Pids)
 	sb.rlimits = cgroups.Rlimits(sb.limits)
 	return nil
+}
+
+// newGroup is the cgroup of a new init: the probe group while no init
+// has taken it, otherwise one made now.
+func (sb *Sandbox) newGroup() (*cgroups.Group, error) {
+	if g := sb.probeGroup.Swap(nil); g != nil {
+		return g, nil
+	}
+	return sb.cgroups.Create(sb.limits)
+}
+
+// dropProbeGroup removes the probe group if no init took it.
+func (sb *Sandbox) dropProbeGroup() {
+	if g := sb.probeGroup.Swap(nil); g != nil {
+		if err := g.Destroy(); err != nil {
+			sb.policy.logger().Warn("hutch: remove cgroup", "group", g.Path(), "err", err)
+		}
+	}
 }
 
 // limitsUnenforced says, one line each, which of the policy's limits do

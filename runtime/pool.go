@@ -202,6 +202,7 @@ func (sb *Sandbox) Close() error {
 		sb.pool.close()
 	}
 	sb.endings.Wait()
+	sb.dropProbeGroup()
 	return sb.closeTmp()
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -68,6 +69,10 @@ type Sandbox struct {
 	// cgroupUnenforced is what the probe group could not enforce
 	// (Group.Unenforced), for Results of commands without a group.
 	cgroupUnenforced []string
+	// probeGroup is that group, kept for the first init rather than
+	// removed (one group made and removed less per Sandbox: hutch run's
+	// has one init); Close removes it if no init took it.
+	probeGroup atomic.Pointer[cgroups.Group]
 
 	// landlock is the ruleset every init restricts its forking thread to;
 	// landlockSkip says why there is none, when there is none.
@@ -148,6 +153,7 @@ func New(p Policy) (*Sandbox, error) {
 		if sb.tmpDir != "" {
 			os.RemoveAll(sb.tmpDir)
 		}
+		sb.dropProbeGroup()
 		return nil, err
 	}
 	return sb, nil
