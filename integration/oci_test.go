@@ -161,8 +161,11 @@ func TestOCILimits(t *testing.T) {
 			}
 
 			// --timeout: the command (pid 1, deaf to SIGTERM) is killed
-			// --kill-after later, before it writes.
-			r = runCLI(t, ws, append([]string{"--timeout", "500ms", "--kill-after", "500ms"}, flags...), "sh", "-c", "sleep 3; touch late")
+			// --kill-after later, before it writes. The timeout leaves
+			// the runtime time to start the container on a loaded host:
+			// a kill while runc still starts it makes runc fail with its
+			// own status (1, "container process is already dead").
+			r = runCLI(t, ws, append([]string{"--timeout", "2s", "--kill-after", "500ms"}, flags...), "sh", "-c", "sleep 5; touch late")
 			time.Sleep(3 * time.Second)
 			// runsc's pid 1 takes the SIGTERM (143); runc's and crun's
 			// needs the SIGKILL (137).
