@@ -254,12 +254,13 @@ func bwrapArgs(argv ...string) []string {
 		"--bind", workspace, workspace, "--unshare-all", "--die-with-parent", "--new-session"}, argv...)
 }
 
-// compare measures target in b.N rounds alternated with the baselines and
-// reports its latency, its CPU per op (the share of it counted), and both
-// over the baselines' from the same rounds.
-func compare(b *testing.B, target method, share func(cpuTimes) time.Duration) {
+// compare measures target in b.N rounds alternated with the baselines
+// (and others, measured in the same rounds but not reported) and reports
+// its latency, its CPU per op (the share of it counted), and both over the
+// baselines' from the same rounds. It returns every method's ops.
+func compare(b *testing.B, target method, share func(cpuTimes) time.Duration, others ...method) map[string][]op {
 	asSubreaper(b)
-	methods := []method{target}
+	methods := append([]method{target}, others...)
 	for _, m := range baselines() {
 		if m.name != target.name {
 			methods = append(methods, m)
@@ -274,6 +275,7 @@ func compare(b *testing.B, target method, share func(cpuTimes) time.Duration) {
 		b.ReportMetric(ms(cpuPerOp(ops[target.name], share)), "cpu-ms")
 	}
 	reportRatios(b, ops, target.name, share)
+	return ops
 }
 
 // reportRatios reports target's p50 over each baseline's p50 (x_bare,

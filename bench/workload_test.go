@@ -23,35 +23,63 @@ import (
 // round by round. Its CPU is that of the process and everything it started
 // (RUSAGE_CHILDREN): the CLI's own spawn server, killed as the CLI exits,
 // is reparented to this process as subreaper and reaped with the rest.
+//
+// Two more processes in the same rounds say how much of that any Go
+// command pays before it does anything: `hutch --version` (hutch's own
+// start: the Go runtime, its packages' init functions, the command tree)
+// and gostart, an empty program linked with cgo as hutch is (the loader,
+// libc, the Go runtime); hutch-start-x_bwrap and gostart-x_bwrap are their p50
+// over bwrap's.
 func BenchmarkCLI(b *testing.B) {
 	hutch, err := hutchCLI()
+	if err != nil {
+		b.Fatal(err)
+	}
+	gostart, err := build("gostart", "./bench/testdata/gostart")
 	if err != nil {
 		b.Fatal(err)
 	}
 	// compare makes this process the subreaper the CLI's spawn server
 	// is reparented to.
 	run := func() error { return exec.Command(hutch, "run", "--workspace", workspace, "--", "/bin/true").Run() }
-	compare(b, followedBy(timed("hutch", run), reapOrphans), cpuTimes.ofChildren)
+	floors := []method{
+		timed("hutch-start", func() error { return exec.Command(hutch, "--version").Run() }),
+		timed("gostart", func() error { return exec.Command(gostart).Run() }),
+	}
+	ops := compare(b, followedBy(timed("hutch", run), reapOrphans), cpuTimes.ofChildren, floors...)
+	if ops[bwrap] != nil {
+		for _, m := range floors {
+			b.ReportMetric(float64(p50(walls(ops[m.name])))/float64(p50(walls(ops[bwrap]))), m.name+"-x_bwrap")
+		}
+	}
 }
 
-var hutchBuild struct {
+var builds sync.Map // name -> *builtBinary
+
+type builtBinary struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// hutchCLI builds the hutch command once per test binary, into scratch.
-func hutchCLI() (string, error) {
-	hutchBuild.once.Do(func() {
-		hutchBuild.path = filepath.Join(scratch, "hutch")
-		cmd := exec.Command("go", "build", "-o", hutchBuild.path, "./cmd/hutch")
+// build builds the command in pkg (relative to the module's root) once
+// per test binary, into scratch as name.
+func build(name, pkg string) (string, error) {
+	v, _ := builds.LoadOrStore(name, &builtBinary{})
+	bin := v.(*builtBinary)
+	bin.once.Do(func() {
+		bin.path = filepath.Join(scratch, name)
+		cmd := exec.Command("go", "build", "-o", bin.path, pkg)
 		cmd.Dir = ".." // the module's root, from the package's directory
 		if out, err := cmd.CombinedOutput(); err != nil {
-			hutchBuild.err = fmt.Errorf("go build ./cmd/hutch: %v\n%s", err, out)
+			bin.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	return hutchBuild.path, hutchBuild.err
+	return bin.path, bin.err
 }
+
+// hutchCLI builds the hutch command once per test binary, into scratch.
+func hutchCLI() (string, error) { return build("hutch", "./cmd/hutch") }
 
 // reapOrphans waits for and reaps every child of this process but the
 // spawn server of its own Sandboxes: what a whole process left behind and
