@@ -28,8 +28,8 @@ import (
 // command pays before it does anything: `hutch --version` (hutch's own
 // start: the Go runtime, its packages' init functions, the command tree)
 // and gostart, an empty program linked with cgo as hutch is (the loader,
-// libc, the Go runtime); hutch-start-x_bwrap and gostart-x_bwrap are their p50
-// over bwrap's.
+// libc, the Go runtime); hutch-start-x_bwrap and gostart-x_bwrap are
+// their p50 over bwrap's.
 func BenchmarkCLI(b *testing.B) {
 	hutch, err := hutchCLI()
 	if err != nil {
