@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,12 +25,13 @@ import (
 // (RUSAGE_CHILDREN): the CLI's own spawn server, killed as the CLI exits,
 // is reparented to this process as subreaper and reaped with the rest.
 //
-// Two more processes in the same rounds say how much of that any Go
-// command pays before it does anything: `hutch --version` (hutch's own
-// start: the Go runtime, its packages' init functions, the command tree)
-// and gostart, an empty program linked with cgo as hutch is (the loader,
-// libc, the Go runtime); hutch-start-x_bwrap and gostart-x_bwrap are
-// their p50 over bwrap's.
+// Two more processes in the same rounds say how much of that is paid
+// before any sandbox: `hutch run --workspace W` with no command, refused
+// at the first line of run (hutch's own start: the Go runtime, its
+// packages' init functions, the command tree, run's flags parsed), and
+// gostart, an empty program linked with cgo as hutch is (the loader, libc,
+// the Go runtime); hutch-start-x_bwrap and gostart-x_bwrap are their p50
+// over bwrap's.
 func BenchmarkCLI(b *testing.B) {
 	hutch, err := hutchCLI()
 	if err != nil {
@@ -43,7 +45,7 @@ func BenchmarkCLI(b *testing.B) {
 	// is reparented to.
 	run := func() error { return exec.Command(hutch, "run", "--workspace", workspace, "--", "/bin/true").Run() }
 	floors := []method{
-		timed("hutch-start", func() error { return exec.Command(hutch, "--version").Run() }),
+		timed("hutch-start", func() error { return refused(exec.Command(hutch, "run", "--workspace", workspace)) }),
 		timed("gostart", func() error { return exec.Command(gostart).Run() }),
 	}
 	ops := compare(b, followedBy(timed("hutch", run), reapOrphans), cpuTimes.ofChildren, floors...)
@@ -52,6 +54,17 @@ func BenchmarkCLI(b *testing.B) {
 			b.ReportMetric(float64(p50(walls(ops[m.name])))/float64(p50(walls(ops[bwrap]))), m.name+"-x_bwrap")
 		}
 	}
+}
+
+// refused runs cmd, which hutch must refuse as its caller's mistake
+// (exit status 125), having run nothing.
+func refused(cmd *exec.Cmd) error {
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 125 {
+		return nil
+	}
+	return fmt.Errorf("%v: want exit status 125, got %v", cmd.Args, err)
 }
 
 var builds sync.Map // name -> *builtBinary
