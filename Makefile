@@ -42,6 +42,7 @@ vet: deps
 test: deps vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -run '^$$' -fuzz FuzzWire -fuzztime 100000x -timeout 5m ./nsinit
+	$(GO) test -run '^$$' -fuzz FuzzFileRequest -fuzztime 50000x -timeout 5m ./nsinit
 	$(GO) test -run '^$$' -fuzz FuzzDecodeExec -fuzztime 20000x -timeout 5m ./localapi
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
@@ -103,7 +104,8 @@ bench: deps
 # fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,
 # held to the Go decoder) and of the checks the init and the filesystem
 # executor run on a message before anything of it (init.c's init_check,
-# mounts.c's mnt_check) for FUZZTIME, built with AddressSanitizer so that
+# mounts.c's mnt_check), and the file server's check of a request
+# (files.c's files_check), for FUZZTIME, built with AddressSanitizer so that
 # a read past a message is caught, not only a crash. make test runs it for
 # 100,000 inputs (about 10 s) without. Budgets are counts, not durations:
 # go1.26's fuzzing coordinator can fail a run that reaches its -fuzztime
@@ -111,6 +113,7 @@ bench: deps
 FUZZTIME ?= 1000000x
 fuzz: deps
 	$(GO) test -asan -run '^$$' -fuzz FuzzWire -fuzztime $(FUZZTIME) -timeout 3h ./nsinit
+	$(GO) test -asan -run '^$$' -fuzz FuzzFileRequest -fuzztime $(FUZZTIME) -timeout 3h ./nsinit
 
 demo: build
 	$(BIN)/hutch demo

@@ -346,6 +346,12 @@ func (s *soakServer) checkpoint(t *testing.T, c *http.Client, calm bool) soakPoi
 	if own {
 		c.CloseIdleConnections()
 	}
+	// calm's reads went through the file door, whose server (an init and
+	// its cgroup) is kept for runtime's fileServerIdle (5 s) after its
+	// last use, and then goes: at rest there is nothing but the pool.
+	if !waitFor(30*time.Second, func() bool { p = s.read(); return p.inits == soakPrewarm && p.groups <= soakPrewarm }) {
+		t.Logf("the file server did not go in 30s: %s", p)
+	}
 	// The fds a moment later: a connection just closed, a refill just
 	// finished are counted right.
 	time.Sleep(200 * time.Millisecond)

@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "fds.h"
+#include "files.h"
 #include "init.h"
 #include "mounts.h"
 #include "wire.h"
@@ -814,6 +816,16 @@ static void empty_sandbox(void)
 		;
 }
 
+/* is_files says whether a command frame asks for a file server. */
+static int is_files(const uint8_t *msg, size_t len)
+{
+	struct wire_record r;
+	size_t n;
+	const char *why;
+	return wire_decode(msg, len, &r, 1, &n, &why) == 0 && n == 1 && r.kind == CMD_FILES && r.nints == 0 &&
+	       r.nblobs == 0;
+}
+
 /* run waits for the command frame, starts the command and waits for it.
  * It returns the init's exit status. */
 static int run(int sfd)
@@ -825,6 +837,15 @@ static int run(int sfd)
 	if (rc > 0)
 		return 0; /* the host closed the socket: a pooled init it no longer needs */
 	phase("wait-command");
+	if (rc == 0 && nfds == 0 && is_files(msg, len)) {
+		/* A file server: nothing of the command's (the status pipe,
+		 * the signalfd, the config's fds) stays open in it, so no
+		 * path through /proc/self/fd reaches any of them. */
+		free(msg);
+		if (close_from(CONTROL_FD + 1, -1) < 0)
+			return 1;
+		return files_serve(CONTROL_FD);
+	}
 	if (rc < 0 || nfds != 3) {
 		init_error("exec", "read command", rc < 0 ? errno : EINVAL, nfds != 3 ? "want 3 fds" : NULL, NULL);
 		return 1;

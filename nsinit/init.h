@@ -18,8 +18,10 @@
  * INIT_FD_BASE, INIT_FD_BASE+1, ... in the order they came, close-on-exec,
  * and the plan names them by those numbers. The command frame comes when
  * the host has a command (at once, or much later for a pooled init) and
- * carries the command's stdin, stdout and stderr. EOF instead of the
- * command frame: the host no longer needs this init; it exits 0.
+ * carries the command's stdin, stdout and stderr; or, with no fds, it makes
+ * the init a file server (CMD_FILES, files.h) until the host closes the
+ * socket. EOF instead of the command frame: the host no longer needs this
+ * init; it exits 0.
  *
  * Status pipe, init to host: events, each one wire message, written whole.
  */
@@ -70,6 +72,10 @@
 /* The command message: one record. */
 #define CMD_EXEC 0x20 /* blobs: path, dir, argv, env, roots; the last three
 		       * as strings each followed by a NUL */
+
+/* The command message that makes the init a file server instead (files.h):
+ * no fields, no fds. */
+#define CMD_FILES 0x21
 
 /* Events, init to host. */
 #define EV_READY 0x40    /* the sandbox is built; the init waits for its command */

@@ -30,13 +30,18 @@ var Forwarded = func() []os.Signal {
 // checkPlanC runs the init's own check of a config message (init_check):
 // the fuzzer holds it to memory safety.
 func checkPlanC(b []byte) error {
-	// Exactly len(b) bytes, so that an -asan build catches a read past
-	// the message.
+	return checkC(b, func(p *C.uint8_t, n C.size_t, why **C.char) C.int { return C.init_check(p, n, why) })
+}
+
+// checkC runs a stage's check of a message (0, or -1 and why) on a copy
+// of exactly len(b) bytes, so that an -asan build catches a read past the
+// message.
+func checkC(b []byte, check func(*C.uint8_t, C.size_t, **C.char) C.int) error {
 	buf := C.malloc(C.size_t(max(len(b), 1)))
 	defer C.free(buf)
 	copy(unsafe.Slice((*byte)(buf), len(b)), b)
 	var why *C.char
-	if C.init_check((*C.uint8_t)(buf), C.size_t(len(b)), &why) != 0 {
+	if check((*C.uint8_t)(buf), C.size_t(len(b)), &why) != 0 {
 		return errors.Join(ErrWire, errors.New(C.GoString(why)))
 	}
 	return nil

@@ -11,12 +11,15 @@ import (
 )
 
 // The file door: a Sandbox's ReadFile, WriteFile, ReadDir, Stat and
-// OpenForSend act on the host's files as a command of the same Sandbox
-// would see them, without starting one. They resolve a path the way the kernel does in the sandbox's view
-// (the mount plan of the next command: what is read-only, writable,
-// masked, or the sandbox's own), one component at a time from open
-// directory handles, and act on the handle they opened, never on a path
-// checked earlier.
+// OpenForSend act on the host's files exactly as a command of the same
+// Sandbox started at that moment could. On Linux the paths are opened by
+// a file server inside the sandbox: an init built from the same plan as
+// a command's (the same mounts, deny names and repositories as of now,
+// the same credentials without capabilities, Landlock and seccomp) that
+// opens, makes and lists what it is asked and hands the opened files to
+// the host. The kernel resolves and judges every path in the sandbox's
+// view; the host only reads and writes the files it was handed, never a
+// path of its own.
 
 // ErrDenied is matched (errors.Is) by a file operation the sandbox's
 // policy does not allow: a masked path (the deny-list, deny names), or a

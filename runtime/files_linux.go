@@ -12,19 +12,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/nsinit"
 )
 
-// maxSymlinks is how many symlinks one resolution follows, as the kernel
-// (ELOOP past 40).
-const maxSymlinks = 40
-
-// fileView is the view a file operation resolves against: the mount plan
-// the next command would get.
+// fileView names what the file door reached: the mount plan of the
+// init that reached it, for the labels of results (the host path beside
+// the sandbox's, writable, masked, private). It decides nothing: every
+// path is resolved and judged by the kernel, in the file server.
 type fileView struct {
 	plan mounts.Plan
 	dir  string // where relative paths start: the workspace
@@ -42,365 +42,339 @@ func (v *fileView) homePath(p string) string {
 	return "~/" + p[len(v.home)+1:]
 }
 
-// fileView is the view the file operation op on name resolves against.
-func (sb *Sandbox) fileView(op, name string) (*fileView, error) {
+// fileDoor is a Sandbox's file server: an init built from the plan a
+// command started now would get, which, instead of running a command,
+// opens, makes and lists paths for the host in its own view, with its
+// own credentials, Landlock and seccomp (nsinit.FileClient). The host
+// only reads, writes and fstats the regular files it hands over: no path
+// is resolved on the host, so what the file door reaches is what a command
+// reaches, by construction.
+//
+// The server is made on the first file operation and made again whenever
+// what is read fresh for a command (deny-name matches, repositories)
+// differs from what it was built with; one operation at a time uses it.
+type fileDoor struct {
+	mu     sync.Mutex
+	in     *sandboxInit
+	client *nsinit.FileClient
+	fresh  fresh
+	view   *fileView
+	closed bool
+	// idle stops the server once no operation has used it for
+	// fileServerIdle; used is when the last one ended.
+	idle *time.Timer
+	used time.Time
+	// stopping are the servers being ended in the background; close
+	// waits for them, so that nothing of the door outlives its Sandbox's
+	// Close.
+	stopping sync.WaitGroup
+}
+
+// fileServerIdle is how long an unused file server is kept: operations
+// in a burst (an agent's tool calls) share one, and a Sandbox that reads
+// no more files holds no init for it.
+const fileServerIdle = 5 * time.Second
+
+// fileServerTimeout bounds one request to the file server: a file system
+// that does not answer (a hung network mount) costs the caller this, not
+// the Sandbox's file door for good.
+const fileServerTimeout = 30 * time.Second
+
+// fileSession is one file operation's hold on the file server.
+type fileSession struct {
+	sb   *Sandbox
+	door *fileDoor
+	*fileView
+	op, name string
+	retried  bool
+}
+
+// fileSession starts the file operation op on name: the server current
+// now, held until done.
+func (sb *Sandbox) fileSession(op, name string) (*fileSession, error) {
 	if sb.level == LevelLandlock || sb.level == LevelUnsandboxed {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: the file operations need the namespaces' view, and this Sandbox runs at level %s", errors.ErrUnsupported, sb.level)}
 	}
-	return sb.files.view(sb)
-}
-
-// viewCache keeps the last fileView while what it was read from is
-// unchanged: the writable trees' top levels (their deny-name matches and
-// repositories; see fresh) are read again only when one of the roots, its
-// .git, or the git directories of the repositories found there has changed
-// since (a stat each). A directory changed within
-// racyWindow of its reading may change again within the same timestamp
-// tick, which a stamp could not show: such a reading is used once, as git
-// treats its index.
-type viewCache struct {
-	mu     sync.Mutex
-	v      *fileView
-	stamps []stamp // of what v was read from, when it was
-	readAt time.Time
-}
-
-// stamp is what says a path is as it was: the same inode, not modified.
-type stamp struct {
-	path     string
-	dev, ino uint64
-	mtime    unix.Timespec
-	ok       bool // it existed
-}
-
-func stampOf(p string) stamp {
-	var st unix.Stat_t
-	if unix.Lstat(p, &st) != nil {
-		return stamp{path: p}
+	d := &sb.files
+	d.mu.Lock()
+	s := &fileSession{sb: sb, door: d, op: op, name: name}
+	if err := s.current(); err != nil {
+		d.mu.Unlock()
+		return nil, pathErr(op, name, err)
 	}
-	return stamp{path: p, dev: st.Dev, ino: st.Ino, mtime: st.Mtim, ok: true}
+	return s, nil
 }
 
-// racyWindow is longer than any filesystem's timestamp tick.
-const racyWindow = 50 * time.Millisecond
+func (s *fileSession) done() {
+	d := s.door
+	d.used = time.Now()
+	if d.in != nil {
+		if d.idle == nil {
+			d.idle = time.AfterFunc(fileServerIdle, d.expire)
+		} else {
+			d.idle.Reset(fileServerIdle)
+		}
+	}
+	d.mu.Unlock()
+}
 
-func (c *viewCache) view(sb *Sandbox) (*fileView, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.v != nil && c.current() {
-		return c.v, nil
+// expire stops a server left unused for fileServerIdle.
+func (d *fileDoor) expire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if wait := fileServerIdle - time.Since(d.used); wait > 0 {
+		d.idle.Reset(wait) // used since the timer was set
+		return
 	}
-	readAt := time.Now()
-	var stamps []stamp
-	for _, r := range sb.roots() {
-		stamps = append(stamps, stampOf(r), stampOf(r+"/.git"))
+	d.stop()
+}
+
+// current makes sure the door's server was built with what a command
+// started now would get: it reads the fresh inputs, and replaces a server
+// built with others, or one that died.
+func (s *fileSession) current() error {
+	d, sb := s.door, s.sb
+	if d.closed { // set by Close, which waits for d.mu: no isClosed here
+		return ErrClosed
 	}
-	// What the next command's view holds now: the top levels' deny-name
-	// matches and repositories are read again, as for a command.
-	f, err := sb.scanFresh()
+	f, err := sb.readFresh()
 	if err != nil {
-		c.v = nil
-		return nil, err
+		return err
 	}
-	// Those repositories' git directories (which may lie elsewhere, for a
-	// linked worktree) decide their guards too. Stamped after the scan but
-	// against readAt, a change during it makes the reading used once.
-	for _, r := range f.repos {
-		for _, d := range r.Dirs {
-			stamps = append(stamps, stampOf(d))
+	if d.in != nil && d.fresh.equal(f) && !d.in.exited() {
+		s.fileView = d.view
+		return nil
+	}
+	d.stop()
+	in, err := sb.startInit(f)
+	if err != nil {
+		return err
+	}
+	if err := in.serveFiles(); err != nil {
+		in.release()
+		return err
+	}
+	d.in, d.client, d.fresh = in, nsinit.NewFileClient(in.control), f
+	d.view = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}
+	s.fileView = d.view
+	return nil
+}
+
+// stop ends the server, if there is one, in the background.
+func (d *fileDoor) stop() {
+	if in := d.in; in != nil {
+		in.kill()
+		d.stopping.Add(1)
+		go func() {
+			defer d.stopping.Done()
+			in.reap()
+		}()
+		d.in, d.client, d.view = nil, nil, nil
+	}
+}
+
+// close ends the server for good: the Sandbox is closed or replaced.
+func (d *fileDoor) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.idle != nil {
+		d.idle.Stop()
+	}
+	d.stop()
+	d.stopping.Wait()
+}
+
+// serveFiles waits for the init to be built, then makes it a file server.
+func (in *sandboxInit) serveFiles() error {
+	ev, ok := <-in.events
+	switch {
+	case ok && ev.Kind == nsinit.EventError && ev.Error != nil:
+		return setupError(ev.Error)
+	case !ok || ev.Kind != nsinit.EventReady:
+		return errors.New("hutch: the file server's sandbox died while it was built")
+	}
+	if err := <-in.cfgSent; err != nil {
+		return err
+	}
+	tv := unix.NsecToTimeval(fileServerTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(in.control, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	return nsinit.WriteFrame(in.control, nsinit.EncodeFiles())
+}
+
+// exited reports whether the init has ended.
+func (in *sandboxInit) exited() bool {
+	select {
+	case <-in.proc.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// call runs one request; a server that fails (died, out of step, too
+// slow) is replaced and the request made once more, on a server that
+// again is current.
+func (s *fileSession) call(do func(c *nsinit.FileClient) error) error {
+	for {
+		err := do(s.door.client)
+		if err == nil || !errors.Is(err, nsinit.ErrFileServer) {
+			return err
+		}
+		s.door.stop()
+		if s.retried {
+			return err
+		}
+		s.retried = true
+		if err := s.current(); err != nil {
+			return err
 		}
 	}
-	c.v = &fileView{plan: sb.plan(f), dir: sb.spec.Workspace, home: sb.policy.Home}
-	c.stamps, c.readAt = stamps, readAt
-	return c.v, nil
 }
 
-// current reports whether nothing the cached view was read from has
-// changed since.
-func (c *viewCache) current() bool {
-	for _, s := range c.stamps {
-		if s != stampOf(s.path) || s.ok && c.readAt.Sub(time.Unix(s.mtime.Unix())) < racyWindow {
-			return false
-		}
+// abs is name as the server takes it: absolute, a relative name joined to
+// the workspace (not cleaned: the kernel resolves .. after symlinks).
+func (s *fileSession) abs(name string) (string, error) {
+	if !path.IsAbs(name) {
+		name = s.dir + "/" + name
 	}
-	return true
+	if len(name) >= maxPath {
+		return "", unix.ENAMETOOLONG
+	}
+	return name, nil
 }
 
-// walked is where a resolution ended: dir, an open O_PATH handle on the
-// directory (with its path in the view), and the last component's name
-// in it, which may not exist.
-type walked struct {
-	dir     int
-	dirPath string
-	name    string
+// private refuses a path the sandbox resolves into a filesystem of its
+// own: the server's own /tmp, /dev or /proc are not the host's, nor any
+// command's.
+func (s *fileSession) private(p string) error {
+	if s.plan.Lookup(p).Reach == mounts.Private {
+		return ErrPrivate
+	}
+	return nil
 }
 
-func (r *walked) path() string { return path.Join(r.dirPath, r.name) }
-
-func (r *walked) close() { unix.Close(r.dir) }
-
-// crossable says whether the walk may cross p although place refused it
-// (err): a private or hidden directory holding the way to a host tree
-// bound below it (a workspace under the private /tmp, an app's own
-// directory among hidden ones), which the walk crosses by directories only:
-// in the view it holds nothing else.
-func (v *fileView) crossable(p string, err error) bool {
-	return (errors.Is(err, ErrPrivate) || errors.Is(err, ErrDenied)) && v.plan.HostBelow(p)
+// open opens name in the server's view; p is name made absolute.
+func (s *fileSession) open(p string, flags int, perm uint32, want int) (nsinit.FileStat, *os.File, error) {
+	var st nsinit.FileStat
+	var f *os.File
+	err := s.call(func(c *nsinit.FileClient) (err error) {
+		st, f, err = c.Open(p, flags, perm, want)
+		return err
+	})
+	return st, f, err
 }
 
-// openRoot opens the view's root, the host's.
-func openRoot() (int, error) {
-	return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-}
-
-// place says what p is in the view, refusing what is not the host's.
-func (v *fileView) place(p string) (mounts.Place, error) {
-	pl := v.plan.Lookup(p)
+// refusal is the error for the kernel's refusal errno of an operation on
+// p (absolute). It explains, never decides: a refusal of EACCES or EROFS
+// is ErrDenied when the path is masked in the view, or a write outside
+// its writable trees, judged by where the server resolves it, or
+// where it leads as written when the server cannot resolve it either.
+func (s *fileSession) refusal(p string, write bool, errno syscall.Errno) error {
+	switch errno {
+	case unix.EROFS:
+		return fmt.Errorf("read-only in the sandbox (not in a writable tree, or kept read-only there): %w", ErrDenied)
+	case unix.EACCES, unix.EPERM:
+	default:
+		return errno
+	}
+	where := path.Clean(p)
+	if st, _, err := s.open(p, unix.O_PATH, 0, 0); err == nil && st.Err == 0 && st.Path != "" {
+		where = st.Path
+	}
+	pl := s.plan.Lookup(where)
 	switch {
 	case pl.Reach == mounts.Masked:
-		return pl, ErrDenied
-	case pl.Reach == mounts.Private:
-		return pl, ErrPrivate
-	case pl.HostPath != p:
-		// The plans bind host trees at their own paths; a plan that did
-		// not would need another walk.
-		return pl, fmt.Errorf("hutch: %s is the host's %s, which the file operations do not follow", p, pl.HostPath)
+		return fmt.Errorf("%s is masked: %w", where, ErrDenied)
+	case write && !pl.Writable:
+		return fmt.Errorf("%s is outside the writable trees: %w", where, ErrDenied)
 	}
-	return pl, nil
+	return errno
 }
 
-// walk resolves name (absolute, or relative to the workspace) as the kernel
-// would in the view, from the view's root, opening each directory from
-// the one before it with O_NOFOLLOW and following symlinks itself. Every
-// directory it enters and the path it ends on are checked against the
-// plan on the way: a masked or private component stops it. With follow,
-// a symlink as the last component is followed too. With mkdir, missing
-// directories on the way are created (each in a writable place).
-func (v *fileView) walk(name string, follow, mkdir bool) (*walked, error) {
-	if !path.IsAbs(name) {
-		name = v.dir + "/" + name // not path.Join: .. is resolved on the way, after symlinks
+// info describes what the server opened (st, named in the view).
+func (s *fileSession) info(st nsinit.FileStat) (FileInfo, error) {
+	if st.Path == "" || !path.IsAbs(st.Path) {
+		return FileInfo{}, errors.New("the sandbox cannot name the file it opened")
 	}
-	// A trailing / (or /.) asks for a directory, as in the kernel.
-	mustDir := strings.HasSuffix(name, "/") || strings.HasSuffix(name, "/.")
-	cur, curPath, comps := v.openPrefix(name)
-	if cur < 0 {
-		var err error
-		if cur, err = openRoot(); err != nil {
-			return nil, err
+	if err := s.private(st.Path); err != nil {
+		return FileInfo{}, err
+	}
+	pl := s.plan.Lookup(st.Path)
+	return FileInfo{Path: st.Path, HomePath: s.homePath(st.Path), HostPath: pl.HostPath, Size: st.Size, Mode: st.FileMode(), ModTime: st.ModTime, Writable: pl.Writable}, nil
+}
+
+// openFile opens the regular file name with flags and hands it over, or
+// says why not.
+func (s *fileSession) openFile(name string, flags int, perm uint32, noFollow bool) (*os.File, FileInfo, error) {
+	p, err := s.abs(name)
+	if err == nil {
+		err = s.private(path.Clean(p))
+	}
+	if err != nil {
+		return nil, FileInfo{}, pathErr(s.op, name, err)
+	}
+	if noFollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	write := flags&(unix.O_WRONLY|unix.O_RDWR) != 0
+	st, f, err := s.open(p, flags, perm, nsinit.FileSend|nsinit.FileRegular)
+	if err == nil && st.Err == unix.ENOENT && flags&unix.O_CREAT != 0 {
+		// Missing parents are made as mkdir -p makes them, a prefix of
+		// the name at a time, each judged by the kernel; then once more.
+		if err = s.mkdirAll(parentOf(p)); err == nil {
+			st, f, err = s.open(p, flags, perm, nsinit.FileSend|nsinit.FileRegular)
 		}
-		curPath, comps = "/", strings.Split(name, "/")
 	}
-	fail := func(err error) (*walked, error) {
-		unix.Close(cur)
-		return nil, err
+	if err != nil {
+		return nil, FileInfo{}, pathErr(s.op, name, err)
 	}
-	links := 0
-	for len(comps) > 0 {
-		c := comps[0]
-		comps = comps[1:]
-		last := !moreNames(comps)
-		switch c {
-		case "", ".":
+	switch {
+	case st.Err == unix.ELOOP && noFollow:
+		return nil, FileInfo{}, pathErr(s.op, name, errors.New("is a symlink, and NoFollow is set"))
+	case st.Err == unix.EINVAL:
+		return nil, FileInfo{}, pathErr(s.op, name, errors.New("not a regular file"))
+	case st.Err != 0:
+		return nil, FileInfo{}, pathErr(s.op, name, s.refusal(p, write, st.Err))
+	}
+	fi, err := s.info(st)
+	if err != nil {
+		f.Close()
+		return nil, FileInfo{}, pathErr(s.op, name, err)
+	}
+	return f, fi, nil
+}
+
+// mkdirAll makes dir and its missing parents in the server's view, as
+// mkdir -p does: each prefix of dir as written, in turn. What fails is
+// left to the open that follows to report.
+func (s *fileSession) mkdirAll(dir string) error {
+	for i := 1; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' || dir[i-1] == '/' {
 			continue
-		case "..":
-			if curPath != "/" {
-				parent, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-				if err != nil {
-					return fail(err)
-				}
-				unix.Close(cur)
-				cur, curPath = parent, path.Dir(curPath)
-			}
-			continue
 		}
-		child := path.Join(curPath, c)
-		pl, placeErr := v.place(child)
-		crossing := placeErr != nil && !last && v.crossable(child, placeErr)
-		if placeErr != nil && !crossing {
-			if v.leaves(cur, curPath, c, pl, comps) {
-				comps = comps[slices.Index(comps, "..")+1:] // X/.. is where the walk is
-				continue
-			}
-			return fail(placeErr)
-		}
-		if last && !follow && !mustDir {
-			return &walked{dir: cur, dirPath: curPath, name: c}, nil
-		}
-		// A directory opens with O_DIRECTORY; anything else fails with
-		// ENOTDIR, and readlink tells a symlink from a file: no stat.
-		fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err == unix.ENOENT && last && !mustDir {
-			return &walked{dir: cur, dirPath: curPath, name: c}, nil
-		}
-		if err == unix.ENOENT && mkdir && !crossing {
-			if !pl.Writable {
-				return fail(ErrDenied)
-			}
-			if err := unix.Mkdirat(cur, c, 0o755); err != nil && err != unix.EEXIST {
-				return fail(err)
-			}
-			fd, err = unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		}
-		switch {
-		case err == nil: // a directory
-			if last {
-				unix.Close(fd)
-				return &walked{dir: cur, dirPath: curPath, name: c}, nil
-			}
-			unix.Close(cur)
-			cur, curPath = fd, child
-		case err == unix.ENOTDIR && crossing:
-			return fail(placeErr) // not a directory: nothing the view shows
-		case err == unix.ENOTDIR:
-			target, err := readlinkAt(cur, c)
-			if err == unix.EINVAL { // not a symlink: a file
-				if !last || mustDir {
-					return fail(unix.ENOTDIR)
-				}
-				return &walked{dir: cur, dirPath: curPath, name: c}, nil
-			}
-			if err != nil {
-				return fail(err)
-			}
-			if links++; links > maxSymlinks {
-				return fail(unix.ELOOP)
-			}
-			if path.IsAbs(target) {
-				root, err := openRoot()
-				if err != nil {
-					return fail(err)
-				}
-				unix.Close(cur)
-				cur, curPath = root, "/"
-			}
-			comps = append(strings.Split(target, "/"), comps...)
-		default:
-			return fail(err)
-		}
-	}
-	return v.walkDone(cur, curPath)
-}
-
-// leaves says whether the walk, in the host directory cur (curPath), may
-// pass through c, which place refused (pl), because the next name after
-// it is "..": c is then the root of a hidden or private directory of the
-// view (an empty directory, or the sandbox's own filesystem), and the
-// kernel leaves a mount's root by .. for the directory the mount is on,
-// where the walk already is. So /run/../etc/hostname reads /etc/hostname
-// in the view as in a command, with /run hidden. A Mask's mode-0000
-// directory cannot be entered at all, a hidden file is not a directory to
-// leave, and below a private root the view holds what the host cannot
-// tell: only a root in a directory of the host's qualifies.
-func (v *fileView) leaves(cur int, curPath, c string, pl mounts.Place, comps []string) bool {
-	if pl.Closed {
-		return false
-	}
-	next := ""
-	for _, n := range comps {
-		if n != "" && n != "." {
-			next = n
-			break
-		}
-	}
-	if next != ".." {
-		return false
-	}
-	if _, err := v.place(curPath); err != nil && curPath != "/" {
-		return false
-	}
-	fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	unix.Close(fd)
-	return true
-}
-
-// openPrefix is the walk's shortcut for the usual path: clean, with no
-// symlink on the way to its directory. It checks each directory of the
-// way against the plan, as the walk does, then opens the directory in one
-// openat2 that fails on any symlink (RESOLVE_NO_SYMLINKS), and returns it
-// with the components left (the last). -1: take the long way (a symlink
-// or .. on the way, a missing directory, no openat2).
-func (v *fileView) openPrefix(name string) (int, string, []string) {
-	dir, base := path.Dir(name), path.Base(name)
-	if path.Clean(name) != name || dir == "/" {
-		return -1, "", nil
-	}
-	for p := dir; p != "/"; p = path.Dir(p) {
-		if _, err := v.place(p); err != nil && !v.crossable(p, err) {
-			return -1, "", nil // the long way says why
-		}
-	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS,
-	})
-	if err != nil {
-		return -1, "", nil
-	}
-	return fd, dir, []string{base}
-}
-
-// walkDone ends a walk on the directory cur itself (a path ending in /,
-// . or ..): it is named as its parent's entry.
-func (v *fileView) walkDone(cur int, curPath string) (*walked, error) {
-	if curPath == "/" {
-		return &walked{dir: cur, dirPath: "/", name: "."}, nil
-	}
-	parent, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	unix.Close(cur)
-	if err != nil {
-		return nil, err
-	}
-	return &walked{dir: parent, dirPath: path.Dir(curPath), name: path.Base(curPath)}, nil
-}
-
-// moreNames reports whether comps has a component left that names something
-// ("" and "." do not).
-func moreNames(comps []string) bool {
-	for _, c := range comps {
-		if c != "" && c != "." {
-			return true
-		}
-	}
-	return false
-}
-
-// readlinkAt reads the symlink name in dir; EINVAL: it is not one.
-func readlinkAt(dir int, name string) (string, error) {
-	buf := make([]byte, 256)
-	for {
-		n, err := unix.Readlinkat(dir, name, buf)
+		err := s.call(func(c *nsinit.FileClient) error {
+			_, err := c.Mkdir(dir[:i], 0o755)
+			return err
+		})
 		if err != nil {
-			return "", err
+			return err
 		}
-		if n < len(buf) {
-			return string(buf[:n]), nil
-		}
-		if len(buf) >= maxPath {
-			return "", unix.ENAMETOOLONG
-		}
-		buf = make([]byte, 2*len(buf))
 	}
+	return nil
 }
 
-// fileInfo describes fi, the file at p in the view.
-func (v *fileView) fileInfo(p string, fi fs.FileInfo) FileInfo {
-	pl := v.plan.Lookup(p)
-	return FileInfo{Path: p, HomePath: v.homePath(p), HostPath: pl.HostPath, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), Writable: pl.Writable}
-}
-
-// statAt describes the entry name of dir, not following a symlink, through
-// a handle of its own (what os.File.Stat reports), never by path.
-func statAt(dir int, name string) (fs.FileInfo, error) {
-	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+// parentOf is p's directory as dirname(1) gives it: the name less its
+// last component, not cleaned.
+func parentOf(p string) string {
+	p = strings.TrimRight(p, "/")
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	return f.Stat()
+	return strings.TrimRight(p[:i], "/")
 }
 
 // pathErr wraps err for the operation op on name as the caller wrote it.
@@ -414,75 +388,6 @@ func pathErr(op, name string, err error) error {
 		return err
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
-}
-
-// openIn opens r's entry with flags, never following a symlink: one that
-// appeared there since the walk (a swap) fails the open, and the caller
-// resolves again.
-//
-// O_NONBLOCK keeps the open from waiting on a FIFO; on the regular file
-// it then must be, it changes nothing.
-func openIn(r *walked, flags int, perm uint32) (*os.File, fs.FileInfo, error) {
-	fd, err := unix.Openat(r.dir, r.name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, perm)
-	if err != nil {
-		return nil, nil, err
-	}
-	f := os.NewFile(uintptr(fd), r.path())
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-	case fi.IsDir():
-		err = unix.EISDIR
-	case !fi.Mode().IsRegular():
-		err = errors.New("not a regular file")
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
-}
-
-// maxRaces bounds how often an operation resolves again after its entry
-// turned into a symlink between the walk and the open.
-const maxRaces = 8
-
-// open resolves name and opens the regular file it names with flags
-// (O_CREAT: creating missing parent directories, and only where the view
-// is writable, as for any write), returning it with its path in the view.
-// An entry that became a symlink after the walk is resolved again, unless
-// follow is off: a symlink is then refused.
-func (v *fileView) open(op, name string, follow bool, flags int, perm uint32) (*os.File, *FileInfo, error) {
-	write := flags&(unix.O_WRONLY|unix.O_RDWR) != 0
-	for race := 0; ; race++ {
-		r, err := v.walk(name, follow, write)
-		if err != nil {
-			return nil, nil, pathErr(op, name, err)
-		}
-		p := r.path()
-		if write {
-			if pl, err := v.place(p); err != nil || !pl.Writable {
-				r.close()
-				if err == nil {
-					err = ErrDenied
-				}
-				return nil, nil, pathErr(op, name, err)
-			}
-		}
-		f, st, err := openIn(r, flags, perm)
-		r.close()
-		switch {
-		case err == unix.ELOOP && follow && race < maxRaces:
-			continue
-		case err == unix.ELOOP && !follow:
-			err = errors.New("is a symlink, and NoFollow is set")
-		}
-		if err != nil {
-			return nil, nil, pathErr(op, name, err)
-		}
-		fi := v.fileInfo(p, st)
-		return f, &fi, nil
-	}
 }
 
 // ReadFile reads name as a command of the Sandbox could: name is absolute
@@ -506,16 +411,17 @@ func (sb *Sandbox) ReadFile(name string, opt ReadOptions) (*FileContent, error) 
 	default:
 		return nil, &FilePathError{Field: "ReadOptions.Mode", Path: string(opt.Mode), Reason: `not "", "text" or "binary"`}
 	}
-	v, err := sb.fileView("read", name)
+	door, err := sb.fileSession("read", name)
 	if err != nil {
 		return nil, err
 	}
-	f, fi, err := v.open("read", name, !opt.NoFollow, unix.O_RDONLY, 0)
+	f, fi, err := door.openFile(name, unix.O_RDONLY, 0, opt.NoFollow)
+	door.done()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	c, err := readWindow(*fi, f, opt)
+	c, err := readWindow(fi, f, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -601,11 +507,12 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 	} else {
 		flags |= unix.O_TRUNC
 	}
-	v, err := sb.fileView("write", name)
+	door, err := sb.fileSession("write", name)
 	if err != nil {
 		return nil, err
 	}
-	f, opened, err := v.open("write", name, !opt.NoFollow, flags, perm)
+	f, opened, err := door.openFile(name, flags, perm, opt.NoFollow)
+	door.done()
 	if err != nil {
 		return nil, err
 	}
@@ -614,7 +521,8 @@ func (sb *Sandbox) WriteFile(name string, data []byte, opt WriteOptions) (*FileI
 	if err == nil {
 		var st fs.FileInfo
 		if st, err = f.Stat(); err == nil { // of the handle written, not of the path
-			fi = v.fileInfo(opened.Path, st)
+			fi = opened
+			fi.Size, fi.Mode, fi.ModTime = st.Size(), st.Mode(), st.ModTime()
 		}
 	}
 	if cerr := f.Close(); err == nil {
@@ -642,11 +550,12 @@ func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo
 	if maxBytes == 0 {
 		maxBytes = DefaultSendLimit
 	}
-	v, err := sb.fileView("send", name)
+	door, err := sb.fileSession("send", name)
 	if err != nil {
 		return nil, nil, err
 	}
-	f, fi, err := v.open("send", name, true, unix.O_RDONLY, 0)
+	f, fi, err := door.openFile(name, unix.O_RDONLY, 0, false)
+	door.done()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -660,7 +569,7 @@ func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo
 		f.Close()
 		return nil, nil, pathErr("send", name, err)
 	}
-	return f, fi, nil
+	return f, &fi, nil
 }
 
 // Stat describes name as a command of the Sandbox would see it, every
@@ -670,20 +579,29 @@ func (sb *Sandbox) Stat(name string) (*FileInfo, error) {
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
-	v, err := sb.fileView("stat", name)
+	door, err := sb.fileSession("stat", name)
 	if err != nil {
 		return nil, err
 	}
-	r, err := v.walk(name, true, false)
+	defer door.done()
+	p, err := door.abs(name)
+	if err == nil {
+		err = door.private(path.Clean(p))
+	}
 	if err != nil {
 		return nil, pathErr("stat", name, err)
 	}
-	defer r.close()
-	st, err := statAt(r.dir, r.name)
+	st, _, err := door.open(p, unix.O_PATH, 0, 0)
+	if err == nil && st.Err != 0 {
+		err = door.refusal(p, false, st.Err)
+	}
+	var fi FileInfo
+	if err == nil {
+		fi, err = door.info(st)
+	}
 	if err != nil {
 		return nil, pathErr("stat", name, err)
 	}
-	fi := v.fileInfo(r.path(), st)
 	return &fi, nil
 }
 
@@ -696,40 +614,51 @@ func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 	if err := checkFilePath("name", name); err != nil {
 		return nil, err
 	}
-	v, err := sb.fileView("readdir", name)
+	door, err := sb.fileSession("readdir", name)
 	if err != nil {
 		return nil, err
 	}
-	r, err := v.walk(name, true, false)
+	defer door.done()
+	p, err := door.abs(name)
+	if err == nil {
+		err = door.private(path.Clean(p))
+	}
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}
-	dir := r.path()
-	fd, err := unix.Openat(r.dir, r.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	r.close()
+	var st nsinit.FileStat
+	var ents []nsinit.FileEntry
+	err = door.call(func(c *nsinit.FileClient) (err error) {
+		st, ents, err = c.List(p)
+		return err
+	})
+	if err == nil && st.Err != 0 {
+		err = door.refusal(p, false, st.Err)
+	}
+	var dir FileInfo
+	if err == nil {
+		dir, err = door.info(st)
+	}
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}
-	f := os.NewFile(uintptr(fd), dir)
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, pathErr("readdir", name, err)
-	}
-	slices.Sort(names)
-	out := make([]FileInfo, 0, len(names))
-	for _, n := range names {
-		p := path.Join(dir, n)
-		pl := v.plan.Lookup(p)
-		if pl.Reach != mounts.OnHost {
+	slices.SortFunc(ents, func(a, b nsinit.FileEntry) int { return strings.Compare(a.Name, b.Name) })
+	out := make([]FileInfo, 0, len(ents))
+	for _, e := range ents {
+		p := path.Join(dir.Path, e.Name)
+		pl := door.plan.Lookup(p)
+		switch {
+		case pl.Reach != mounts.OnHost:
 			out = append(out, FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private})
-			continue
+		case e.Err == unix.ENOENT:
+			// gone since the listing
+		case e.Err != 0:
+			// Listed, but not to be looked at (a directory the
+			// sandbox may read but not search): its name only.
+			out = append(out, FileInfo{Path: p, HomePath: door.homePath(p), HostPath: pl.HostPath})
+		default:
+			out = append(out, FileInfo{Path: p, HomePath: door.homePath(p), HostPath: pl.HostPath, Size: e.Size, Mode: nsinit.FileMode(e.Mode), ModTime: e.ModTime, Writable: pl.Writable})
 		}
-		st, err := statAt(fd, n)
-		if err != nil {
-			continue // gone since the listing
-		}
-		out = append(out, v.fileInfo(p, st))
 	}
 	return out, nil
 }

@@ -57,10 +57,10 @@ func (sb *Sandbox) checkNamed(all named, repos []gitRepo) error {
 }
 
 // fresh is what the view takes from the host at the moment an init is
-// built rather than once per Sandbox: the entries at the top level of the
-// writable trees that match deny names, and the repositories there. A
-// pooled init built with other
-// values than the current ones is stale. (The host's unix sockets are not
+// built rather than once per Sandbox: the entries of the writable trees
+// that match deny names, and the repositories there, at any depth. A
+// pooled init (or the file server) built with other values than the
+// current ones is stale. (The host's unix sockets are not
 // among them: the unix-sockets layer decides at connect time, so no list
 // of them is ever read.)
 type fresh struct {
@@ -68,7 +68,7 @@ type fresh struct {
 	repos []gitRepo
 }
 
-// readFresh reads the top levels for an init about to be built, refuses
+// readFresh reads the writable trees for an init about to be built, refuses
 // them as scanFresh does, and makes the missing code directories of the
 // repositories' writable git directories, so that the view can keep them
 // read-only.
@@ -80,17 +80,16 @@ func (sb *Sandbox) readFresh() (fresh, error) {
 	return f, err
 }
 
-// scanFresh reads the top levels, and refuses them if, with what New
-// found below them, they are more than MaxNameMounts can mask. It changes
-// nothing on the host.
+// scanFresh reads what the writable trees hold now, as the watch on them
+// has it, and refuses it if it is more than MaxNameMounts can mask. It
+// changes nothing on the host.
 func (sb *Sandbox) scanFresh() (fresh, error) {
-	top := topNamed(sb.roots(), sb.names)
-	all := named{paths: append(slices.Clone(sb.deep.paths), top.paths...), counts: slices.Clone(top.counts)}
-	for i, c := range sb.deep.counts {
-		all.counts[i] += c
+	all, repos, err := sb.treesNow()
+	if err != nil {
+		return fresh{}, err
 	}
-	f := fresh{named: top, repos: topRepos(sb.roots())}
-	if err := sb.checkNamed(all, sb.repos(f)); err != nil {
+	f := fresh{named: all, repos: repos}
+	if err := sb.checkNamed(all, f.repos); err != nil {
 		return fresh{}, err
 	}
 	return f, nil
@@ -102,16 +101,13 @@ func (f fresh) equal(g fresh) bool {
 
 // repos are the repositories in the writable trees for an init built
 // with f.
-func (sb *Sandbox) repos(f fresh) []gitRepo {
-	return append(slices.Clone(sb.deepRepos), f.repos...)
-}
+func (sb *Sandbox) repos(f fresh) []gitRepo { return f.repos }
 
 // plan is the mount plan for an init: the Sandbox's spec plus what is
 // read fresh.
 func (sb *Sandbox) plan(f fresh) mounts.Plan {
 	spec := sb.spec
-	spec.Deny = append(slices.Clone(spec.Deny), sb.deep.paths...)
-	spec.Deny = append(spec.Deny, f.named.paths...)
+	spec.Deny = append(slices.Clone(spec.Deny), f.named.paths...)
 	spec.ReadOnly, spec.Pins = gitGuard(sb.repos(f), sb.policy.AllowGitWrite)
 	spec.ReadOnly = append(spec.ReadOnly, sb.policy.ReadOnly...)
 	return mounts.Build(spec)

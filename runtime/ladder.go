@@ -156,7 +156,7 @@ func (sb *Sandbox) unenforced() []string {
 		if sb.landlock != nil {
 			out = append(out, sb.landlock.Unenforced...)
 		}
-		if len(sb.deepRepos) > 0 || len(topRepos(sb.roots())) > 0 {
+		if f, err := sb.scanFresh(); err == nil && len(f.repos) > 0 {
 			// Landlock grants rights down a tree; it cannot take them
 			// back for a part of it.
 			out = append(out, "git: the repositories in the writable trees are writable, .git/config and hooks included; Result.Repositories reports only those created or replaced (run git there with hutch git)")

@@ -93,8 +93,7 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 	if err != nil {
 		return err
 	}
-	deny := append(slices.Clone(sb.spec.Deny), sb.deep.paths...)
-	deny = append(deny, f.named.paths...)
+	deny := append(slices.Clone(sb.spec.Deny), f.named.paths...)
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly:    []string{"/"},
 		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), sb.tmpDir),

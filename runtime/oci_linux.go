@@ -54,6 +54,7 @@ func ExportView(p Policy) (OCIView, error) {
 	}
 	sb := resolvedSandbox(r)
 	sb.level = LevelNamespaces
+	defer sb.closeTrees() // read once, for the export
 	if err := sb.validate(r); err != nil {
 		return OCIView{}, err
 	}

@@ -201,8 +201,10 @@ func (sb *Sandbox) Close() error {
 	if sb.pool != nil {
 		sb.pool.close()
 	}
+	sb.files.close()
 	sb.endings.Wait()
 	sb.dropProbeGroup()
+	sb.closeTrees()
 	return sb.closeTmp()
 }
 
@@ -231,6 +233,7 @@ func (sb *Sandbox) retire() {
 	if sb.pool != nil {
 		sb.pool.close()
 	}
+	sb.files.close()
 }
 
 // Prewarmed reports how many pooled inits are ready now.

@@ -62,10 +62,12 @@ func (sb *Sandbox) validate(r resolved) error {
 		HideDirs:     resolveAll(hiddenDirs),
 		NoProc:       sb.level == LevelNamespacesNoProc,
 	}
-	// The names below the top levels are looked for once; the whole
-	// count, with the top levels as they are now, is bounded here too,
-	// so that New refuses what every command would.
-	sb.deep, sb.deepRepos = scanDeep(sb.roots(), sb.names)
+	// The writable trees are walked once, and watched from then on; the
+	// count of what the names match is bounded here too, so that New
+	// refuses what every command would.
+	if err := sb.watchTrees(); err != nil {
+		return err
+	}
 	if _, err := sb.scanFresh(); err != nil {
 		return err
 	}

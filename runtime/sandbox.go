@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/internal/treewatch"
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/mounts"
@@ -28,16 +29,12 @@ type Sandbox struct {
 	grantState
 	reloadState
 	spec mounts.Spec // the view, minus what is re-read per command
-	// names are the deny names in effect; deep are the paths matching
-	// them found below the top level of the writable trees when the
-	// Sandbox was made (the top levels are re-read for every command).
+	// names are the deny names in effect; trees keeps what matches them
+	// in the writable trees, and their repositories, in step with the
+	// trees (read as of now for every command: scanFresh).
 	names []string
-	deep  named
-	// deepRepos are the git repositories below the top level of the
-	// writable trees when the Sandbox was made (the top levels are
-	// re-read for every command).
-	deepRepos []gitRepo
-	env       []string // the base environment of every command
+	trees *treewatch.Trees
+	env   []string // the base environment of every command
 	// leaks scans arguments, environment, output and reads (Policy.Leaks);
 	// nil for LeaksOff.
 	leaks    *leaks.Scanner
@@ -79,9 +76,9 @@ type Sandbox struct {
 	landlock     *landlock.Ruleset
 	landlockSkip string
 
-	// files is the file operations' view of the host, kept while the
-	// host's trees it comes from do not change.
-	files viewCache
+	// files is the file door's server, an init kept while what it was
+	// built from is current.
+	files fileDoor
 	// plans keeps the last init's plan for the next one.
 	plans planMemo
 
@@ -137,6 +134,7 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	if err := sb.validate(r); err != nil {
+		sb.closeTrees()
 		return nil, err
 	}
 	if flags := sb.cloneflags(); flags != 0 {
@@ -154,9 +152,17 @@ func New(p Policy) (*Sandbox, error) {
 			os.RemoveAll(sb.tmpDir)
 		}
 		sb.dropProbeGroup()
+		sb.closeTrees()
 		return nil, err
 	}
 	return sb, nil
+}
+
+// closeTrees stops watching the writable trees.
+func (sb *Sandbox) closeTrees() {
+	if sb.trees != nil {
+		sb.trees.Close()
+	}
 }
 
 // setup prepares what the checked policy needs on the host: the limits'

@@ -1,0 +1,383 @@
+// Package treewatch keeps, for a set of directory trees, the set of paths
+// whose names matter (files named like secrets, repositories) in step
+// with the trees as they change: one walk when it starts, then inotify
+// events, so that what a caller reads is as of now at a cost that follows
+// the changes, not the size of the trees.
+//
+// Every directory entered is watched before it is listed, so an entry
+// made while it is listed is seen either in the listing or as an event.
+// The kernel queues an event before the system call that caused it
+// returns: whatever was made before a Sync began, Sync sees. When the
+// kernel cannot keep up (its queue overflowed) or cannot watch every
+// directory (the watch limit), the trees are walked again, in full, on
+// every Sync: correct, at the cost of a walk, and Degraded says why.
+package treewatch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Action is what a Match says of an entry.
+type Action int
+
+const (
+	// Enter a directory (nothing for a file).
+	Enter Action = iota
+	// Record the entry, and do not enter it.
+	Record
+	// Skip the entry: neither record nor enter it.
+	Skip
+)
+
+// Match says what to do with the entry p (its name is base), found
+// below root; dir says it is a directory (not a symlink to one).
+type Match func(root, p, base string, dir bool) Action
+
+// The events that change what is in a directory, and the watched
+// directory's own end.
+const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// Trees watches a set of roots. It is safe for concurrent use.
+type Trees struct {
+	roots []string
+	match Match
+
+	mu       sync.Mutex
+	fd       int               // the inotify instance, -1 once degraded
+	dirs     map[int32]string  // watch descriptor -> directory
+	nodes    map[string]*node  // directory -> what is watched and found in it
+	found    map[string]string // recorded path -> its root
+	degraded string            // why every Found walks, "" when events suffice
+	closed   bool
+	buf      []byte
+}
+
+// node is a watched directory: its watch, and what of its entries is
+// watched (subdirectories) or recorded, by name, so that forgetting a
+// subtree costs the subtree.
+type node struct {
+	wd   int32
+	kids map[string]bool
+	recs map[string]bool
+}
+
+// Watch walks roots once, watching every directory it enters, and
+// returns the Trees. It fails only when the roots cannot be read at all;
+// a host without inotify, or without enough watches, gives Trees that
+// walk on every Sync (Degraded).
+func Watch(roots []string, match Match) (*Trees, error) {
+	t := &Trees{roots: slices.Clone(roots), match: match, fd: -1}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.degraded = fmt.Sprintf("inotify: %v", err)
+	} else {
+		t.fd = fd
+	}
+	t.rescan()
+	return t, nil
+}
+
+// Degraded says why Sync walks the trees every time, or "".
+func (t *Trees) Degraded() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.degraded
+}
+
+// Watched is how many directories are watched.
+func (t *Trees) Watched() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.nodes)
+}
+
+// Close releases the inotify instance.
+func (t *Trees) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return t.degrade("closed")
+}
+
+// Found returns the recorded paths as of now, sorted: events queued so far
+// are applied first (or, degraded, the trees walked again).
+func (t *Trees) Found() ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errors.New("treewatch: closed")
+	}
+	if t.fd < 0 {
+		t.rescan()
+	} else {
+		t.drain()
+	}
+	out := make([]string, 0, len(t.found))
+	for p := range t.found {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// degrade gives up on events: every Found walks from now on.
+func (t *Trees) degrade(why string) error {
+	if t.degraded == "" {
+		t.degraded = why
+	}
+	var err error
+	if t.fd >= 0 {
+		err = unix.Close(t.fd)
+		t.fd = -1
+	}
+	t.dirs, t.nodes = nil, nil
+	return err
+}
+
+// rescan forgets everything and walks every root again.
+func (t *Trees) rescan() {
+	if t.fd >= 0 && len(t.dirs) > 0 {
+		// A fresh instance rather than removing every watch: the old
+		// one's queue is stale too.
+		unix.Close(t.fd)
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			t.fd = -1
+			t.degrade(fmt.Sprintf("inotify: %v", err))
+		} else {
+			t.fd = fd
+		}
+	}
+	t.dirs, t.nodes, t.found = map[int32]string{}, map[string]*node{}, map[string]string{}
+	for _, root := range t.roots {
+		t.scan(root, root)
+	}
+}
+
+// scan watches dir, below root, and everything to enter below it, each
+// directory watched before it is listed.
+func (t *Trees) scan(root, dir string) {
+	stack := []string{dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		var n *node
+		if t.fd >= 0 {
+			t.forget(d) // what was known at this path goes, before its watch is made
+			wd, err := unix.InotifyAddWatch(t.fd, d, watchMask)
+			switch {
+			case err == nil:
+				n = &node{wd: int32(wd), kids: map[string]bool{}, recs: map[string]bool{}}
+				t.dirs[int32(wd)], t.nodes[d] = d, n
+				if parent := t.nodes[filepath.Dir(d)]; parent != nil && d != root {
+					parent.kids[filepath.Base(d)] = true
+				}
+			case errors.Is(err, unix.ENOSPC):
+				t.degrade(fmt.Sprintf("the inotify watch limit (fs.inotify.max_user_watches) is reached at %s", d))
+			case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+				continue // gone, or replaced, since it was listed: its event says so
+			}
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(d, e.Name())
+			isDir := e.Type().IsDir()
+			switch t.match(root, p, e.Name(), isDir) {
+			case Record:
+				t.found[p] = root
+				if n != nil {
+					n.recs[e.Name()] = true
+				}
+			case Enter:
+				if isDir {
+					stack = append(stack, p)
+				}
+			}
+		}
+	}
+}
+
+// drain applies the events queued when it starts: those queued while it
+// runs are left for the next, so that a tree changing without pause (a
+// command renaming in a loop) cannot keep it busy. An event only says
+// that an entry may have changed; once the events are read, each entry
+// they named is looked at as it is now (and a directory walked), once
+// however many events named it, and not at all below another such entry:
+// the cost of a drain follows the entries that changed, not the events,
+// and the order in which the kernel queued them (an exchange of two
+// directories reports each name gone and come) does not matter.
+func (t *Trees) drain() {
+	if t.buf == nil {
+		t.buf = make([]byte, 64<<10)
+	}
+	queued, err := unix.IoctlGetInt(t.fd, unix.TIOCINQ) // FIONREAD
+	if err != nil {
+		t.rescan()
+		return
+	}
+	touched := map[string]string{} // entry -> its root
+	seen := map[int32]map[string]bool{}
+	for queued > 0 && t.fd >= 0 {
+		n, err := unix.Read(t.fd, t.buf[:min(len(t.buf), max(queued, unix.SizeofInotifyEvent+unix.NAME_MAX+1))])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break // EAGAIN: nothing more queued
+		}
+		queued -= n
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafePointer(t.buf[off:]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				break
+			}
+			name := t.buf[off+unix.SizeofInotifyEvent : end]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off = end
+			// An entry named again costs no more than a lookup.
+			if ev.Mask&(unix.IN_Q_OVERFLOW|unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) == 0 && seen[ev.Wd][string(name)] {
+				continue
+			}
+			if !t.apply(ev.Wd, ev.Mask, string(name), touched) {
+				return // walked again: the rest of the queue is stale
+			}
+			if seen[ev.Wd] == nil {
+				seen[ev.Wd] = map[string]bool{}
+			}
+			seen[ev.Wd][string(name)] = true
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(touched)) {
+		if t.fd < 0 {
+			return // degraded on the way: the next Found walks
+		}
+		if !below(p, touched) {
+			t.look(touched[p], p)
+		}
+	}
+}
+
+// below reports whether p lies under another entry of touched, whose
+// look covers it.
+func below(p string, touched map[string]string) bool {
+	for d := filepath.Dir(p); len(d) > 1; d = filepath.Dir(d) {
+		if _, ok := touched[d]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// look forgets what was known at p, below root, and records or walks what
+// is there now.
+func (t *Trees) look(root, p string) {
+	t.forget(p)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return
+	}
+	switch t.match(root, p, filepath.Base(p), fi.IsDir()) {
+	case Record:
+		t.found[p] = root
+		if n := t.nodes[filepath.Dir(p)]; n != nil {
+			n.recs[filepath.Base(p)] = true
+		}
+	case Enter:
+		if fi.IsDir() {
+			t.scan(root, p)
+		}
+	}
+}
+
+// apply reads one event: the entry it names goes into touched. It reports
+// false when it had to walk everything again.
+func (t *Trees) apply(wd int32, mask uint32, name string, touched map[string]string) bool {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		t.rescan()
+		return false
+	}
+	dir, ok := t.dirs[wd]
+	if mask&unix.IN_IGNORED != 0 {
+		// The directory is gone (its watch with it): so is what was
+		// known below it.
+		if n := t.nodes[dir]; ok && n != nil && n.wd == wd {
+			t.forget(dir)
+		}
+		delete(t.dirs, wd)
+		return true
+	}
+	if !ok {
+		return true // a directory no longer watched: its replacement is looked at
+	}
+	if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
+		if slices.Contains(t.roots, dir) {
+			// A root itself went away or moved: what is at its path
+			// now is another tree.
+			t.rescan()
+			return false
+		}
+		return true // its parent's event names it
+	}
+	if name != "" {
+		touched[filepath.Join(dir, name)] = t.rootOf(dir)
+	}
+	return true
+}
+
+// forget drops what is recorded or watched at or below p, at the cost
+// of what was there.
+func (t *Trees) forget(p string) {
+	delete(t.found, p)
+	if parent := t.nodes[filepath.Dir(p)]; parent != nil {
+		delete(parent.recs, filepath.Base(p))
+		delete(parent.kids, filepath.Base(p))
+	}
+	t.drop(p)
+}
+
+// drop unwatches the directory p and everything watched below it.
+func (t *Trees) drop(p string) {
+	n := t.nodes[p]
+	if n == nil {
+		return
+	}
+	for name := range n.recs {
+		delete(t.found, p+"/"+name)
+	}
+	for name := range n.kids {
+		t.drop(p + "/" + name)
+	}
+	if t.fd >= 0 {
+		_, _ = unix.InotifyRmWatch(t.fd, uint32(n.wd))
+	}
+	delete(t.nodes, p)
+	delete(t.dirs, n.wd)
+}
+
+// rootOf is the root dir lies in.
+func (t *Trees) rootOf(dir string) string {
+	best := ""
+	for _, r := range t.roots {
+		if (dir == r || strings.HasPrefix(dir, r+"/") || r == "/") && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
+}

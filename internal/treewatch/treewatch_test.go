@@ -1,0 +1,275 @@
+//go:build linux
+
+package treewatch
+
+import (
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// secretish records names like secrets and .git, does not enter
+// node_modules, and enters everything else.
+func secretish(root, p, base string, dir bool) Action {
+	switch {
+	case base == ".env" || strings.HasPrefix(base, "id_") || base == ".git":
+		return Record
+	case dir && base == "node_modules":
+		return Skip
+	}
+	return Enter
+}
+
+// walk is what a fresh walk of roots records: the reference Found must
+// equal.
+func walk(t *testing.T, roots []string, match Match) []string {
+	t.Helper()
+	var out []string
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			switch match(root, p, d.Name(), d.IsDir()) {
+			case Record:
+				out = append(out, p)
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+			case Skip:
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		})
+	}
+	slices.Sort(out)
+	return out
+}
+
+func found(t *testing.T, tr *Trees) []string {
+	t.Helper()
+	f, err := tr.Found()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func write(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTreesFollowChanges: after each change, Found is what a walk finds.
+func TestTreesFollowChanges(t *testing.T) {
+	root := t.TempDir()
+	write(t, root+"/a/b/.env")
+	write(t, root+"/node_modules/x/.env")
+	tr, err := Watch([]string{root}, secretish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if d := tr.Degraded(); d != "" {
+		t.Fatalf("degraded: %s", d)
+	}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"a deep file", func() { write(t, root+"/a/b/c/d/id_rsa") }},
+		{"a tree made at once", func() {
+			if err := os.MkdirAll(root+"/n/m/o", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, root+"/n/m/o/.env")
+		}},
+		{"a repository", func() { os.MkdirAll(root+"/n/repo/.git/hooks", 0o755) }},
+		{"a directory moved out", func() { os.Rename(root+"/a/b", t.TempDir()+"/b") }},
+		{"a directory moved in", func() {
+			out := t.TempDir() + "/in"
+			write(t, out+"/deep/.env")
+			os.Rename(out, root+"/moved-in")
+		}},
+		{"a directory renamed within", func() { os.Rename(root+"/n", root+"/renamed") }},
+		{"a directory renamed to a recorded name", func() { os.Rename(root+"/renamed/m", root+"/renamed/.git") }},
+		{"a file removed", func() { os.Remove(root + "/a/b/c/d/id_rsa") }},
+		{"a tree removed", func() { os.RemoveAll(root + "/moved-in") }},
+		{"an exchange", func() {
+			write(t, root+"/x/.env")
+			write(t, root+"/y/z/w/id_ed")
+			unix.Renameat2(unix.AT_FDCWD, root+"/x", unix.AT_FDCWD, root+"/y/z", unix.RENAME_EXCHANGE)
+		}},
+		{"a symlink to a directory (not entered)", func() {
+			write(t, root+"/target/.env")
+			os.Symlink(root+"/target", root+"/link")
+		}},
+		{"the root's contents replaced", func() {
+			os.RemoveAll(root + "/target")
+			write(t, root+"/target/.env")
+		}},
+	}
+	for _, s := range steps {
+		s.do()
+		if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
+			t.Fatalf("after %s: found %v, a walk finds %v", s.name, got, want)
+		}
+	}
+}
+
+// TestTreesRandomChanges: random creations, removals, renames and
+// exchanges, many between two reads; Found always agrees with a walk.
+func TestTreesRandomChanges(t *testing.T) {
+	root := t.TempDir()
+	tr, err := Watch([]string{root}, secretish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rng := rand.New(rand.NewSource(7))
+	names := []string{"a", "b", "c", ".env", "id_x", ".git", "node_modules"}
+	randomDir := func() string {
+		var dirs []string
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		return dirs[rng.Intn(len(dirs))]
+	}
+	for round := 0; round < 300; round++ {
+		for k := rng.Intn(20); k >= 0; k-- {
+			d := randomDir()
+			p := filepath.Join(d, names[rng.Intn(len(names))])
+			switch rng.Intn(6) {
+			case 0:
+				os.Mkdir(p, 0o755)
+			case 1:
+				os.WriteFile(p, nil, 0o644)
+			case 2:
+				if d != root {
+					os.RemoveAll(d)
+				}
+			case 3:
+				os.Rename(d, p)
+			case 4:
+				q := randomDir()
+				if q != root && d != root {
+					unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, q, unix.RENAME_EXCHANGE)
+				}
+			case 5:
+				os.Symlink(randomDir(), p)
+			}
+		}
+		if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
+			t.Fatalf("round %d: found %v, a walk finds %v", round, got, want)
+		}
+	}
+	if d := tr.Degraded(); d != "" {
+		t.Errorf("degraded: %s", d)
+	}
+}
+
+// TestTreesOverflow: more events than the kernel queues (a queue
+// overflow) are made good by a walk.
+func TestTreesOverflow(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip(err)
+	}
+	var max int
+	fmt.Sscan(string(b), &max)
+	if max > 100000 {
+		t.Skipf("a queue of %d events", max)
+	}
+	root := t.TempDir()
+	tr, err := Watch([]string{root}, secretish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for i := 0; i < max+100; i++ {
+		os.WriteFile(fmt.Sprintf("%s/f%d", root, i), nil, 0o644)
+	}
+	write(t, root+"/last/.env")
+	if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
+		t.Fatalf("found %v, a walk finds %v", got, want)
+	}
+}
+
+// TestTreesNested: a root inside another is walked as its own, and both
+// keep their records.
+func TestTreesNested(t *testing.T) {
+	outer := t.TempDir()
+	inner := outer + "/in"
+	write(t, inner+"/.env")
+	write(t, outer+"/.env")
+	roots := []string{outer, inner}
+	match := func(root, p, base string, dir bool) Action {
+		if dir && slices.Contains(roots, p) {
+			return Skip
+		}
+		return secretish(root, p, base, dir)
+	}
+	tr, err := Watch(roots, match)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	write(t, inner+"/deep/id_a")
+	if got, want := found(t, tr), []string{outer + "/.env", inner + "/.env", inner + "/deep/id_a"}; !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("found %v, want %v", got, want)
+	}
+}
+
+// TestTreesBusy: a tree renamed without pause does not keep Found from
+// returning: it applies what was queued when it began.
+func TestTreesBusy(t *testing.T) {
+	root := t.TempDir()
+	write(t, root+"/p/c/.env")
+	write(t, root+"/q/r/c/id_x")
+	tr, err := Watch([]string{root}, secretish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, root+"/p", unix.AT_FDCWD, root+"/q/r", unix.RENAME_EXCHANGE)
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		f := found(t, tr)
+		if len(f) != 2 {
+			t.Errorf("found %v mid-exchange", f)
+		}
+	}
+	close(stop)
+	<-done
+	if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
+		t.Fatalf("found %v, a walk finds %v", got, want)
+	}
+}

@@ -1,0 +1,79 @@
+//go:build linux
+
+package runtime
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hutchbox/hutch/internal/treewatch"
+	"github.com/hutchbox/hutch/mounts"
+)
+
+// watchTrees starts keeping what lies in the writable trees in step with
+// them: the entries matching the deny names and the repositories, at any
+// depth (treewatch). Every command and file operation then reads them as
+// of its start, at the cost of the changes since the last, not of a walk.
+func (sb *Sandbox) watchTrees() error {
+	roots, names := sb.roots(), sb.names
+	t, err := treewatch.Watch(roots, func(root, p, base string, dir bool) treewatch.Action {
+		switch {
+		case dir && slices.Contains(roots, p):
+			return treewatch.Skip // a writable tree in another: watched as its own
+		case matchName(names, base), base == ".git":
+			return treewatch.Record // masked whole, or a repository: not entered
+		case dir && slices.Contains(skipDirs, base):
+			return treewatch.Skip
+		}
+		return treewatch.Enter
+	})
+	if err != nil {
+		return &SetupError{Layer: LayerFilesystem, Op: "watch the writable trees", Err: err}
+	}
+	sb.trees = t
+	return nil
+}
+
+// treesNow is what the writable trees hold now: the paths to mask for
+// the deny names, and the repositories.
+func (sb *Sandbox) treesNow() (named, []gitRepo, error) {
+	roots := sb.roots()
+	n := named{counts: make([]int, len(roots))}
+	found, err := sb.trees.Found()
+	if err != nil {
+		return n, nil, err
+	}
+	var repos []gitRepo
+	for _, p := range found {
+		i := rootIndex(roots, p)
+		if i < 0 {
+			continue
+		}
+		base := filepath.Base(p)
+		if !matchName(sb.names, base) {
+			if r, ok := loadRepo(p, roots); ok {
+				repos = append(repos, r)
+			}
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // gone since: its event is queued
+		}
+		n.add(i, maskTarget(p, fs.FileInfoToDirEntry(fi), roots)...)
+	}
+	return n, repos, nil
+}
+
+// rootIndex is the index in roots of the innermost root p lies in, or -1.
+func rootIndex(roots []string, p string) int {
+	best := -1
+	for i, r := range roots {
+		if mounts.Within(p, r) && (best < 0 || len(r) > len(roots[best])) {
+			best = i
+		}
+	}
+	return best
+}
