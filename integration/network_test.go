@@ -44,12 +44,20 @@ func hostListener(t *testing.T) (port int, targets []string, accepted *atomic.In
 // it accepts.
 func countingListener(t *testing.T, addr string) (port int, accepted *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp4", addr)
+	l, accepted := counting(t, "tcp4", addr)
+	return l.Addr().(*net.TCPAddr).Port, accepted
+}
+
+// counting listens on network's addr and counts the connections it
+// accepts, until the test ends.
+func counting(t *testing.T, network, addr string) (net.Listener, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	accepted = new(atomic.Int32)
+	accepted := new(atomic.Int32)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -60,7 +68,7 @@ func countingListener(t *testing.T, addr string) (port int, accepted *atomic.Int
 			c.Close()
 		}
 	}()
-	return l.Addr().(*net.TCPAddr).Port, accepted
+	return l, accepted
 }
 
 // connectScript tries a TCP connection to 127.0.0.1:port.

@@ -27,7 +27,15 @@ import (
 //   - the command's socket is taken with pidfd_getfd(2): the same open file,
 //     so swapping the fd number afterwards changes nothing;
 //   - a socket that is not AF_UNIX, or an abstract or unnamed address, is
-//     connected as given: its family cannot reach a file;
+//     connected as given: its family cannot reach a file. But an abstract
+//     address in the host's own network namespace (a sandbox sharing it)
+//     is refused (EPERM, as Landlock's abstract-socket scope answers): the
+//     host's X11, D-Bus and container shims listen there, and the scope,
+//     which judges the task that connects, does not judge the host
+//     connecting for the command. (Letting the command's task connect
+//     itself, SECCOMP_USER_NOTIF_FLAG_CONTINUE, would let it swap the
+//     address or the fd for a pathname socket between the check and the
+//     kernel's second reading: the wall would be gone.)
 //   - a pathname is resolved beneath one of the allowed trees (the
 //     workspace, the writable paths, the private /tmp and /dev/shm) with
 //     openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) to an O_PATH fd that
@@ -78,6 +86,9 @@ type UnixWall struct {
 	answers sync.WaitGroup
 	// file holds the listener once serve waits on it in the poller.
 	file *os.File
+	// hostNet: the sandbox shares the host's network namespace, whose
+	// abstract sockets are the host's.
+	hostNet bool
 }
 
 // WallRoot is one tree under which the wall lets pathname sockets be
@@ -93,11 +104,13 @@ type WallRoot struct {
 // closes listener and the roots' fds, which it owns from this call on.
 // It runs in the host, which the notifications name the callers to by host
 // pid; the roots come from the sandbox (see nsinit.HandoffWallRoot).
-func ServeUnixWall(listener int, roots []WallRoot) (*UnixWall, error) {
+// hostNet says the sandbox shares the host's network namespace.
+func ServeUnixWall(listener int, roots []WallRoot, hostNet bool) (*UnixWall, error) {
 	w, err := newUnixWall(listener, roots)
 	if err != nil {
 		return nil, err
 	}
+	w.hostNet = hostNet
 	go func() {
 		w.serve()
 		w.answers.Wait()
@@ -256,6 +269,9 @@ func (w *UnixWall) connect(n seccompNotif) unix.Errno {
 	}
 	path := addr[2:]
 	if path[0] == 0 {
+		if w.hostNet {
+			return unix.EPERM // the host's abstract sockets
+		}
 		// Abstract: scoped by the sandbox's own network namespace.
 		return rawConnect(sock, addr)
 	}

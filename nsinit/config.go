@@ -53,6 +53,10 @@ type Config struct {
 	CgroupTasks int
 	// Skip layers are not set up; each is reported as skipped.
 	Skip []Layer
+	// UserCounts are the limits written to /proc/sys/user/<name> in the
+	// init's user namespace (LayerUserCounts) before anything else runs
+	// there; none without a user namespace of its own.
+	UserCounts map[string]uint64
 
 	// Egress, when set, is a loopback port inside the sandbox that the
 	// host's egress proxy serves (see Egress). With Egress or UnixWall,

@@ -85,6 +85,7 @@ static const struct wire_shape shapes[] = {
 	{STEP_KEYRING, 0, 0},	  {STEP_HOSTNAME, 0, 1},   {STEP_LOOPBACK, 0, 0}, {STEP_RLIMIT, 4, 0},
 	{STEP_CGROUP_JOIN, 1, 0}, {STEP_CAPS, 2, 0},	   {STEP_LL_RULESET, 5, 0}, {STEP_LL_PATH, 2, 1},
 	{STEP_LL_PORT, 2, 0},	  {STEP_LL_RESTRICT, 0, 0}, {STEP_SECCOMP, 1, 1}, {STEP_LL_RULESET_FD, 1, 0},
+	{STEP_USER_COUNT, 1, 1},
 };
 
 static int refuse(struct step_err *e, size_t i, const char *why)
@@ -106,6 +107,11 @@ static int check(const struct wire_record *recs, size_t n, struct step_err *e)
 		case STEP_HOSTNAME:
 			if (wire_path(r, 0) == NULL || r->blobs[0].len > HOST_NAME_MAX)
 				return refuse(e, i, "bad host name");
+			break;
+		case STEP_USER_COUNT:
+			if (wire_path(r, 0) == NULL || strncmp(wire_path(r, 0), "/proc/sys/user/", 15) != 0 ||
+			    strchr(wire_path(r, 0) + 15, '/') != NULL || r->ints[0] > INT_MAX)
+				return refuse(e, i, "not a /proc/sys/user file, or a bad value");
 			break;
 		case STEP_RLIMIT:
 			if (r->ints[0] > INT_MAX || r->ints[1] >= RLIM_NLIMITS)
@@ -303,6 +309,8 @@ static int run(const struct wire_record *r, int *ruleset, int *listener, struct 
 		return set_hostname((const char *)r->blobs[0].p, r->blobs[0].len, e);
 	case STEP_LOOPBACK:
 		return loopback_up(e);
+	case STEP_USER_COUNT:
+		return set_user_count(wire_path(r, 0), v[0], e);
 	case STEP_RLIMIT:
 		return step_rlimit((pid_t)v[0], (int)v[1], v[2], v[3], e);
 	case STEP_CGROUP_JOIN:

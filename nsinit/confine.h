@@ -22,6 +22,8 @@
 #define STEP_KEYRING 1  /* join a new anonymous session keyring */
 #define STEP_HOSTNAME 2 /* blobs: the host name */
 #define STEP_LOOPBACK 3 /* bring "lo" up in this network namespace */
+#define STEP_USER_COUNT 4 /* ints: value; blobs: a /proc/sys/user file: write value
+			   * (the file missing, an older kernel: nothing) */
 
 /* Confinement (confine.c). */
 #define STEP_RLIMIT 10       /* ints: pid (0: this process), resource, soft, hard; never raises */
@@ -68,5 +70,6 @@ int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct st
 int join_session_keyring(struct step_err *e);
 int set_hostname(const char *name, size_t len, struct step_err *e);
 int loopback_up(struct step_err *e);
+int set_user_count(const char *path, uint64_t value, struct step_err *e);
 
 #endif

@@ -18,6 +18,7 @@ const (
 	stepKeyring     = C.STEP_KEYRING
 	stepHostname    = C.STEP_HOSTNAME
 	stepLoopback    = C.STEP_LOOPBACK
+	stepUserCount   = C.STEP_USER_COUNT
 	stepRlimit      = C.STEP_RLIMIT
 	stepCgroupJoin  = C.STEP_CGROUP_JOIN
 	stepCaps        = C.STEP_CAPS

@@ -3,6 +3,9 @@
 package nsinit
 
 import (
+	"maps"
+	"slices"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
@@ -26,6 +29,16 @@ func hostnameSteps(name string) []Record {
 
 // loopbackSteps bring up "lo" in the init's network namespace.
 func loopbackSteps() []Record { return []Record{{Kind: stepLoopback}} }
+
+// userCountSteps write each limit of counts in the init's user namespace
+// (/proc/sys/user/<name>), in name order.
+func userCountSteps(counts map[string]uint64) []Record {
+	var recs []Record
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		recs = append(recs, Record{Kind: stepUserCount, Ints: []uint64{counts[name]}, Blobs: [][]byte{[]byte("/proc/sys/user/" + name)}})
+	}
+	return recs
+}
 
 // rlimitSteps lower the limits rl of process pid (0: the init itself);
 // the C never raises a current limit (see cgroups.Rlimits).

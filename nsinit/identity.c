@@ -1,15 +1,20 @@
 //go:build linux && cgo
 
 /*
- * The sandbox's identity: its own session keyring, its host name and its
- * loopback interface. Each runs in the init, in the namespaces the zygote
+ * The sandbox's identity: its own session keyring, its host name, its
+ * loopback interface, and the kernel's per-user counts in its own user
+ * namespace. Each runs in the init, in the namespaces the zygote
  * cloned it into, before the filesystem is built; confine.c dispatches the
- * records (STEP_KEYRING, STEP_HOSTNAME, STEP_LOOPBACK) here.
+ * records (STEP_KEYRING, STEP_HOSTNAME, STEP_LOOPBACK, STEP_USER_COUNT)
+ * here.
  */
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <linux/keyctl.h>
+#include <stdio.h>
 #include <net/if.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -61,5 +66,32 @@ int loopback_up(struct step_err *e)
 		return step_fail(e, err, NULL, "netns: bring lo up");
 	}
 	close(s);
+	return 0;
+}
+
+/*
+ * The kernel counts inotify instances and watches, fanotify groups and
+ * marks, and namespaces per user, in every user namespace up the chain:
+ * what a sandbox takes is charged to its host user too. Each user
+ * namespace has its own limits in /proc/sys/user, which its owner may
+ * lower, and whose values are those of the writer's user namespace: the
+ * init, root in the sandbox's, caps the sandbox's share of its host
+ * user's counts before anything else runs there. The host's /proc is
+ * still mounted when this runs; a file the kernel lacks is left out.
+ */
+int set_user_count(const char *path, uint64_t value, struct step_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return step_fail(e, errno, path, "open");
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%" PRIu64 "\n", value);
+	ssize_t w = write(fd, buf, (size_t)n);
+	int err = errno;
+	close(fd);
+	if (w != n)
+		return step_fail(e, w < 0 ? err : EIO, path, "write");
 	return 0;
 }

@@ -5,16 +5,20 @@ package nsinit
 type Layer string
 
 const (
-	LayerUserNS       Layer = "user-namespace"
-	LayerMountNS      Layer = "mount-namespace"
-	LayerPidNS        Layer = "pid-namespace"
-	LayerNetNS        Layer = "network-namespace"
-	LayerIPCNS        Layer = "ipc-namespace"
-	LayerUTSNS        Layer = "uts-namespace"
-	LayerCgroupNS     Layer = "cgroup-namespace"
-	LayerFilesystem   Layer = "filesystem"
-	LayerLoopback     Layer = "loopback"
-	LayerKeyring      Layer = "session-keyring"
+	LayerUserNS     Layer = "user-namespace"
+	LayerMountNS    Layer = "mount-namespace"
+	LayerPidNS      Layer = "pid-namespace"
+	LayerNetNS      Layer = "network-namespace"
+	LayerIPCNS      Layer = "ipc-namespace"
+	LayerUTSNS      Layer = "uts-namespace"
+	LayerCgroupNS   Layer = "cgroup-namespace"
+	LayerFilesystem Layer = "filesystem"
+	LayerLoopback   Layer = "loopback"
+	LayerKeyring    Layer = "session-keyring"
+	// LayerUserCounts caps, in the sandbox's user namespace, the kernel's
+	// per-user counts it would otherwise share with its host user
+	// (inotify, fanotify, namespaces).
+	LayerUserCounts   Layer = "user-counts"
 	LayerNoNewPrivs   Layer = "no-new-privs"
 	LayerCapabilities Layer = "capabilities"
 	LayerSeccomp      Layer = "seccomp"

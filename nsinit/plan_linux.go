@@ -231,6 +231,9 @@ func (p *planner) setup() {
 		p.steps(LayerKeyring, "join a new session keyring", keyringSteps()...)
 		return
 	}
+	if len(c.UserCounts) > 0 {
+		p.steps(LayerUserCounts, "cap the per-user counts", userCountSteps(c.UserCounts)...)
+	}
 	p.steps(LayerKeyring, "join a new session keyring", keyringSteps()...)
 	p.steps(LayerUTSNS, "sethostname", hostnameSteps(c.Hostname)...)
 	p.network()

@@ -92,6 +92,8 @@ func stepsString(t *testing.T, msg []byte) string {
 			parts = append(parts, "hostname "+string(r.Blob(0)))
 		case stepLoopback:
 			parts = append(parts, "loopback")
+		case stepUserCount:
+			parts = append(parts, fmt.Sprintf("user-count %s %d", r.Blob(0), r.Int(0)))
 		case stepRlimit:
 			parts = append(parts, fmt.Sprintf("rlimit %d %d %d %d", r.Int(0), r.Int(1), r.Int(2), r.Int(3)))
 		case stepCgroupJoin:
@@ -152,10 +154,12 @@ func TestEncodeConfig(t *testing.T) {
 		}},
 		{"namespaces, egress, v1 cgroup and a seccomp wall", Config{
 			Mounts: plan, Hostname: "hutch", Namespaces: all, CgroupTasks: 2,
-			Egress:   &Egress{Port: 3128},
-			UnixWall: &UnixWall{Filter: []byte("wall"), Allowed: []string{"/w", "/tmp"}},
-			Seccomp:  []byte("profile"),
+			Egress:     &Egress{Port: 3128},
+			UnixWall:   &UnixWall{Filter: []byte("wall"), Allowed: []string{"/w", "/tmp"}},
+			Seccomp:    []byte("profile"),
+			UserCounts: map[string]uint64{"max_inotify_watches": 2048, "max_inotify_instances": 32},
 		}, append(append([]string(nil), nsLines...),
+			`steps user-counts "cap the per-user counts" report [user-count /proc/sys/user/max_inotify_instances 32, user-count /proc/sys/user/max_inotify_watches 2048]`,
 			`steps session-keyring "join a new session keyring" report [keyring]`,
 			// Reported as a namespace already.
 			`steps uts-namespace "sethostname" [hostname hutch]`,

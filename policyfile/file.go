@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,11 +134,38 @@ func Default() *File {
 	return f
 }
 
-// ReadFile reads and parses the policy file at path.
+// MaxFileSize bounds a policy file: a policy is a few hundred bytes, a
+// large one a few KiB.
+const MaxFileSize = 1 << 20
+
+// ReadFile reads and parses the policy file at path: a regular file of at
+// most MaxFileSize bytes. Anything else (a FIFO, a device, a directory) is
+// refused without being read, and without blocking.
 func ReadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	f, err := openNonblocking(path)
 	if err != nil {
 		return nil, err
+	}
+	return readOpened(path, f)
+}
+
+// readOpened reads and parses f, opened at path, and closes it.
+func readOpened(path string, f *os.File) (*File, error) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%v): a policy file is refused unread", path, fi.Mode().Type())
+	}
+	// One byte past the limit tells a file that grew since the Stat.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%s: more than %d bytes, the most a policy file may have", path, MaxFileSize)
 	}
 	return Parse(path, b)
 }

@@ -36,7 +36,12 @@ func Discover(workspace string) ([]Layer, error) {
 	candidates = append(candidates, Layer{File: &File{Name: filepath.Join(workspace, ".hutch", "policy.toml")}})
 	var layers []Layer
 	for _, c := range candidates {
-		f, err := ReadFile(c.File.Name)
+		read := ReadFile
+		if !c.Trusted {
+			// In the workspace: what a command may have written.
+			read = func(string) (*File, error) { return readUntrusted(workspace, ".hutch", "policy.toml") }
+		}
+		f, err := read(c.File.Name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -670,7 +670,9 @@ func (c *Cmd) Wait() error {
 	r.Leaks, r.LeaksDropped = c.leaks.result()
 	r.NetworkEvents = c.in.networkEvents()
 	// Everything the command started is dead: what it left is final.
-	r.Repositories = repoChanges(c.sb.roots(), c.sb.repos(c.in.fresh), c.fsStart)
+	if _, now, err := c.sb.treesNow(); err == nil {
+		r.Repositories = repoChanges(c.sb.repos(c.in.fresh), now, c.fsStart)
+	}
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	}

@@ -24,6 +24,8 @@ func (sb *Sandbox) watchTrees() error {
 			return treewatch.Skip // a writable tree in another: watched as its own
 		case matchName(names, base), base == ".git":
 			return treewatch.Record // masked whole, or a repository: not entered
+		case base == "HEAD" && !dir:
+			return treewatch.Record // perhaps a bare repository's: treesNow looks
 		case dir && slices.Contains(skipDirs, base):
 			return treewatch.Skip
 		}
@@ -52,7 +54,18 @@ func (sb *Sandbox) treesNow() (named, []gitRepo, error) {
 			continue
 		}
 		base := filepath.Base(p)
-		if !matchName(sb.names, base) {
+		switch {
+		case matchName(sb.names, base):
+		case base == "HEAD":
+			// A bare repository (HEAD, objects, refs): its hooks and
+			// config run when the host's git pushes to it.
+			if d := filepath.Dir(p); d != roots[i] && filepath.Base(d) != ".git" && isBareGitDir(d) {
+				if r, ok := loadRepo(d, roots); ok {
+					repos = append(repos, r)
+				}
+			}
+			continue
+		default:
 			if r, ok := loadRepo(p, roots); ok {
 				repos = append(repos, r)
 			}

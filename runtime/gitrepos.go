@@ -77,6 +77,8 @@ type gitRepo struct {
 	// present in Dirs then.
 	info      fs.FileInfo
 	redirects []string
+	// holdsTrees says a writable tree lies in one of Dirs.
+	holdsTrees bool
 }
 
 // loadRepo reads the repository whose .git entry is at entry. It reports
@@ -134,13 +136,13 @@ func (r *gitRepo) addDir(p string, roots []string) {
 		return
 	}
 	for _, root := range roots {
-		if mounts.Within(root, real) {
-			return // a writable tree is in it: the caller's to make writable
-		}
-	}
-	for _, root := range roots {
 		if mounts.Within(real, root) {
 			r.Dirs = append(r.Dirs, real)
+			// A writable tree in it (the parts a worktree commits to,
+			// or with AllowGitWrite what @git-write makes writable:
+			// checkGitTree lets nothing else be one) stays writable:
+			// the directory is guarded as @git-write guards it.
+			r.holdsTrees = r.holdsTrees || slices.ContainsFunc(roots, func(t string) bool { return t != real && mounts.Within(t, real) })
 			return
 		}
 	}
@@ -243,7 +245,7 @@ func gitGuard(repos []gitRepo, allowWrite bool) (readOnly, pins []string) {
 			readOnly = append(readOnly, r.Entry)
 		}
 		for _, d := range r.Dirs {
-			if !allowWrite {
+			if !allowWrite && !r.holdsTrees {
 				readOnly = append(readOnly, d)
 				continue
 			}
@@ -276,7 +278,7 @@ func gitCodePaths(d string) []string {
 func makeGitCodeDirs(repos []gitRepo, allowWrite bool) {
 	for _, r := range repos {
 		dirs := r.Trees
-		if allowWrite {
+		if allowWrite || r.holdsTrees {
 			dirs = slices.Concat(r.Dirs, r.Trees)
 		}
 		for _, d := range dirs {
@@ -301,53 +303,33 @@ type RepositoryChange struct {
 	Change string `json:"change"`
 }
 
-// repoChanges walks the roots after a command for .git entries that
-// differ from known, the repositories there when it started. A .git is
-// new when it was born at or after since (its modification time where
-// the filesystem keeps no birth time, which may also report an older
-// repository the command committed to). Only a known repository is read
-// beyond its .git entry.
-func repoChanges(roots []string, known []gitRepo, since time.Time) []RepositoryChange {
+// repoChanges tells, of the repositories in the writable trees now, those
+// that differ from known, the ones there when the command started: one
+// whose .git entry (or bare directory) was not there is "created",
+// whatever its timestamps say (a directory renamed to .git keeps its
+// birth time); one whose entry is another file now is "replaced" (a file
+// born at or after since, too: an inode number can be reused at once, as
+// tmpfs does); one of the same that has gained a redirect is
+// "redirected". Both lists are sorted by Entry, as the watch on the trees
+// gives them.
+func repoChanges(known, now []gitRepo, since time.Time) []RepositoryChange {
 	var out []RepositoryChange
-	check := func(p string) {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return
-		}
-		born, hasBirth := birthTime(p)
-		i := slices.IndexFunc(known, func(r gitRepo) bool { return r.Entry == p })
+	for _, r := range now {
+		i := slices.IndexFunc(known, func(k gitRepo) bool { return k.Entry == r.Entry })
+		born, hasBirth := birthTime(r.Entry)
 		switch {
 		case i < 0:
-			if !hasBirth {
-				born = fi.ModTime()
-			}
-			if !born.Before(since) {
-				out = append(out, RepositoryChange{Path: p, Change: "created"})
-			}
-		case !os.SameFile(known[i].info, fi) || (hasBirth && !born.Before(since)):
-			// An inode number can be reused at once (tmpfs does): one
-			// born since the start is not the one that was there.
-			out = append(out, RepositoryChange{Path: p, Change: "replaced"})
+			out = append(out, RepositoryChange{Path: r.Entry, Change: "created"})
+		case !os.SameFile(known[i].info, r.info) || hasBirth && !born.Before(since):
+			out = append(out, RepositoryChange{Path: r.Entry, Change: "replaced"})
 		default:
-			now, _ := loadRepo(p, roots)
-			for _, f := range now.redirects {
+			for _, f := range r.redirects {
 				if !slices.Contains(known[i].redirects, f) {
 					out = append(out, RepositoryChange{Path: f, Change: "redirected"})
 				}
 			}
 		}
 	}
-	for _, root := range roots {
-		check(filepath.Join(root, ".git"))
-	}
-	walkTrees(roots, func(root, p string, d fs.DirEntry) bool {
-		if d.Name() != ".git" {
-			return true
-		}
-		if filepath.Dir(p) != root {
-			check(p)
-		}
-		return false
-	})
+	slices.SortFunc(out, func(a, b RepositoryChange) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }

@@ -3,8 +3,8 @@ package runtime
 import (
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -139,17 +139,20 @@ func TestGitGuardTree(t *testing.T) {
 }
 
 // TestRepoChanges: created, replaced and redirected repositories are
-// told apart from the ones there when the command started.
+// told apart from the ones there when the command started, by identity,
+// not by time: a directory renamed to .git is created.
 func TestRepoChanges(t *testing.T) {
 	ws := t.TempDir()
 	roots := []string{ws}
-	for _, d := range []string{".git", "kept/.git", "replaced/.git", "redirected/.git", "old/.git"} {
+	for _, d := range []string{".git", "kept/.git", "kept/sub", "replaced/.git", "redirected/.git", "old"} {
 		must(t, os.MkdirAll(filepath.Join(ws, d), 0o755))
 	}
-	known := append(topRepos(roots), deepRepos(roots)...)
-	// "old" was made by an earlier command, after New: not known, but
-	// born before this command started.
-	known = slices.DeleteFunc(known, func(r gitRepo) bool { return r.Entry == filepath.Join(ws, "old/.git") })
+	repos := func() []gitRepo {
+		r := append(topRepos(roots), deepRepos(roots)...)
+		slices.SortFunc(r, func(a, b gitRepo) int { return strings.Compare(a.Entry, b.Entry) })
+		return r
+	}
+	known := repos()
 	time.Sleep(20 * time.Millisecond) // past a coarse clock tick
 	since := fsNow()
 
@@ -157,10 +160,11 @@ func TestRepoChanges(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(ws, "replaced/.git"), 0o755))
 	must(t, os.WriteFile(filepath.Join(ws, "redirected/.git/commondir"), []byte("../x\n"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(ws, "new/deep/.git"), 0o755))
-	must(t, os.MkdirAll(filepath.Join(ws, "node_modules/dep/.git"), 0o755))
+	must(t, os.Rename(filepath.Join(ws, "old"), filepath.Join(ws, "kept/sub/.git")))
 
-	got := repoChanges(roots, known, since)
+	got := repoChanges(known, repos(), since)
 	want := []RepositoryChange{
+		{Path: filepath.Join(ws, "kept/sub/.git"), Change: "created"},
 		{Path: filepath.Join(ws, "new/deep/.git"), Change: "created"},
 		{Path: filepath.Join(ws, "redirected/.git/commondir"), Change: "redirected"},
 		{Path: filepath.Join(ws, "replaced/.git"), Change: "replaced"},
@@ -174,19 +178,5 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// BenchmarkRepoChanges is what finding the repositories a command made
-// costs after it, on a real tree: Go's source (about 17,000 entries),
-// none of them a repository.
-func BenchmarkRepoChanges(b *testing.B) {
-	root := goruntime.GOROOT()
-	if root == "" {
-		b.Skip("no GOROOT")
-	}
-	since := time.Now()
-	for b.Loop() {
-		repoChanges([]string{root}, nil, since)
 	}
 }

@@ -34,7 +34,8 @@ import (
 // with an empty value, except the few that only describe data (see
 // repoKeys). It then sets, whatever the configuration says, the values in
 // alwaysConfig: no fsmonitor, no hooks, no recursion into submodules, no
-// ext:: transport, no bare repository found by discovery. The overrides are
+// ext:: transport, no local transport (a path or file:// remote), no bare
+// repository found by discovery. The overrides are
 // passed in the environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>,
 // GIT_CONFIG_VALUE_<n>; git 2.31 or later), so every git process git itself
 // starts inherits them; an older git, which would ignore them, is an error.
@@ -143,6 +144,12 @@ var alwaysConfig = []struct{ key, value string }{
 	// ext::<command> URLs run the command; git's default already refuses
 	// them, this keeps a user's protocol.allow from letting them through.
 	{"protocol.ext.allow", "never"},
+	// A local path or file:// URL (a remote's, or one a planted
+	// url.<base>.insteadOf rewrites an ordinary-looking URL to) makes git
+	// start receive-pack or upload-pack on a repository in the workspace,
+	// with these overrides cleared: that repository's hooks and config
+	// would run. Local transports are refused.
+	{"protocol.file.allow", "never"},
 	// A bare repository planted in a subdirectory would be found by
 	// discovery, with its own configuration; explicit (--git-dir) ones are
 	// still used.

@@ -30,13 +30,14 @@ type sandboxInit struct {
 	netMu     sync.Mutex
 	netEvents []netns.Event
 
-	// noPidNS: the init shares the host's pid namespace (LevelLandlock).
-	noPidNS bool
-	proc    *spawn.Init
-	control int // host end of the control socket (blocking; raw fd)
-	status  *os.File
-	events  chan nsinit.Event
-	fresh   fresh
+	// noPidNS: the init shares the host's pid namespace (LevelLandlock);
+	// hostNet, its network namespace (NetworkHost).
+	noPidNS, hostNet bool
+	proc             *spawn.Init
+	control          int // host end of the control socket (blocking; raw fd)
+	status           *os.File
+	events           chan nsinit.Event
+	fresh            fresh
 	// cfgSent reports the config frame written: the command frame must
 	// not overtake it on the socket.
 	cfgSent chan error
@@ -212,7 +213,7 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		}
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
-	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt, unhold: sb.holdTmp()}
+	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, hostNet: sb.policy.Network == NetworkHost, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt, unhold: sb.holdTmp()}
 	go readEvents(statusR, plan, in.events)
 	if config.Egress != nil {
 		if err := in.startEgress(sb); err != nil {

@@ -126,10 +126,11 @@ func (sb *Sandbox) makeLandlockTmp() error {
 	return nil
 }
 
-// tmpHolds counts the inits that may run a command in LevelLandlock's
-// private temporary directory, so that Close leaves commands still
-// running as they were: the directory goes at Close when none is left,
-// otherwise with the last one.
+// tmpHolds counts the inits of a Sandbox, which hold what their commands
+// need until they end: LevelLandlock's private temporary directory, and
+// the watch on the writable trees (a command's Result lists the
+// repositories it made). Close leaves commands still running as they
+// were: both go at Close when no init is left, otherwise with the last.
 type tmpHolds struct {
 	mu     sync.Mutex
 	n      int
@@ -137,12 +138,9 @@ type tmpHolds struct {
 }
 
 // holdTmp counts a new init in. The function it returns counts it out
-// once the init is released, and removes the directory if it was the
-// last one of a closed Sandbox. nil without a private directory.
+// once the init is released, and lets go of what was held if it was the
+// last one of a closed Sandbox.
 func (sb *Sandbox) holdTmp() func() {
-	if sb.tmpDir == "" {
-		return nil
-	}
 	t := &sb.tmpHolds
 	t.mu.Lock()
 	t.n++
@@ -153,25 +151,32 @@ func (sb *Sandbox) holdTmp() func() {
 		last := t.closed && t.n == 0
 		t.mu.Unlock()
 		if last {
-			if err := os.RemoveAll(sb.tmpDir); err != nil {
+			if err := sb.letGo(); err != nil {
 				sb.policy.logger().Warn("hutch: remove the private temporary directory", "dir", sb.tmpDir, "err", err)
 			}
 		}
 	}
 }
 
-// closeTmp removes the private temporary directory at Close, if no init
-// holds it any more; otherwise the last one's release does.
+// closeTmp lets go of what the inits held at Close, if none is left;
+// otherwise the last one's release does.
 func (sb *Sandbox) closeTmp() error {
-	if sb.tmpDir == "" {
-		return nil
-	}
 	t := &sb.tmpHolds
 	t.mu.Lock()
 	t.closed = true
 	held := t.n > 0
 	t.mu.Unlock()
 	if held {
+		return nil
+	}
+	return sb.letGo()
+}
+
+// letGo stops watching the writable trees and removes the private
+// temporary directory, if there is one.
+func (sb *Sandbox) letGo() error {
+	sb.closeTrees()
+	if sb.tmpDir == "" {
 		return nil
 	}
 	return os.RemoveAll(sb.tmpDir)

@@ -50,6 +50,7 @@ const (
 	LayerFilesystem   = nsinit.LayerFilesystem
 	LayerLoopback     = nsinit.LayerLoopback
 	LayerKeyring      = nsinit.LayerKeyring
+	LayerUserCounts   = nsinit.LayerUserCounts
 	LayerNoNewPrivs   = nsinit.LayerNoNewPrivs
 	LayerCapabilities = nsinit.LayerCapabilities
 	LayerSeccomp      = nsinit.LayerSeccomp

@@ -204,7 +204,6 @@ func (sb *Sandbox) Close() error {
 	sb.files.close()
 	sb.endings.Wait()
 	sb.dropProbeGroup()
-	sb.closeTrees()
 	return sb.closeTmp()
 }
 

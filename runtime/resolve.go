@@ -193,6 +193,9 @@ func resolveWorkspace(given string, host hostRules) (string, error) {
 	if err := checkWritableTree(host, "Workspace", given, filepath.Clean(given), ws); err != nil {
 		return "", err
 	}
+	if err := checkGitTree("Workspace", given, filepath.Clean(given), ws, "", false); err != nil {
+		return "", err
+	}
 	if host.home == "" && host.needHome {
 		return "", errors.New("hutch: no home directory ($HOME is not set)")
 	}
@@ -280,6 +283,9 @@ func resolveTree(r *resolved, host hostRules, field, given string, roots []strin
 		}
 	}
 	if err := checkWritableTree(host, field, given, lex, res); err != nil {
+		return "", err
+	}
+	if err := checkGitTree(field, given, lex, res, ws, r.policy.AllowGitWrite); err != nil {
 		return "", err
 	}
 	if _, err := os.Stat(res); err != nil {

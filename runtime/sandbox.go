@@ -313,11 +313,42 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,
 		UnixWall:   wall,
+		UserCounts: userCounts(),
 		// The rules on the host's own files (the carve-out's hundreds)
 		// from files kept open between spawns, not opened by each init.
 		HostRuleset: true,
 	}
 }
+
+// userCountShare is the share of its host user's per-user kernel counts
+// one sandbox may take: the kernel charges what a sandbox uses to its
+// host user too, so a command holding every inotify instance it can get
+// would leave the host user's editors, file watchers and the agent itself
+// without one.
+const userCountShare = 4
+
+// sharedCounts are the /proc/sys/user counts a sandbox's user namespace
+// caps to a share of its host user's.
+var sharedCounts = []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
+
+// userCounts are the limits each init writes in its user namespace: a
+// userCountShare-th of this process's own, read once (a count this
+// kernel lacks is left out).
+var userCounts = sync.OnceValue(func() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, n := range sharedCounts {
+		b, err := os.ReadFile("/proc/sys/user/" + n)
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			continue
+		}
+		out[n] = max(1, min(v, 1<<31-1)/userCountShare)
+	}
+	return out
+})
 
 // initHoldsSetpcap reports whether an init in the host's user namespace
 // (LevelLandlock) holds CAP_SETPCAP, which emptying its bounding set and

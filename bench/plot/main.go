@@ -116,6 +116,10 @@ var targets = []target{
 	{"ReadFile of a small file over a cold command", "Files/read", "x_cold", 0.1, false},
 	{"WriteFile of a small file over a cold command", "Files/write", "x_cold", 0.1, false},
 	{"ReadFile of 1 MiB over os.ReadFile's", "Files/read-1MiB", "x_os", 3, false},
+	// A workspace's size (issue 40): 300,000 files against an empty one.
+	{"runtime.New in 300,000 files over an empty workspace", "WorkspaceSize/files-300000", "new-x_empty", 1.2, false},
+	{"cold command in 300,000 files over an empty workspace", "WorkspaceSize/files-300000", "cold-x_empty", 1.2, false},
+	{"whole hutch run in 300,000 files over an empty workspace", "WorkspaceSize/files-300000", "cli-x_empty", 1.2, false},
 	{"leak scanner on build-log text, MB/s on one core", "Scanner/stream", "MB/s", 300, true},
 	{"100 MB of output from gzip -dc, leaks reported, over off", "LeakOutput/gunzip", "report-x_off", 1.05, false},
 	{"100 MB of output from cat, leaks reported, over off", "LeakOutput/cat", "report-x_off", 1.05, false},

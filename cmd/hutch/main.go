@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -249,11 +248,12 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		if f.policyFile != "" {
 			var err error
 			file, err = policyfile.ReadFile(f.policyFile)
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			var fe *policyfile.Error
+			switch {
+			case errors.As(err, &fe):
+				return p, err // names the file, line and key
+			case err != nil:
 				return p, &flagErr{"--policy", f.policyFile, err.Error()}
-			}
-			if err != nil {
-				return p, err
 			}
 			layers = append(layers, policyfile.Layer{File: file, Trusted: true})
 		}
@@ -273,6 +273,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		p.Apps = &runtime.AppIsolation{Dir: f.appsDir, ID: f.app}
 	}
 	p.Deny = append(slices.Clip(p.Deny), f.deny...)
+	p.Deny = append(p.Deny, dataDirDeny(ws)...)
 	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
 	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
 	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite

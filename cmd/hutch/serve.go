@@ -174,9 +174,12 @@ func (c serveConfig) openProcesses(sb *runtime.Sandbox) (localapi.Processes, fun
 	var procs localapi.Processes
 	closeProcs := func() {}
 	if err == nil {
-		procs, closeProcs, err = openProcesses(c.dataDir)
+		var closeOpened func()
+		procs, closeOpened, err = openProcesses(c.dataDir)
 		if err != nil {
 			err = &flagErr{"--data-dir", c.dataDir, err.Error()}
+		} else if closeOpened != nil {
+			closeProcs = closeOpened // never nil: the caller defers it
 		}
 	}
 	switch {
