@@ -1,15 +1,18 @@
 package localapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/hutchbox/hutch/runtime"
@@ -98,7 +101,14 @@ type PathRequest struct {
 // *Error naming the field, so that a client's typo is never silently
 // ignored (a misspelled "timeout_ms" would otherwise run unbounded).
 func decode(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
+	b, err := readAll(body)
+	if err != nil {
+		return bodyError(err)
+	}
+	if err := strictKeys(b, v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
@@ -190,18 +200,38 @@ func (r *ExecRequest) check() error {
 	if r.TimeoutMS < 0 {
 		return badRequest("timeout_ms", fmt.Sprintf("%d: negative (0 means the server's policy alone)", r.TimeoutMS))
 	}
+	if r.TimeoutMS > maxTimeoutMS {
+		return badRequest("timeout_ms", fmt.Sprintf("%d: more than %d, the most a timeout can be (about 292 years; 0 means the server's policy alone)", r.TimeoutMS, maxTimeoutMS))
+	}
 	return nil
 }
+
+// maxTimeoutMS is the longest time.Duration in milliseconds: past it the
+// conversion would wrap.
+const maxTimeoutMS = math.MaxInt64 / int64(time.Millisecond)
 
 // decodeExecStream reads and checks the request that starts a body
 // whose rest is the command's stdin (StdinHeader), and returns that rest.
 func decodeExecStream(body io.Reader, max int64) (*ExecRequest, io.Reader, error) {
 	var req ExecRequest
+	var raw json.RawMessage
 	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	err := dec.Decode(&raw)
+	if err == nil {
+		err = strictKeys(raw, &req)
+	}
+	if err == nil {
+		strict := json.NewDecoder(bytes.NewReader(raw))
+		strict.DisallowUnknownFields()
+		err = strict.Decode(&req)
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var e *Error
+		switch {
+		case errors.As(err, &e):
+			return nil, nil, err
+		case errors.As(err, &mbe):
 			mbe.Limit = max
 		}
 		return nil, nil, bodyError(err)

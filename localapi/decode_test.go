@@ -40,6 +40,14 @@ var badExec = []struct {
 	{"argv empty", `{"argv":[]}`, "argv"},
 	{"argv[0] empty", `{"argv":[""]}`, "argv"},
 	{"command empty", `{"command":""}`, "command"},
+	// Strict as documented (issue 41): exact, case-sensitive keys, none
+	// twice, and numbers within their type's range.
+	{"a key twice", `{"argv":["true"],"argv":["rm","-rf","x"]}`, "argv"},
+	{"a key in another case", `{"argv":["true"],"Argv":["rm","-rf","x"]}`, "Argv"},
+	{"a key in another case alone", `{"Command":"ls"}`, "Command"},
+	{"an env variable twice", `{"command":"ls","env":{"A":"1","A":"2"}}`, "env.A"},
+	{"timeout of 2^63 ms", `{"command":"ls","timeout_ms":9223372036854775807}`, "timeout_ms"},
+	{"timeout past a Duration", `{"command":"ls","timeout_ms":9223372036855}`, "timeout_ms"},
 }
 
 func TestDecodeExecRefuses(t *testing.T) {
