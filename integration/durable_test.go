@@ -538,21 +538,25 @@ func hutchProcess(t *testing.T, data string, args ...string) (string, string, in
 	return stdout.String(), stderr.String(), code
 }
 
+// startDurable starts cmd as the durable process name with hutch process
+// start in ws, its records in data, and returns its record.
+func startDurable(t *testing.T, data, ws, name string, cmd ...string) processes.Process {
+	t.Helper()
+	out, stderr, code := hutchProcess(t, data, append([]string{"start", "--workspace", ws, "--name", name, "--kill-after", "2s", "--"}, cmd...)...)
+	var p processes.Process
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.Supervisor == nil {
+		t.Fatalf("start %s: exit %d, %s%s", name, code, out, stderr)
+	}
+	return p
+}
+
 // TestDurableCLI (must show 5): hutch process start, list, get, logs,
 // stop, stop-all and rm, judged on the host (the pids in /proc, the
 // records, the log), and its refusals naming the flag.
 func TestDurableCLI(t *testing.T) {
 	ws, data := dir(t, "durable-ws-"), dir(t, "durable-data-")
 	t.Cleanup(func() { hutchProcess(t, data, "stop-all") })
-	start := func(name string, cmd ...string) processes.Process {
-		t.Helper()
-		out, stderr, code := hutchProcess(t, data, append([]string{"start", "--workspace", ws, "--name", name, "--kill-after", "2s", "--"}, cmd...)...)
-		var p processes.Process
-		if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
-			t.Fatalf("start %s: exit %d, %s%s", name, code, out, stderr)
-		}
-		return p
-	}
+	start := func(name string, cmd ...string) processes.Process { return startDurable(t, data, ws, name, cmd...) }
 	token := strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
 	a := start("a", "sh", "-c", "echo out-"+token+"; echo err-"+token+" >&2; exec sleep 3000")
 	b := start("b", "sleep", "3001")

@@ -3,11 +3,11 @@
 package policyfile
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -17,7 +17,7 @@ import (
 // stays) when it does not validate.
 type Watcher struct {
 	sb       *runtime.Sandbox
-	fsw      *fsnotify.Watcher
+	ev       *dirEvents
 	done     chan struct{}
 	onReload func(error)
 }
@@ -25,7 +25,11 @@ type Watcher struct {
 // Watch makes the Sandbox of the policy file at path (on the default,
 // with profile, for workspace) and reloads it whenever the file changes:
 // written in place, or replaced by a rename as editors and atomic
-// writers do. onReload (may be nil) hears of each reload: nil once the
+// writers do. A policy is loaded whole or not at all: on Linux a file
+// written in place is read once its writer has closed it (a writer that
+// pauses midway is never read half-written), and everywhere the file
+// must read the same twice, a moment apart, to be loaded; a rename into
+// place is the way to change it at once. onReload (may be nil) hears of each reload: nil once the
 // new policy is in effect, or the error (file, line and key) that kept
 // the old one.
 func Watch(path, workspace, profile string, onReload func(error)) (*Watcher, error) {
@@ -46,22 +50,16 @@ func Watch(path, workspace, profile string, onReload func(error)) (*Watcher, err
 	if err != nil {
 		return nil, f.Explain(err, profile)
 	}
-	fsw, err := fsnotify.NewWatcher()
-	if err == nil {
-		// The directory, not the file: a rename over the file replaces
-		// the inode a watch on the file would follow.
-		err = fsw.Add(filepath.Dir(path))
-	}
+	// The directory, not the file: a rename over the file replaces the
+	// inode a watch on the file would follow.
+	ev, err := watchDir(filepath.Dir(path))
 	if err != nil {
-		if fsw != nil {
-			fsw.Close()
-		}
 		sb.Close()
 		return nil, fmt.Errorf("policyfile: watch %s: %w", path, err)
 	}
-	w := &Watcher{sb: sb, fsw: fsw, done: make(chan struct{}), onReload: onReload}
+	w := &Watcher{sb: sb, ev: ev, done: make(chan struct{}), onReload: onReload}
 	go w.watch(path, func() error {
-		p, f, err := load()
+		p, f, err := loadWhole(path, load)
 		if err != nil {
 			return err
 		}
@@ -70,18 +68,41 @@ func Watch(path, workspace, profile string, onReload func(error)) (*Watcher, err
 	return w, nil
 }
 
+// loadWhole loads the file twice, a moment apart, and puts nothing in
+// effect unless both readings are the same bytes: a file read while a
+// writer was still at it (whose events come later) is never loaded.
+func loadWhole(path string, load func() (runtime.Policy, *File, error)) (runtime.Policy, *File, error) {
+	first, err := os.ReadFile(path)
+	if err != nil {
+		return runtime.Policy{}, nil, err
+	}
+	time.Sleep(stable)
+	p, f, err := load()
+	if err != nil {
+		return p, f, err
+	}
+	second, err := os.ReadFile(path)
+	if err == nil && !bytes.Equal(first, second) {
+		err = fmt.Errorf("policyfile: %s changed while it was read; the policy in effect stays", path)
+	}
+	return p, f, err
+}
+
+// stable is how long a file must stay the same to be loaded.
+const stable = 50 * time.Millisecond
+
 // Sandbox is the Sandbox that follows the file.
 func (w *Watcher) Sandbox() *runtime.Sandbox { return w.sb }
 
 // Close stops watching and closes the Sandbox.
 func (w *Watcher) Close() error {
-	w.fsw.Close()
+	w.ev.close()
 	<-w.done
 	return w.sb.Close()
 }
 
-// watch reloads on every change of path, once a burst of events (an
-// editor's write, rename and chmod) has settled.
+// watch reloads on every complete change of path (watchDir says which
+// events are), once a burst of them has settled.
 func (w *Watcher) watch(path string, reload func() error) {
 	defer close(w.done)
 	const settle = 20 * time.Millisecond
@@ -89,14 +110,14 @@ func (w *Watcher) watch(path string, reload func() error) {
 	timer.Stop()
 	for {
 		select {
-		case ev, ok := <-w.fsw.Events:
+		case name, ok := <-w.ev.names:
 			if !ok {
 				return
 			}
-			if filepath.Clean(ev.Name) == path && !ev.Has(fsnotify.Chmod) {
+			if filepath.Clean(name) == path {
 				timer.Reset(settle)
 			}
-		case err, ok := <-w.fsw.Errors:
+		case err, ok := <-w.ev.errs:
 			if !ok {
 				return
 			}

@@ -60,7 +60,9 @@ func Open(dataDir string) (*Manager, error) {
 		return nil, err
 	}
 	for _, id := range ids {
-		if _, err := m.refresh(id); err != nil && !errors.Is(err, ErrNotFound) {
+		// An unreadable record is the one process's trouble (List
+		// reports it), never a reason to refuse the rest.
+		if _, err := m.refresh(id); err != nil && !errors.Is(err, ErrNotFound) && !unreadable(err) {
 			m.Close()
 			return nil, err
 		}
@@ -269,6 +271,9 @@ func (m *Manager) abandon(id string, sup Identity, grace time.Duration, cancelle
 // supervisor starts.
 func (m *Manager) policy(p runtime.Policy, dir string) (runtime.Policy, error) {
 	p.OutputLimit = runtime.Unlimited
+	// One command at a time, restarted after seconds: a pool of inits
+	// (a server's --prewarm) would sit idle for the process's life.
+	p.Prewarm = 0
 	p.Deny = append(slices.Clone(p.Deny), m.store.root)
 	sb, err := runtime.New(p)
 	if err != nil {
@@ -441,7 +446,23 @@ func (m *Manager) Get(id string) (Process, error) {
 	if err := checkID(id); err != nil {
 		return Process{}, err
 	}
-	return m.refresh(id)
+	p, err := m.refresh(id)
+	if unreadable(err) {
+		return unreadableRecord(id, err), nil
+	}
+	return p, err
+}
+
+// unreadable says err is a record's that exists but cannot be read.
+func unreadable(err error) bool {
+	var re *recordError
+	return errors.As(err, &re)
+}
+
+// unreadableRecord stands for the record of id that err kept from being
+// read.
+func unreadableRecord(id string, err error) Process {
+	return Process{ID: id, Status: StatusUnreadable, Reason: err.Error()}
 }
 
 // List returns every record, oldest first, each checked as Get does.
@@ -453,10 +474,12 @@ func (m *Manager) List() ([]Process, error) {
 	var list []Process
 	for _, id := range ids {
 		p, err := m.refresh(id)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			continue // removed meanwhile
-		}
-		if err != nil {
+		case unreadable(err):
+			p = unreadableRecord(id, err) // listed, and the others with it
+		case err != nil:
 			return nil, err
 		}
 		list = append(list, p)
@@ -482,7 +505,9 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if _, err := m.refresh(id); err != nil {
+	if _, err := m.refresh(id); unreadable(err) {
+		return m.stopHolder(ctx, id)
+	} else if err != nil {
 		return err
 	}
 	p, err := m.store.update(id, func(p *Process) error {
@@ -496,7 +521,10 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	if !p.Status.Active() || p.Supervisor == nil {
-		return nil
+		// The record says nothing runs; a supervisor that still holds
+		// its lock (a record judged stale while it ran) says otherwise,
+		// and is stopped too: stopped means nothing of it runs.
+		return m.stopHolder(ctx, id)
 	}
 	fd, err := m.adopt(id, *p.Supervisor)
 	if errors.Is(err, ErrGone) {
@@ -525,6 +553,24 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	return err
 }
 
+// stopHolder stops the supervisor that holds id's lock, whatever its
+// record says (unreadable, stale), and waits for its end: SIGTERM, which
+// has it stop its command as for any stop.
+func (m *Manager) stopHolder(ctx context.Context, id string) error {
+	fd, err := m.store.lockHolder(id)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("processes: %s: signal the supervisor holding its lock: %w", id, err)
+	}
+	if err := waitExit(ctx, fd); err != nil {
+		return fmt.Errorf("processes: %s: stop the supervisor holding its lock: %w", id, err)
+	}
+	return nil
+}
+
 // StopAll stops every process that runs or is meant to, all at once, and
 // returns when all have ended.
 func (m *Manager) StopAll(ctx context.Context) error {
@@ -535,7 +581,7 @@ func (m *Manager) StopAll(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(list))
 	for i, p := range list {
-		if !p.Status.Active() && p.Desired == DesiredStopped {
+		if !p.Status.Active() && p.Desired == DesiredStopped && !m.store.supervised(p.ID) {
 			continue
 		}
 		wg.Go(func() { errs[i] = m.Stop(ctx, p.ID) })
@@ -580,10 +626,18 @@ func (m *Manager) Log(id string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	dir := m.store.dir(id)
+	// The current log first, then the old one: a rotation between the
+	// two opens makes them the same file (read once), never loses what
+	// was rotated away.
 	cur, err := os.Open(filepath.Join(dir, logFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(dir); serr != nil {
 			return nil, fmt.Errorf("processes: %s: %w", id, ErrNotFound)
+		}
+		// None yet, or caught between a rotation's rename and the new
+		// file: what was rotated is the log.
+		if old, err := os.Open(filepath.Join(dir, oldLogFile)); err == nil {
+			return old, nil
 		}
 		return io.NopCloser(strings.NewReader("")), nil
 	}
@@ -593,6 +647,12 @@ func (m *Manager) Log(id string) (io.ReadCloser, error) {
 	old, err := os.Open(filepath.Join(dir, oldLogFile))
 	if err != nil {
 		return cur, nil
+	}
+	if a, aerr := old.Stat(); aerr == nil {
+		if b, berr := cur.Stat(); berr == nil && os.SameFile(a, b) {
+			old.Close()
+			return cur, nil
+		}
 	}
 	return &logReader{Reader: io.MultiReader(old, cur), files: []*os.File{old, cur}}, nil
 }

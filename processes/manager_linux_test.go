@@ -279,3 +279,44 @@ func supervisorsOf(m *Manager) []string {
 	}
 	return found
 }
+
+// TestLogAcrossRotation (issue 41): read between a rotation's rename and
+// the new file's creation, the log is what was rotated, not empty; and a
+// rotation between the two opens never gives the same bytes twice.
+func TestLogAcrossRotation(t *testing.T) {
+	m, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	id := "0123456789ab"
+	dir := m.store.dir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		r, err := m.Log(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, _ := io.ReadAll(r)
+		return string(b)
+	}
+	// Mid-rotation: only process.log.1 exists.
+	if err := os.WriteFile(filepath.Join(dir, oldLogFile), []byte("rotated\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "rotated\n" {
+		t.Errorf("mid-rotation the log reads %q", got)
+	}
+	// Both, the same file (a rotation between the opens: a hard link
+	// stands for it): read once.
+	if err := os.Link(filepath.Join(dir, oldLogFile), filepath.Join(dir, logFile)); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "rotated\n" {
+		t.Errorf("the same file under both names reads %q", got)
+	}
+}

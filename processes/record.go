@@ -36,6 +36,11 @@ const (
 	// another boot, or its pid now names another process, or it died
 	// (Reason says which). Its pids are cleared and never signalled.
 	StatusStale Status = "stale"
+	// StatusUnreadable: the record cannot be read (Reason says why). It
+	// is listed, never a reason to refuse the others; its supervisor,
+	// if one still runs, is found by the lock it holds, and Stop stops
+	// it.
+	StatusUnreadable Status = "unreadable"
 )
 
 // Active says the record claims a live supervisor.

@@ -27,13 +27,28 @@ func (s store) read(id string) (Process, error) {
 		return p, fmt.Errorf("processes: %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return p, err
+		return p, &recordError{path: filepath.Join(s.dir(id), recordFile), err: err}
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("processes: %s: %w", filepath.Join(s.dir(id), recordFile), err)
+		return p, &recordError{path: filepath.Join(s.dir(id), recordFile), err: err}
+	}
+	if p.ID != id {
+		return p, &recordError{path: filepath.Join(s.dir(id), recordFile), err: fmt.Errorf("names process %q", p.ID)}
 	}
 	return p, nil
 }
+
+// recordError is a record that exists but cannot be read: truncated, not
+// JSON, a directory in its place, another process's.
+type recordError struct {
+	path string
+	err  error
+}
+
+func (e *recordError) Error() string {
+	return "processes: " + e.path + ": unreadable: " + e.err.Error()
+}
+func (e *recordError) Unwrap() error { return e.err }
 
 // lock takes id's record lock (flock, released if the holder dies).
 func (s store) lock(id string) (func(), error) {

@@ -34,6 +34,8 @@ func init() {
 type supervisor struct {
 	store store
 	id    string
+	// me is this supervisor's identity, as it wrote it in the record.
+	me    Identity
 	dir   string
 	spec  Spec
 	log   *slog.Logger
@@ -73,6 +75,7 @@ func supervise(dir string) int {
 	if err != nil {
 		return s.fail(err)
 	}
+	s.me = me
 	if _, err := s.store.update(s.id, func(p *Process) error { p.Supervisor = &me; return nil }); err != nil {
 		return s.fail(err)
 	}
@@ -166,6 +169,13 @@ func (s *supervisor) loop(sb *runtime.Sandbox, out *rotatingLog) (stopped bool, 
 			if stopped || p.Desired == DesiredStopped {
 				stopped = true
 				p.Status = StatusStopping
+				return nil
+			}
+			if p.Supervisor == nil || *p.Supervisor != s.me {
+				// Judged stale, or taken over: this supervisor is no
+				// longer the record's, and restarts nothing; it stops.
+				stopped = true
+				p.Status, p.Reason = StatusStopped, "its supervisor found the record no longer its own, and stopped rather than restart"
 				return nil
 			}
 			if !s.spec.Restart.wantsRestart(run.ExitCode) {

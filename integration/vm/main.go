@@ -118,6 +118,18 @@ var defaultTests = []string{
 	"TestAppIsolation",
 	"TestFileDoorRefusals",
 	"TestOpenForSend",
+	// the file door's server, an init of each kernel, with the view as
+	// of now (inotify on the writable trees), without /proc too, and
+	// the command's credentials
+	"TestFileDoorFresh",
+	"TestFileDoorNoProc",
+	"TestFileDoorCredentials",
+	"TestRepositoriesByIdentity",
+	// the guards each kernel keeps its own way: the user namespace's
+	// per-user counts, abstract sockets (Landlock's scope, or the
+	// seccomp wall)
+	"TestInotifyShareCapped",
+	"TestAbstractSocketsHostNet",
 	// durable processes: pidfds, adoption after the host's death, the
 	// sandbox's cgroup gone with the stop, stale records never signalled,
 	// the policy kept across restarts, the CLI as root and as nobody
@@ -125,6 +137,8 @@ var defaultTests = []string{
 	"TestDurableStaleNeverSignalled",
 	"TestDurableKeepsPolicyAcrossRestarts",
 	"TestDurableCLI",
+	"TestDurableUnreadableRecord",
+	"TestDurableStaleButAliveStopped",
 }
 
 type options struct {
