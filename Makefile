@@ -44,6 +44,8 @@ test: deps vet
 	$(GO) test -run '^$$' -fuzz FuzzWire -fuzztime 100000x -timeout 5m ./nsinit
 	$(GO) test -run '^$$' -fuzz FuzzFileRequest -fuzztime 50000x -timeout 5m ./nsinit
 	$(GO) test -run '^$$' -fuzz FuzzDecodeExec -fuzztime 20000x -timeout 5m ./localapi
+	$(GO) test -run '^$$' -fuzz FuzzRecord -fuzztime 3000x -timeout 5m ./processes
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20000x -timeout 5m ./policyfile
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
@@ -106,14 +108,18 @@ bench: deps
 # executor run on a message before anything of it (init.c's init_check,
 # mounts.c's mnt_check), and the file server's check of a request
 # (files.c's files_check), for FUZZTIME, built with AddressSanitizer so that
-# a read past a message is caught, not only a crash. make test runs it for
-# 100,000 inputs (about 10 s) without. Budgets are counts, not durations:
+# a read past a message is caught, not only a crash; then the durable
+# processes' record loader and the policy-file parser, which a damaged or
+# half-written file reaches. make test runs each for a bounded count (the
+# stage's decoder 100,000 inputs, about 10 s) without. Budgets are counts, not durations:
 # go1.26's fuzzing coordinator can fail a run that reaches its -fuzztime
 # deadline on a loaded machine ("context deadline exceeded", go.dev/issue/75804).
 FUZZTIME ?= 1000000x
 fuzz: deps
 	$(GO) test -asan -run '^$$' -fuzz FuzzWire -fuzztime $(FUZZTIME) -timeout 3h ./nsinit
 	$(GO) test -asan -run '^$$' -fuzz FuzzFileRequest -fuzztime $(FUZZTIME) -timeout 3h ./nsinit
+	$(GO) test -run '^$$' -fuzz FuzzRecord -fuzztime $(FUZZTIME) -timeout 3h ./processes
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) -timeout 3h ./policyfile
 
 demo: build
 	$(BIN)/hutch demo

@@ -136,6 +136,13 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 	return h
 }
 
+// BodyTimeout bounds the reading of a request's body (but a streamed
+// stdin's): past it the request fails and its connection is closed.
+const BodyTimeout = 60 * time.Second
+
+// bodyTimeout is BodyTimeout; the tests shorten it.
+var bodyTimeout = BodyTimeout
+
 // ServeHTTP routes by exact path (no redirects, no pattern matching: the
 // routes are few and a client's mistake should be a JSON error, not a
 // ServeMux's text/plain one).
@@ -156,6 +163,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = &headLimit{ReadCloser: r.Body, left: h.opts.MaxBody}
 	} else {
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+		// A body is read whole before anything runs: one sent byte by
+		// byte holds a connection and a goroutine, not the server.
+		// (A streamed stdin is the command's, read as long as it runs.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 	}
 	if err := rt.serve(w, r); err != nil {
 		writeError(w, apiError(err))

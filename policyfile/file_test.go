@@ -164,3 +164,25 @@ func TestFormatRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse holds the policy-file parser to any bytes: a file parses or
+// is refused with an *Error, never a panic, and what parses applies to a
+// policy or is refused, never a panic either.
+func FuzzParse(f *testing.F) {
+	f.Add(DefaultTOML())
+	for _, s := range []string{"version = 1\n", "version = 1\n[sandbox]\nmemory = \"1k\"\n", "version = 2\n", "[sandbox\n", "version = 1\n[profiles.x]\nnetwork = \"host\"\n", "\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := Parse("fuzz.toml", b)
+		if err != nil {
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("Parse: %T %v, want an *Error", err, err)
+			}
+			return
+		}
+		p := runtime.Policy{Workspace: "/w"}
+		_ = file.Apply(&p, "")
+	})
+}

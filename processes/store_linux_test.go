@@ -1,6 +1,7 @@
 package processes
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,4 +103,38 @@ func TestStoreUpdatesAreNotLost(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(s.dir(id), recordFile+".*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
+}
+
+// FuzzRecord holds the records loader to any bytes in a record.json: it
+// reads a record or says it is unreadable (a *recordError), never panics,
+// and List lists it either way beside a good one.
+func FuzzRecord(f *testing.F) {
+	good, _ := json.Marshal(Process{ID: "0123456789ab", Status: StatusStopped, Desired: DesiredStopped})
+	for _, s := range [][]byte{good, good[:len(good)/2], nil, []byte("{}"), []byte(`{"id":"x"}`), []byte("\x00"), []byte(`{"id":"0123456789ab","status":7}`)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		root := t.TempDir()
+		m, err := Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for id, body := range map[string][]byte{"0123456789ab": b, "ba9876543210": []byte(`{"id":"ba9876543210","status":"stopped","desired":"stopped"}`)} {
+			dir := m.store.dir(id)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, recordFile), body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.store.read("0123456789ab"); err != nil && !unreadable(err) {
+			t.Fatalf("read: %v, want a record or an unreadable one", err)
+		}
+		list, err := m.List()
+		if err != nil || len(list) != 2 {
+			t.Fatalf("List = %+v, %v: want both records", list, err)
+		}
+	})
 }

@@ -247,7 +247,11 @@ func serve(ctx context.Context, c serveConfig) error {
 			Policy: func() runtime.Policy { return given.Load().Clone() }}),
 		BaseContext:       func(_ net.Listener) context.Context { return reqBase },
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		// A kept-alive connection with no request for this long is
+		// closed (bodies have localapi.BodyTimeout; a streamed stdin,
+		// the command's life).
+		IdleTimeout: 5 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
 	}
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -278,7 +282,7 @@ func serve(ctx context.Context, c serveConfig) error {
 		}
 	}()
 	fmt.Fprintf(os.Stderr, "hutch: serving the local API (v%d) on %s\n", localapi.ProtocolVersion, c.socket)
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(localapi.LimitConnections(ln, localapi.MaxConnections)); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return <-done
