@@ -153,3 +153,67 @@ func TestServeDurableNoPool(t *testing.T) {
 		t.Errorf("%d sandbox inits below the durable process's supervisor; want its command's and at most one spare", inits)
 	}
 }
+
+// TestDurableFullDisk: a durable process whose data directory fills up
+// runs on (its output dropped and counted), hutch process list works and
+// says the log is full, and once there is room again the log resumes with
+// a line saying how much was lost. A tmpfs of its own stands for the
+// disk (root only).
+func TestDurableFullDisk(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	data := dir(t, "durable-data-")
+	if err := syscall.Mount("tmpfs", data, "tmpfs", 0, "size=4m,mode=0700"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		hutchProcess(t, data, "stop-all")
+		syscall.Unmount(data, syscall.MNT_DETACH)
+	})
+	ws := dir(t, "durable-ws-")
+	p := startDurable(t, data, ws, "talker", "sh", "-c", "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.01; done")
+	cmd := identityOf(t, p.Pid)
+	// Fill what is left.
+	filler := filepath.Join(data, "filler")
+	f, err := os.Create(filler)
+	must(err)
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	var rec processes.Process
+	if !waitFor(30*time.Second, func() bool {
+		out, _, code := hutchProcess(t, data, "get", p.ID)
+		return code == 0 && json.Unmarshal([]byte(out), &rec) == nil && rec.LogFull && rec.LogDropped > 0
+	}) {
+		t.Fatalf("the record does not say the log is full: %+v", rec)
+	}
+	if !live(cmd) || !live(*p.Supervisor) {
+		t.Fatalf("on a full disk: command live %v, supervisor live %v", live(cmd), live(*p.Supervisor))
+	}
+	out, stderr, code := hutchProcess(t, data, "list")
+	if code != 0 || !strings.Contains(out, `"log_full": true`) {
+		t.Errorf("list on a full disk: exit %d, %s%s", code, out, stderr)
+	}
+	must(os.Remove(filler))
+	if !waitFor(30*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(data, "processes", p.ID, "process.log"))
+		return strings.Contains(string(b), "bytes of output were dropped")
+	}) {
+		t.Error("the log did not resume with what was lost")
+	}
+	if !waitFor(10*time.Second, func() bool {
+		out, _, code := hutchProcess(t, data, "get", p.ID)
+		rec = processes.Process{} // log_full false is left out of the JSON
+		return code == 0 && json.Unmarshal([]byte(out), &rec) == nil && !rec.LogFull
+	}) {
+		t.Errorf("the record still says the log is full: %+v", rec)
+	}
+	if !live(cmd) {
+		t.Error("the command did not survive the full disk")
+	}
+}

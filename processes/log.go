@@ -1,9 +1,12 @@
 package processes
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // The files of a process's directory.
@@ -21,12 +24,20 @@ const (
 // stdout and stderr come through pipes, so the command never holds the
 // file and cannot rewrite or truncate it. A write that would take it past
 // max moves it to process.log.1 first.
+//
+// A full data directory never kills the command: what cannot be written
+// is dropped and counted (dropped), and once a write goes through again a
+// line says how much was lost. full is called when the log starts or
+// stops dropping, for the record.
 type rotatingLog struct {
-	mu   sync.Mutex
-	dir  string
-	max  int64
-	f    *os.File
-	size int64
+	mu      sync.Mutex
+	dir     string
+	max     int64
+	f       *os.File
+	size    int64
+	dropped int64 // bytes dropped since the log was last written
+	lost    int64 // bytes dropped in all
+	full    func(full bool, lost int64)
 }
 
 func openLog(dir string, max int64) (*rotatingLog, error) {
@@ -45,23 +56,54 @@ func openLog(dir string, max int64) (*rotatingLog, error) {
 func (l *rotatingLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	written := 0
+	if l.dropped > 0 {
+		// Room again? Say first what was lost.
+		note := fmt.Sprintf("\n[hutch: %d bytes of output were dropped: the data directory was full]\n", l.dropped)
+		if err := l.write([]byte(note)); err != nil {
+			return l.drop(len(p), err)
+		}
+		l.dropped = 0
+		if l.full != nil {
+			l.full(false, l.lost)
+		}
+	}
+	if err := l.write(p); err != nil {
+		return l.drop(len(p), err)
+	}
+	return len(p), nil
+}
+
+// drop counts n bytes as dropped when err is a full disk, and is the
+// Write's answer.
+func (l *rotatingLog) drop(n int, err error) (int, error) {
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+		return 0, err
+	}
+	if l.dropped == 0 && l.full != nil {
+		l.full(true, l.lost+int64(n))
+	}
+	l.dropped += int64(n)
+	l.lost += int64(n)
+	return n, nil
+}
+
+// write writes p whole, rotating on the way.
+func (l *rotatingLog) write(p []byte) error {
 	for len(p) > 0 {
 		if l.size >= l.max {
 			if err := l.rotate(); err != nil {
-				return written, err
+				return err
 			}
 		}
 		chunk := p[:min(int64(len(p)), l.max-l.size)]
 		n, err := l.f.Write(chunk)
-		written += n
 		l.size += int64(n)
 		if err != nil {
-			return written, err
+			return err
 		}
 		p = p[n:]
 	}
-	return written, nil
+	return nil
 }
 
 // rotate moves the log to process.log.1 and starts an empty one.

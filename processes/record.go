@@ -83,6 +83,12 @@ type Process struct {
 	// Log is the path of process.log (process.log.1 beside it holds what
 	// came before, once the log was rotated).
 	Log string `json:"log"`
+	// LogFull says the data directory was full when the log was last
+	// written: the command runs on, its output is dropped (LogDropped
+	// bytes so far) until there is room again, when a line in the log
+	// says how much was lost.
+	LogFull    bool  `json:"log_full,omitempty"`
+	LogDropped int64 `json:"log_dropped,omitempty"`
 }
 
 // Backoff is the restart delay's state.

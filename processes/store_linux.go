@@ -76,6 +76,51 @@ func (s store) lock(id string) (func(), error) {
 // file is synced before the rename: after a crash the record is the old
 // one or the new one, never a torn one.
 func (s store) write(id string, p Process) error {
+	err := s.writeOnce(id, p)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		// A full data directory: the reserve gives the record its room
+		// (a record that cannot say the process runs, or why it ended,
+		// is worse than a full disk).
+		if os.Remove(filepath.Join(s.dir(id), reserveFile)) == nil {
+			err = s.writeOnce(id, p)
+		}
+	}
+	if err == nil {
+		s.reserve(id)
+	}
+	return err
+}
+
+// reserveFile holds space a record can always be written in.
+const reserveFile = "reserve"
+
+// reserveSize is what it holds: a few records' worth.
+const reserveSize = 64 << 10
+
+// reserve makes id's reserve file if it is missing and there is room.
+func (s store) reserve(id string) {
+	path := filepath.Join(s.dir(id), reserveFile)
+	if _, err := os.Lstat(path); err == nil {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		_, err = f.Write(make([]byte, reserveSize))
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	f.Close()
+	if err != nil {
+		os.Remove(path) // no room: made again at a later write
+	}
+}
+
+func (s store) writeOnce(id string, p Process) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,6 +95,32 @@ func supervise(dir string) int {
 	if err != nil {
 		sb.Close()
 		return s.fail(err)
+	}
+	var logState struct {
+		sync.Mutex
+		full bool
+		lost int64
+	}
+	out.full = func(full bool, lost int64) {
+		logState.Lock()
+		logState.full, logState.lost = full, lost
+		logState.Unlock()
+		// Told from a copy of the command's output: the record is
+		// written in the background, never holding the output up, with
+		// the state as it is when it is written.
+		go func() {
+			if _, err := s.store.update(s.id, func(p *Process) error {
+				logState.Lock()
+				defer logState.Unlock()
+				p.LogFull, p.LogDropped = logState.full, logState.lost
+				return nil
+			}); err != nil {
+				s.log.Warn("write the record", "err", err)
+			}
+		}()
+		if full {
+			s.log.Warn("the data directory is full: the command runs on, its output is dropped")
+		}
 	}
 	stopped, err := s.loop(sb, out)
 	// The sandbox's cgroup and mounts go before the record says so.
