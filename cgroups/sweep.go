@@ -62,12 +62,15 @@ func (h *host) alive(o owner) bool {
 // and the groups are removed from every hierarchy. Run it once at start-up.
 //
 // A group is stale when its name's owner is gone: no process with that pid,
-// or one that started at another time. Groups made in another pid
-// namespace are left alone, since their owner cannot be looked up from
-// here; so are this Manager's own.
+// or one that started at another time. A group made in another pid
+// namespace is stale once no process is left in that namespace (a host
+// killed in a pid namespace of its own, which ended with it), which only
+// a Manager in the initial pid namespace can tell; from any other such
+// groups are left alone. This Manager's own are never touched.
 func (m *Manager) Sweep() (removed int, err error) {
 	stale := map[string]bool{}
 	seen := map[owner]bool{}
+	var inUse map[uint64]bool // the pid namespaces with a process, once needed
 	var errs []error
 	for _, p := range m.dirs {
 		ents, err := os.ReadDir(p)
@@ -83,12 +86,26 @@ func (m *Manager) Sweep() (removed int, err error) {
 				continue
 			}
 			o, ok := parseName(name)
-			if !ok || o.pidns != m.h.pidns {
+			if !ok {
 				continue
 			}
 			live, known := seen[o]
 			if !known {
-				live = m.h.alive(o)
+				switch {
+				case o.pidns == m.h.pidns:
+					live = m.h.alive(o)
+				case m.h.pidns == initialPidNS:
+					// Made in another pid namespace: its owner is gone
+					// once no process is left in that namespace, which
+					// the initial namespace sees whole.
+					if inUse == nil {
+						inUse = pidNamespaces(m.h.proc)
+					}
+					// An unreadable /proc (nil) counts as alive.
+					live = inUse == nil || inUse[o.pidns]
+				default:
+					live = true // not seen from here: left alone
+				}
 				seen[o] = live
 			}
 			if !live {
@@ -107,4 +124,27 @@ func (m *Manager) Sweep() (removed int, err error) {
 		return removed, fmt.Errorf("cgroups: sweep: %w", errors.Join(errs...))
 	}
 	return removed, nil
+}
+
+// initialPidNS is the initial pid namespace's inode (PROC_PID_INIT_INO).
+const initialPidNS = 0xEFFFFFFC
+
+// pidNamespaces are the inodes of the pid namespaces of the processes in
+// proc (a /proc); nil when it cannot be read.
+func pidNamespaces(proc string) map[uint64]bool {
+	ents, err := os.ReadDir(proc)
+	if err != nil || len(ents) == 0 {
+		return nil
+	}
+	out := map[uint64]bool{}
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(proc+"/"+e.Name()+"/ns/pid", &st) == nil {
+			out[st.Ino] = true
+		}
+	}
+	return out
 }

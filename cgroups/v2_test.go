@@ -643,12 +643,27 @@ func TestV2Sweep(t *testing.T) {
 	defer mine.Destroy()
 	f.fakeStat(500, 1234)
 	f.fakeStat(501, 9999)
+	// Process 502 lives in another pid namespace: its ns/pid (a file
+	// here) has that namespace's inode.
+	f.fakeStat(502, 1)
+	nsFile := filepath.Join(f.proc, "502", "ns", "pid")
+	if err := os.MkdirAll(filepath.Dir(nsFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nsFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ns unix.Stat_t
+	if err := unix.Stat(nsFile, &ns); err != nil {
+		t.Fatal(err)
+	}
 	names := map[string]bool{ // name -> swept
 		fmt.Sprintf("hutch-999999-5-%d-1", fakePidNS): true,  // owner dead
 		fmt.Sprintf("hutch-501-1-%d-7", fakePidNS):    true,  // pid reused by a later process
 		fmt.Sprintf("hutch-501-1-%d-8", fakePidNS):    true,  // the same owner's other group
 		fmt.Sprintf("hutch-500-1234-%d-3", fakePidNS): false, // owner alive
-		"hutch-999998-5-1-1":                          false, // another pid namespace
+		fmt.Sprintf("hutch-7-5-%d-1", ns.Ino):         false, // another pid namespace, with a process
+		"hutch-999998-5-1-1":                          true,  // another pid namespace, ended
 		"hutch-host":                                  false,
 		"other-tool":                                  false,
 	}
@@ -661,8 +676,8 @@ func TestV2Sweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if removed != 3 {
-		t.Errorf("removed %d, want 3", removed)
+	if removed != 4 {
+		t.Errorf("removed %d, want 4", removed)
 	}
 	for n, swept := range names {
 		_, err := os.Stat(f.abs("hutch/" + n))

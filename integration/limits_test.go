@@ -381,3 +381,77 @@ func TestDegradeSaidOnce(t *testing.T) {
 		t.Errorf("stderr does not say the limits degraded:\n%s", stderr.String())
 	}
 }
+
+// TestStaleCgroupOfEndedPidNSSwept (issue 41): a group left by a host that
+// was killed in a pid namespace of its own, which ended with it, is swept
+// by the next New (from the initial pid namespace); one of a host whose
+// pid namespace still has a process is left alone.
+func TestStaleCgroupOfEndedPidNSSwept(t *testing.T) {
+	ws := dir(t, "ws-")
+	if !cgroupsEnforced(t, ws) {
+		t.Skip("no cgroups for this user here")
+	}
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &self); err != nil || self.Ino != 0xEFFFFFFC {
+		t.Skip("not in the initial pid namespace: another one's groups are left alone from here")
+	}
+	// inNewPidNS starts sleep as pid 1 of a pid namespace of its own and
+	// returns it with that namespace's inode.
+	inNewPidNS := func(arg string) (*exec.Cmd, uint64) {
+		c := exec.Command("sleep", arg)
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}}
+		if err := c.Start(); err != nil {
+			t.Skipf("a pid namespace: %v", err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/pid", c.Process.Pid), &st); err != nil {
+			t.Fatal(err)
+		}
+		return c, st.Ino
+	}
+	ended, endedNS := inNewPidNS("0.01")
+	ended.Wait() // its namespace ends with it
+	live, liveNS := inNewPidNS("300")
+	defer func() { live.Process.Kill(); live.Wait() }()
+	var planted, kept []string
+	for _, parent := range []string{"/sys/fs/cgroup/pids/hutch", "/sys/fs/cgroup/memory/hutch", "/sys/fs/cgroup/hutch"} {
+		if _, err := os.Stat(parent); err != nil {
+			continue
+		}
+		for _, g := range []struct {
+			ns   uint64
+			list *[]string
+		}{{endedNS, &planted}, {liveNS, &kept}} {
+			d := filepath.Join(parent, fmt.Sprintf("hutch-1-1-%d-1", g.ns))
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			*g.list = append(*g.list, d)
+		}
+	}
+	if len(planted) == 0 {
+		t.Skip("no hutch cgroup parent found")
+	}
+	t.Cleanup(func() {
+		for _, d := range append(planted, kept...) {
+			os.Remove(d)
+		}
+	})
+	sb, err := runtime.New(runtime.DefaultPolicy(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	for _, d := range planted {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("host: the group of a host whose pid namespace ended, %s, survived New", d)
+		}
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("host: the group of a live pid namespace's host, %s, was swept", d)
+		}
+	}
+}

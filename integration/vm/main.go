@@ -82,6 +82,7 @@ var defaultTests = []string{
 	"TestTmpCap",
 	"TestNoCgroupsLeft",
 	"TestStaleCgroupSwept",
+	"TestStaleCgroupOfEndedPidNSSwept",
 	"TestCgroupsRequired",
 	// processes, namespaces, the spawn server
 	"TestHostProcessesInvisibleAndUnkillable",
