@@ -94,6 +94,8 @@ type File struct {
 	// written.
 	lines  map[string]int
 	values map[string]string
+	// raw is the file's content as read (ReadFileStable compares two).
+	raw []byte
 }
 
 // Error is a policy file's error: the file, the line (0 when no line is
@@ -149,6 +151,29 @@ func ReadFile(path string) (*File, error) {
 	return readOpened(path, f)
 }
 
+// ReadFileStable is ReadFile for a file that may be being written: it is
+// read twice, a moment apart, and parsed only when both readings are the
+// same bytes; otherwise it is refused, and whatever policy is in effect
+// stays. A rename into place is the way to change a file at once.
+func ReadFileStable(path string) (*File, error) {
+	first, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(stableWait)
+	second, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(first.raw, second.raw) {
+		return nil, fmt.Errorf("%s: changed while it was read (written in place?): not loaded", path)
+	}
+	return second, nil
+}
+
+// stableWait is how long apart ReadFileStable's two readings are.
+const stableWait = 50 * time.Millisecond
+
 // readOpened reads and parses f, opened at path, and closes it.
 func readOpened(path string, f *os.File) (*File, error) {
 	defer f.Close()
@@ -167,7 +192,11 @@ func readOpened(path string, f *os.File) (*File, error) {
 	if len(b) > MaxFileSize {
 		return nil, fmt.Errorf("%s: more than %d bytes, the most a policy file may have", path, MaxFileSize)
 	}
-	return Parse(path, b)
+	f2, err := Parse(path, b)
+	if f2 != nil {
+		f2.raw = b
+	}
+	return f2, err
 }
 
 // Parse parses a policy file's content; name is what errors call it.

@@ -80,3 +80,22 @@ func TestWatchLoadsWhole(t *testing.T) {
 	}
 	t.Logf("%d reloads", reloads.Load())
 }
+
+// TestReadFileStable: a file changed between the two readings is refused,
+// not parsed; one left alone is read.
+func TestReadFileStable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.toml")
+	if err := os.WriteFile(path, []byte("version = 1\n[sandbox]\ndeny = [\"/x\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFileStable(path); err != nil {
+		t.Fatalf("a file left alone: %v", err)
+	}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		os.WriteFile(path, []byte("version = 1\n"), 0o644)
+	}()
+	if f, err := ReadFileStable(path); err == nil {
+		t.Errorf("a file rewritten between the readings was read: %+v", f)
+	}
+}

@@ -79,7 +79,10 @@ func execute(args []string) int {
 }
 
 type runFlags struct {
-	workspace string
+	// stablePolicy reads --policy only once it reads the same twice a
+	// moment apart (a server's reload: never a file half written).
+	stablePolicy bool
+	workspace    string
 	// worktree is run's --worktree REPO[:BRANCH].
 	worktree    string
 	write, deny []string
@@ -247,7 +250,11 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		var file *policyfile.File
 		if f.policyFile != "" {
 			var err error
-			file, err = policyfile.ReadFile(f.policyFile)
+			read := policyfile.ReadFile
+			if f.stablePolicy {
+				read = policyfile.ReadFileStable
+			}
+			file, err = read(f.policyFile)
 			var fe *policyfile.Error
 			switch {
 			case errors.As(err, &fe):

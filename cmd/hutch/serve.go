@@ -128,6 +128,9 @@ type serveConfig struct {
 // --policy's file, read again on every call), with --grantable's ceiling
 // added and the server's own directories hidden.
 func (c serveConfig) policy() (base, p runtime.Policy, err error) {
+	// Read again on every SIGHUP and reload: a file being written then
+	// is never put in effect half-done.
+	c.flags.stablePolicy = true
 	base, err = policyFrom(c.flags)
 	if err != nil {
 		return base, base, c.flags.flagError(err)
