@@ -108,7 +108,9 @@ func (l *rotatingLog) write(p []byte) error {
 
 // rotate moves the log to process.log.1 and starts an empty one.
 func (l *rotatingLog) rotate() error {
-	if err := os.Rename(filepath.Join(l.dir, logFile), filepath.Join(l.dir, oldLogFile)); err != nil {
+	// Gone already: a rotation before this one renamed it and could not
+	// make the new file (a full disk); it is made now.
+	if err := os.Rename(filepath.Join(l.dir, logFile), filepath.Join(l.dir, oldLogFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(l.dir, logFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)

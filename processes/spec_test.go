@@ -119,3 +119,46 @@ func TestRotatingLog(t *testing.T) {
 		t.Error("the first log was kept")
 	}
 }
+
+// TestRotatingLogFull: on a full disk the log drops and counts what it
+// cannot write, never fails its writer, and says what was lost once it
+// can write again; a rotation that could not make its new file is
+// finished by the next one.
+func TestRotatingLogFull(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openLog(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var events []bool
+	l.full = func(full bool, lost int64) { events = append(events, full) }
+	// A file that fails with ENOSPC stands for the full disk.
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	good := l.f
+	l.f = full
+	if n, err := l.Write([]byte("lost bytes")); n != 10 || err != nil {
+		t.Fatalf("a write on a full disk: %d, %v", n, err)
+	}
+	l.f = good
+	if _, err := l.Write([]byte("after\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, logFile))
+	if !strings.Contains(string(b), "10 bytes of output were dropped") || !strings.HasSuffix(string(b), "after\n") {
+		t.Errorf("the log holds %q", b)
+	}
+	if len(events) != 2 || !events[0] || events[1] {
+		t.Errorf("full events %v, want [true false]", events)
+	}
+	// A rotation that renamed the log but could not make the new one.
+	if err := os.Rename(filepath.Join(dir, logFile), filepath.Join(dir, oldLogFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rotate(); err != nil {
+		t.Fatalf("a rotation after a half-done one: %v", err)
+	}
+}
