@@ -411,10 +411,12 @@ func TestStaleCgroupOfEndedPidNSSwept(t *testing.T) {
 		}
 		return c, st.Ino
 	}
-	ended, endedNS := inNewPidNS("0.01")
-	ended.Wait() // its namespace ends with it
+	// The live one first: a namespace's inode is reused once it ends,
+	// and the ended one's must not be the live one's.
 	live, liveNS := inNewPidNS("300")
 	defer func() { live.Process.Kill(); live.Wait() }()
+	ended, endedNS := inNewPidNS("0.01")
+	ended.Wait() // its namespace ends with it
 	var planted, kept []string
 	for _, parent := range []string{"/sys/fs/cgroup/pids/hutch", "/sys/fs/cgroup/memory/hutch", "/sys/fs/cgroup/hutch"} {
 		if _, err := os.Stat(parent); err != nil {
