@@ -64,6 +64,15 @@ func TestDurableUnreadableRecord(t *testing.T) {
 	if err := s.health(); err != nil {
 		t.Errorf("hutch serve on the data directory: %v", err)
 	}
+	// Stopped, the bad records go as any other.
+	for _, id := range []string{a.ID, c.ID} {
+		if _, stderr, code := hutchProcess(t, data, "rm", id); code != 0 {
+			t.Errorf("rm of an unreadable record: exit %d (%s)", code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(data, "processes", id)); err == nil {
+			t.Errorf("rm left %s", id)
+		}
+	}
 }
 
 // TestDurableStaleButAliveStopped: a record judged stale (another boot's

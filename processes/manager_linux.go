@@ -596,7 +596,7 @@ func (m *Manager) Remove(id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if _, err := m.refresh(id); err != nil {
+	if _, err := m.refresh(id); err != nil && !unreadable(err) {
 		return err
 	}
 	unlock, err := m.store.lock(id)
@@ -604,9 +604,14 @@ func (m *Manager) Remove(id string) error {
 		return err
 	}
 	defer unlock()
+	// An unreadable record goes too, once nothing of it runs (its
+	// supervisor, found by its lock, stopped by Stop).
 	p, err := m.store.read(id)
-	if err != nil {
+	if err != nil && !unreadable(err) {
 		return err
+	}
+	if unreadable(err) {
+		p.Status = StatusUnreadable
 	}
 	if p.Status.Active() || m.store.supervised(id) {
 		return fmt.Errorf("processes: %s is %s: %w", id, p.Status, ErrActive)
