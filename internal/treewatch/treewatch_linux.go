@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -44,9 +45,10 @@ const (
 type Match func(root, p, base string, dir bool) Action
 
 // The events that change what is in a directory, and the watched
-// directory's own end.
+// directory's own end. The watch is added through /proc/self/fd of the
+// directory opened (openExact): that link is followed, to it.
 const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE |
-	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
 // Trees watches a set of roots. It is safe for concurrent use.
 type Trees struct {
@@ -172,10 +174,20 @@ func (t *Trees) scan(root, dir string) {
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		// The trees are written by sandboxed commands, which can swap a
+		// directory on the way for a symlink, or move it, while it is
+		// walked: d is opened, and watched and listed through that
+		// handle, under the name the kernel gives what was opened, and
+		// only if that lies in the root: a walk never leaves its tree.
+		dirFd, real, ok := openWithin(d, root)
+		if !ok {
+			continue // replaced since it was listed: its event says so
+		}
+		d = real
 		var n *node
 		if t.fd >= 0 {
 			t.forget(d) // what was known at this path goes, before its watch is made
-			wd, err := unix.InotifyAddWatch(t.fd, d, watchMask)
+			wd, err := unix.InotifyAddWatch(t.fd, fdPath(dirFd), watchMask)
 			switch {
 			case err == nil:
 				n = &node{wd: int32(wd), kids: map[string]bool{}, recs: map[string]bool{}}
@@ -186,10 +198,13 @@ func (t *Trees) scan(root, dir string) {
 			case errors.Is(err, unix.ENOSPC):
 				t.degrade(fmt.Sprintf("the inotify watch limit (fs.inotify.max_user_watches) is reached at %s", d))
 			case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+				unix.Close(dirFd)
 				continue // gone, or replaced, since it was listed: its event says so
 			}
 		}
-		ents, err := os.ReadDir(d)
+		f := os.NewFile(uintptr(dirFd), d)
+		ents, err := f.ReadDir(-1)
+		f.Close()
 		if err != nil {
 			continue
 		}
@@ -381,3 +396,21 @@ func (t *Trees) rootOf(dir string) string {
 	}
 	return best
 }
+
+// openWithin opens the directory at path p and returns it with the path
+// the kernel gives it, when that is root or lies in it.
+func openWithin(p, root string) (int, string, bool) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", false
+	}
+	real, err := os.Readlink(fdPath(fd))
+	if err != nil || real != root && !strings.HasPrefix(real, root+"/") && root != "/" {
+		unix.Close(fd)
+		return -1, "", false
+	}
+	return fd, real, true
+}
+
+// fdPath names fd's file through /proc.
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
