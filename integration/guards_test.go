@@ -354,3 +354,65 @@ except OSError as e:
 		t.Errorf("%s", r)
 	}
 }
+
+// TestNodeModulesSeen: node_modules is a tree like any other. A .env
+// the host keeps deep in it is masked, a repository in it (a package
+// installed from git) is guarded, and one a command makes there is
+// reported: through hutch run, and for a long-lived Sandbox's next
+// command when the host makes them after New.
+func TestNodeModulesSeen(t *testing.T) {
+	needGit(t)
+	ws := dir(t, "ws-")
+	must(os.Chmod(ws, 0o777))
+	pkg := filepath.Join(ws, "node_modules", "@scope", "pkg")
+	must(os.MkdirAll(filepath.Join(pkg, "lib"), 0o777))
+	must(os.WriteFile(filepath.Join(pkg, "lib", ".env"), []byte("TOKEN="+freshSecret+"\n"), 0o644))
+	dep := filepath.Join(ws, "node_modules", "from-git")
+	hostRepo(t, dep)
+	got := filepath.Join(ws, "got")
+	hook := filepath.Join(dep, ".git", "hooks", "pre-commit")
+	r := sh(t, ws, fmt.Sprintf(`cat %[1]s/lib/.env > %[2]s 2>/dev/null;
+		printf '#!/bin/sh\ntouch /tmp/ran\n' > %[3]s 2>/dev/null;
+		git init -q node_modules/made; true`, pkg, got, hook))
+	if r.code != 0 || r.result == nil {
+		t.Fatalf("%s", r)
+	}
+	if b, _ := os.ReadFile(got); strings.Contains(string(b), freshSecret) {
+		t.Errorf("a command read node_modules/@scope/pkg/lib/.env: %q", b)
+	}
+	if _, err := os.Stat(hook); err == nil {
+		t.Errorf("a command planted %s", hook)
+	}
+	want := []runtime.RepositoryChange{{Path: filepath.Join(ws, "node_modules", "made", ".git"), Change: "created"}}
+	if !slices.Equal(r.result.Repositories, want) {
+		t.Errorf("Repositories = %+v, want %+v", r.result.Repositories, want)
+	}
+
+	// Made by the host after New, between two commands of one Sandbox.
+	ws2 := dir(t, "ws-")
+	must(os.Chmod(ws2, 0o777))
+	must(os.MkdirAll(filepath.Join(ws2, "node_modules"), 0o777))
+	sb := newSandbox(t, ws2)
+	defer sb.Close()
+	if err := sb.Command(context.Background(), "true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	late := filepath.Join(ws2, "node_modules", "late")
+	must(os.MkdirAll(late, 0o777))
+	must(os.WriteFile(filepath.Join(late, ".env"), []byte("TOKEN="+freshSecret+"\n"), 0o644))
+	hostRepo(t, filepath.Join(late, "dep"))
+	if _, err := sb.ReadFile(filepath.Join(late, ".env"), runtime.ReadOptions{}); !errors.Is(err, runtime.ErrDenied) {
+		t.Errorf("ReadFile of node_modules/late/.env: %v, want ErrDenied", err)
+	}
+	got2, hook2 := filepath.Join(ws2, "got"), filepath.Join(late, "dep", ".git", "hooks", "pre-commit")
+	script := fmt.Sprintf(`cat %s/.env > %s 2>/dev/null; printf '#!/bin/sh\n' > %s 2>/dev/null; true`, late, got2, hook2)
+	if err := sb.Command(context.Background(), "sh", "-c", script).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(got2); strings.Contains(string(b), freshSecret) {
+		t.Errorf("a Sandbox's later command read node_modules/late/.env: %q", b)
+	}
+	if _, err := os.Stat(hook2); err == nil {
+		t.Errorf("a Sandbox's later command planted %s", hook2)
+	}
+}

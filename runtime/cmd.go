@@ -673,6 +673,7 @@ func (c *Cmd) Wait() error {
 	if _, now, err := c.sb.treesNow(); err == nil {
 		r.Repositories = repoChanges(c.sb.repos(c.in.fresh), now, c.fsStart)
 	}
+	r.TreesWalked = c.sb.treesWalked()
 	if slices.Contains(r.Layers, LayerLandlock) {
 		r.LandlockABI = c.sb.landlock.ABI
 	}

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/hutchbox/hutch/internal/treewatch"
 	"github.com/hutchbox/hutch/mounts"
@@ -30,12 +33,36 @@ func (sb *Sandbox) watchTrees() error {
 			return treewatch.Skip
 		}
 		return treewatch.Enter
-	})
+	}, treeWatches())
 	if err != nil {
 		return &SetupError{Layer: LayerFilesystem, Op: "watch the writable trees", Err: err}
 	}
 	sb.trees = t
 	return nil
+}
+
+// treeWatches bounds the watches the Sandboxes of this process keep on
+// their trees, together, at a quarter of the host user's inotify watches:
+// the kernel counts them per user, and the user's editors and file
+// watchers need the rest. Past it a Sandbox walks its trees at every
+// command instead (Result.TreesWalked says so).
+var treeWatches = sync.OnceValue(func() *treewatch.Budget {
+	limit := 8192 // the kernel's smallest default, before 5.11
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			limit = n
+		}
+	}
+	return treewatch.NewBudget(limit / 4)
+})
+
+// treesWalked says why the writable trees are walked for every command
+// instead of followed by their watch, or "".
+func (sb *Sandbox) treesWalked() string {
+	if sb.trees == nil {
+		return ""
+	}
+	return sb.trees.Degraded()
 }
 
 // treesNow is what the writable trees hold now: the paths to mask for

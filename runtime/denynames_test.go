@@ -121,7 +121,7 @@ func TestFindNamed(t *testing.T) {
 
 	deep, _ := scanDeep(roots, DefaultDenyNames())
 	want := []string{
-		ws + "/sub/.env.production", ws + "/sub/.ssh", ws + "/sub/deep/er/id_ed25519",
+		ws + "/node_modules/x/.env", ws + "/sub/.env.production", ws + "/sub/.ssh", ws + "/sub/deep/er/id_ed25519",
 		extra + "/a/id_ecdsa",
 	}
 	got := slices.Clone(deep.paths)
@@ -133,8 +133,8 @@ func TestFindNamed(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("scanDeep paths = %q, want %q", got, want)
 	}
-	if !slices.Equal(deep.counts, []int{4, 1}) {
-		t.Errorf("scanDeep counts = %v, want [4 1]", deep.counts)
+	if !slices.Equal(deep.counts, []int{5, 1}) {
+		t.Errorf("scanDeep counts = %v, want [5 1]", deep.counts)
 	}
 
 	top := topNamed(roots, DefaultDenyNames())

@@ -206,9 +206,11 @@ func deepRepos(roots []string) []gitRepo {
 }
 
 // skipDirs are not searched for deny names or repositories below the top
-// level: dependency trees and version-control stores hold other people's
-// files, and walking them costs more than the rest together.
-var skipDirs = []string{"node_modules", ".git", ".hg", ".svn"}
+// level: version-control stores, which hold objects, not files a command
+// reads by name. Dependency trees (node_modules, vendor) are searched like
+// the rest: a package installed from git is a repository whose hooks the
+// host's git would run, and a package may ship a .env.
+var skipDirs = []string{".git", ".hg", ".svn"}
 
 // walkTrees walks each root and calls visit for every entry below it,
 // but not in skipDirs nor in a root nested in another (walked on its

@@ -99,10 +99,12 @@ type Policy struct {
 	// DenyNames are masked, in addition to DefaultDenyNames (unless
 	// NoDefaultDeny), wherever they occur in the workspace and the
 	// Writable trees: base names or path.Match patterns ("id_*", ".env.*"),
-	// matching files and directories alike. The trees' top levels are
-	// read again for every command; below them (but not in node_modules,
-	// .git, .hg and .svn) they are found once, by New. A command whose
-	// trees hold more matches than MaxNameMounts can mask is refused with
+	// matching files and directories alike, at any depth (node_modules
+	// included; not inside .git, .hg and .svn), as of each command's and
+	// file operation's start: on Linux the trees are watched, and walked
+	// in full only when the watch cannot follow them
+	// (Result.TreesWalked); elsewhere they are found once, by New. A
+	// command whose trees hold more matches than MaxNameMounts can mask is refused with
 	// a *MaskLimitError.
 	DenyNames []string
 	// NoDefaultDeny drops DefaultDeny and DefaultDenyNames from the
@@ -120,8 +122,8 @@ type Policy struct {
 	// .git cannot be renamed or removed, repositories the command makes
 	// are its own, and Result.Repositories reports those it created,
 	// replaced or (possible only with AllowGitWrite) redirected with a
-	// new commondir or config.worktree. The repositories below the top
-	// level of the trees are found once, by New.
+	// new commondir or config.worktree. Repositories are found at any
+	// depth, as the deny names are.
 	AllowGitWrite bool
 
 	// Env are KEY=VALUE pairs given to every command, on top of the

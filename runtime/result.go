@@ -126,6 +126,13 @@ type Result struct {
 	// there with GitCommand (hutch git). Repositories present when the
 	// command started are read-only to it (see Policy.AllowGitWrite).
 	Repositories []RepositoryChange `json:"repositories,omitempty"`
+	// TreesWalked says why the deny names and repositories in the
+	// writable trees were found by walking them in full for this command
+	// instead of from the watch kept on them (Linux): the kernel's
+	// inotify queue overflowed, or the trees have more directories than
+	// the watches hutch may take of the host user's. The view is as
+	// fresh either way; only the cost differs.
+	TreesWalked string `json:"trees_walked,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version the landlock layer
 	// was enforced with, when it is among Layers.
 	LandlockABI int `json:"landlock_abi,omitempty"`

@@ -10,7 +10,10 @@
 // returns: whatever was made before a Sync began, Sync sees. When the
 // kernel cannot keep up (its queue overflowed) or cannot watch every
 // directory (the watch limit), the trees are walked again, in full, on
-// every Sync: correct, at the cost of a walk, and Degraded says why.
+// every Sync: correct, at the cost of a walk, and Degraded says why. So
+// it is too when the Trees would take more watches than their Budget
+// allows: the kernel counts watches per user, so watches the host's
+// other programs (editors, file watchers) need are not all taken.
 package treewatch
 
 import (
@@ -50,10 +53,52 @@ type Match func(root, p, base string, dir bool) Action
 const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
+// A Budget bounds how many directories the Trees that share it watch
+// together. It is safe for concurrent use.
+type Budget struct {
+	mu        sync.Mutex
+	max, used int
+}
+
+// NewBudget returns a Budget of max watches.
+func NewBudget(max int) *Budget { return &Budget{max: max} }
+
+// take reserves one watch, reporting false when none is left.
+func (b *Budget) take() bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used >= b.max {
+		return false
+	}
+	b.used++
+	return true
+}
+
+// give returns n watches.
+func (b *Budget) give(n int) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// Used is how many watches are taken.
+func (b *Budget) Used() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 // Trees watches a set of roots. It is safe for concurrent use.
 type Trees struct {
-	roots []string
-	match Match
+	roots  []string
+	match  Match
+	budget *Budget
 
 	mu       sync.Mutex
 	fd       int               // the inotify instance, -1 once degraded
@@ -75,11 +120,12 @@ type node struct {
 }
 
 // Watch walks roots once, watching every directory it enters, and
-// returns the Trees. It fails only when the roots cannot be read at all;
-// a host without inotify, or without enough watches, gives Trees that
-// walk on every Sync (Degraded).
-func Watch(roots []string, match Match) (*Trees, error) {
-	t := &Trees{roots: slices.Clone(roots), match: match, fd: -1}
+// returns the Trees. Its watches are taken from budget (nil: no bound but
+// the kernel's). It fails only when the roots cannot be read at all; a
+// host without inotify, or without enough watches, gives Trees that walk
+// on every Sync (Degraded).
+func Watch(roots []string, match Match, budget *Budget) (*Trees, error) {
+	t := &Trees{roots: slices.Clone(roots), match: match, budget: budget, fd: -1}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		t.degraded = fmt.Sprintf("inotify: %v", err)
@@ -143,6 +189,7 @@ func (t *Trees) degrade(why string) error {
 		err = unix.Close(t.fd)
 		t.fd = -1
 	}
+	t.budget.give(len(t.nodes))
 	t.dirs, t.nodes = nil, nil
 	return err
 }
@@ -161,6 +208,7 @@ func (t *Trees) rescan() {
 			t.fd = fd
 		}
 	}
+	t.budget.give(len(t.nodes))
 	t.dirs, t.nodes, t.found = map[int32]string{}, map[string]*node{}, map[string]string{}
 	for _, root := range t.roots {
 		t.scan(root, root)
@@ -187,8 +235,17 @@ func (t *Trees) scan(root, dir string) {
 		var n *node
 		if t.fd >= 0 {
 			t.forget(d) // what was known at this path goes, before its watch is made
-			wd, err := unix.InotifyAddWatch(t.fd, fdPath(dirFd), watchMask)
+			granted := t.budget.take()
+			var wd int
+			var err error
+			if granted {
+				if wd, err = unix.InotifyAddWatch(t.fd, fdPath(dirFd), watchMask); err != nil {
+					t.budget.give(1)
+				}
+			}
 			switch {
+			case !granted:
+				t.degrade(fmt.Sprintf("the trees have more directories than the %d watches hutch may take (a share of fs.inotify.max_user_watches); the last was %s", t.budget.max, d))
 			case err == nil:
 				n = &node{wd: int32(wd), kids: map[string]bool{}, recs: map[string]bool{}}
 				t.dirs[int32(wd)], t.nodes[d] = d, n
@@ -382,6 +439,7 @@ func (t *Trees) drop(p string) {
 	if t.fd >= 0 {
 		_, _ = unix.InotifyRmWatch(t.fd, uint32(n.wd))
 	}
+	t.budget.give(1)
 	delete(t.nodes, p)
 	delete(t.dirs, n.wd)
 }

@@ -79,7 +79,7 @@ func TestTreesFollowChanges(t *testing.T) {
 	root := t.TempDir()
 	write(t, root+"/a/b/.env")
 	write(t, root+"/node_modules/x/.env")
-	tr, err := Watch([]string{root}, secretish)
+	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestTreesFollowChanges(t *testing.T) {
 // exchanges, many between two reads; Found always agrees with a walk.
 func TestTreesRandomChanges(t *testing.T) {
 	root := t.TempDir()
-	tr, err := Watch([]string{root}, secretish)
+	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestTreesOverflow(t *testing.T) {
 		t.Skipf("a queue of %d events", max)
 	}
 	root := t.TempDir()
-	tr, err := Watch([]string{root}, secretish)
+	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestTreesNested(t *testing.T) {
 		}
 		return secretish(root, p, base, dir)
 	}
-	tr, err := Watch(roots, match)
+	tr, err := Watch(roots, match, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestTreesBusy(t *testing.T) {
 	root := t.TempDir()
 	write(t, root+"/p/c/.env")
 	write(t, root+"/q/r/c/id_x")
-	tr, err := Watch([]string{root}, secretish)
+	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestTreesStayInside(t *testing.T) {
 	if err := os.Symlink(outside, root+"/y"); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := Watch([]string{root}, secretish)
+	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,5 +322,50 @@ func TestTreesStayInside(t *testing.T) {
 		if strings.HasPrefix(p, outside) {
 			t.Fatalf("found %s", p)
 		}
+	}
+}
+
+// TestTreesBudget: Trees sharing a Budget take no more watches than it
+// holds; past it they walk on every Found (Degraded says why) and give
+// their watches back, and Close gives back the rest.
+func TestTreesBudget(t *testing.T) {
+	small, big := t.TempDir(), t.TempDir()
+	write(t, small+"/a/.env")
+	for i := range 6 {
+		write(t, fmt.Sprintf("%s/d%d/e/id_x", big, i))
+	}
+	b := NewBudget(8)
+	ts, err := Watch([]string{small}, secretish, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ts.Degraded(); d != "" || b.Used() != 2 {
+		t.Fatalf("small tree: degraded %q, %d watches used, want 2", d, b.Used())
+	}
+	tb, err := Watch([]string{big}, secretish, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tb.Degraded(); !strings.Contains(d, "8 watches") {
+		t.Errorf("a tree of 13 directories with 6 watches left: Degraded = %q", d)
+	}
+	if b.Used() != 2 {
+		t.Errorf("after the big tree degraded, %d watches used, want the small tree's 2", b.Used())
+	}
+	write(t, big+"/d0/late/.env")
+	write(t, small+"/b/.env")
+	if got, want := found(t, tb), walk(t, []string{big}, secretish); !slices.Equal(got, want) {
+		t.Errorf("degraded Found = %q, want %q", got, want)
+	}
+	if got, want := found(t, ts), walk(t, []string{small}, secretish); !slices.Equal(got, want) {
+		t.Errorf("Found = %q, want %q", got, want)
+	}
+	if b.Used() != 3 {
+		t.Errorf("the small tree grew a directory: %d watches used, want 3", b.Used())
+	}
+	tb.Close()
+	ts.Close()
+	if b.Used() != 0 {
+		t.Errorf("after Close, %d watches used", b.Used())
 	}
 }
