@@ -20,12 +20,12 @@ import (
 // depth (treewatch). Every command and file operation then reads them as
 // of its start, at the cost of the changes since the last, not of a walk.
 func (sb *Sandbox) watchTrees() error {
-	roots, names := sb.roots(), sb.names
+	roots, names := sb.roots(), compileNames(sb.names)
 	t, err := treewatch.Watch(roots, func(root, p, base string, dir bool) treewatch.Action {
 		switch {
 		case dir && slices.Contains(roots, p):
 			return treewatch.Skip // a writable tree in another: watched as its own
-		case matchName(names, base), base == ".git":
+		case names.match(base), base == ".git":
 			return treewatch.Record // masked whole, or a repository: not entered
 		case base == "HEAD" && !dir:
 			return treewatch.Record // perhaps a bare repository's: treesNow looks

@@ -106,6 +106,38 @@ func matchName(names []string, name string) bool {
 	return false
 }
 
+// nameSet is a list of deny names made ready for matching many base
+// names: the names without pattern characters looked up, the rest matched
+// in turn, as matchName does.
+type nameSet struct {
+	literal  map[string]bool
+	patterns []string
+}
+
+func compileNames(names []string) nameSet {
+	s := nameSet{literal: make(map[string]bool, len(names))}
+	for _, n := range names {
+		if strings.ContainsAny(n, `*?[\`) {
+			s.patterns = append(s.patterns, n)
+		} else {
+			s.literal[n] = true
+		}
+	}
+	return s
+}
+
+func (s nameSet) match(name string) bool {
+	if s.literal[name] {
+		return true
+	}
+	for _, n := range s.patterns {
+		if ok, _ := path.Match(n, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // MaskLimitError refuses a command (or New) whose writable trees hold more
 // paths matching the deny names than MaxNameMounts mounts can mask. Nothing
 // is mounted or started.

@@ -327,3 +327,16 @@ func TestMaskTargetOfLinks(t *testing.T) {
 		t.Errorf("id_rsa -> /: masks %q, want nothing", got["id_rsa"])
 	}
 }
+
+// TestNameSetMatchesMatchName: the compiled deny names the watch uses
+// decide every name as matchName does.
+func TestNameSetMatchesMatchName(t *testing.T) {
+	names := append(DefaultDenyNames(), "*.key", "secret?", "[ab]c", `lit\*`, "plain")
+	set := compileNames(names)
+	for _, name := range []string{".env", ".env.local", ".envrc", "env", ".ssh", "id_rsa", "id_rsa.pub",
+		"x.key", ".key", "key", "secret1", "secret", "ac", "bc", "cc", "lit*", `lit\*`, "plain", "plainer", ""} {
+		if got, want := set.match(name), matchName(names, name); got != want {
+			t.Errorf("%q: compiled %v, matchName %v", name, got, want)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,7 +108,8 @@ type Trees struct {
 	found    map[string]string // recorded path -> its root
 	degraded string            // why every Found walks, "" when events suffice
 	closed   bool
-	buf      []byte
+	buf      []byte // for events
+	dirents  []byte // for listings
 }
 
 // node is a watched directory: its watch, and what of its entries is
@@ -217,68 +219,140 @@ func (t *Trees) rescan() {
 
 // scan watches dir, below root, and everything to enter below it, each
 // directory watched before it is listed.
+//
+// The trees are written by sandboxed commands, which can swap a directory
+// on the way for a symlink, or move it, while it is walked: a walk never
+// leaves its tree. dir is opened by path, and taken under the name the
+// kernel gives what was opened, and only if that lies in the root; below
+// it each directory is opened relative to its parent's handle, by its
+// name alone and without following a symlink, so it is an entry of a
+// directory already inside. (A directory moved while it is walked is
+// walked under the name it had; the event its move queued in its watched
+// parent has the next drain look at both names.) Past maxFdDepth levels
+// the rest is left to be opened by path, as dir is, so that a deep tree
+// costs no more than maxFdDepth descriptors at once.
 func (t *Trees) scan(root, dir string) {
+	if t.dirents == nil {
+		t.dirents = make([]byte, 32<<10)
+	}
 	stack := []string{dir}
 	for len(stack) > 0 {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		// The trees are written by sandboxed commands, which can swap a
-		// directory on the way for a symlink, or move it, while it is
-		// walked: d is opened, and watched and listed through that
-		// handle, under the name the kernel gives what was opened, and
-		// only if that lies in the root: a walk never leaves its tree.
 		dirFd, real, ok := openWithin(d, root)
 		if !ok {
 			continue // replaced since it was listed: its event says so
 		}
-		d = real
-		var n *node
-		if t.fd >= 0 {
-			t.forget(d) // what was known at this path goes, before its watch is made
-			granted := t.budget.take()
-			var wd int
-			var err error
-			if granted {
-				if wd, err = unix.InotifyAddWatch(t.fd, fdPath(dirFd), watchMask); err != nil {
-					t.budget.give(1)
-				}
-			}
-			switch {
-			case !granted:
-				t.degrade(fmt.Sprintf("the trees have more directories than the %d watches hutch may take (a share of fs.inotify.max_user_watches); the last was %s", t.budget.max, d))
-			case err == nil:
-				n = &node{wd: int32(wd), kids: map[string]bool{}, recs: map[string]bool{}}
-				t.dirs[int32(wd)], t.nodes[d] = d, n
-				if parent := t.nodes[filepath.Dir(d)]; parent != nil && d != root {
-					parent.kids[filepath.Base(d)] = true
-				}
-			case errors.Is(err, unix.ENOSPC):
-				t.degrade(fmt.Sprintf("the inotify watch limit (fs.inotify.max_user_watches) is reached at %s", d))
-			case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-				unix.Close(dirFd)
-				continue // gone, or replaced, since it was listed: its event says so
+		t.scanAt(root, dirFd, real, 0, &stack)
+	}
+}
+
+// maxFdDepth is how many levels scanAt descends by handle before it
+// leaves the rest to scan's stack.
+const maxFdDepth = 24
+
+// scanAt watches and lists the directory open at dirFd, named d, then
+// does the same for each subdirectory to enter, and closes dirFd.
+func (t *Trees) scanAt(root string, dirFd int, d string, depth int, deeper *[]string) {
+	defer unix.Close(dirFd)
+	var n *node
+	if t.fd >= 0 {
+		t.forget(d) // what was known at this path goes, before its watch is made
+		granted := t.budget.take()
+		var wd int
+		var err error
+		if granted {
+			if wd, err = unix.InotifyAddWatch(t.fd, fdPath(dirFd), watchMask); err != nil {
+				t.budget.give(1)
 			}
 		}
-		f := os.NewFile(uintptr(dirFd), d)
-		ents, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
+		switch {
+		case !granted:
+			t.degrade(fmt.Sprintf("the trees have more directories than the %d watches hutch may take (a share of fs.inotify.max_user_watches); the last was %s", t.budget.max, d))
+		case err == nil:
+			n = &node{wd: int32(wd), kids: map[string]bool{}, recs: map[string]bool{}}
+			t.dirs[int32(wd)], t.nodes[d] = d, n
+			if parent := t.nodes[filepath.Dir(d)]; parent != nil && d != root {
+				parent.kids[filepath.Base(d)] = true
+			}
+		case errors.Is(err, unix.ENOSPC):
+			t.degrade(fmt.Sprintf("the inotify watch limit (fs.inotify.max_user_watches) is reached at %s", d))
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			return // gone, or replaced, since it was listed: its event says so
+		}
+	}
+	var enter []string
+	listDir(dirFd, t.dirents, func(name string, isDir bool) {
+		p := d + "/" + name
+		if d == "/" {
+			p = "/" + name
+		}
+		switch t.match(root, p, name, isDir) {
+		case Record:
+			t.found[p] = root
+			if n != nil {
+				n.recs[name] = true
+			}
+		case Enter:
+			if isDir {
+				enter = append(enter, name)
+			}
+		}
+	})
+	for _, name := range enter {
+		p := d + "/" + name
+		if d == "/" {
+			p = "/" + name
+		}
+		if depth+1 >= maxFdDepth {
+			*deeper = append(*deeper, p)
 			continue
 		}
-		for _, e := range ents {
-			p := filepath.Join(d, e.Name())
-			isDir := e.Type().IsDir()
-			switch t.match(root, p, e.Name(), isDir) {
-			case Record:
-				t.found[p] = root
-				if n != nil {
-					n.recs[e.Name()] = true
-				}
-			case Enter:
-				if isDir {
-					stack = append(stack, p)
-				}
+		fd, err := unix.Openat(dirFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // replaced or gone since it was listed: its event says so
+		}
+		t.scanAt(root, fd, p, depth+1, deeper)
+	}
+}
+
+// listDir calls fn for each entry of the directory open at fd but . and
+// .., with whether it is a directory (not a symlink to one), read from
+// getdents alone where the file system gives entry types. buf is scratch.
+func listDir(fd int, buf []byte, fn func(name string, isDir bool)) {
+	for {
+		nb, err := unix.ReadDirent(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || nb <= 0 {
+			return
+		}
+		for off := 0; off < nb; {
+			de := (*unix.Dirent)(unsafePointer(buf[off:]))
+			reclen := int(de.Reclen)
+			if reclen == 0 || off+reclen > nb {
+				return
 			}
+			nameOff := off + int(unsafe.Offsetof(de.Name))
+			raw := buf[nameOff : off+reclen]
+			if i := bytes.IndexByte(raw, 0); i >= 0 {
+				raw = raw[:i]
+			}
+			off += reclen
+			if len(raw) == 0 || string(raw) == "." || string(raw) == ".." {
+				continue
+			}
+			name := string(raw)
+			isDir := de.Type == unix.DT_DIR
+			if de.Type == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					continue // gone since
+				}
+				isDir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+			}
+			fn(name, isDir)
 		}
 	}
 }
