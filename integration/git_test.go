@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -252,4 +254,59 @@ func TestHostGitOnCreatedRepository(t *testing.T) {
 			t.Errorf("hutch git status: %v\n%s", err, out)
 		}
 	}
+}
+
+// TestHostGitHoldsConfigStill: a command of a long-lived Sandbox makes a
+// repository (its own to write) and then rewrites its .git/config in a
+// loop, in place and by rename, between a clean one and one naming a
+// diff.external that marks on the host that it ran; meanwhile the host
+// runs hutch git diff there again and again. git must run on the
+// configuration hutch git checked: the mark never appears.
+func TestHostGitHoldsConfigStill(t *testing.T) {
+	needGit(t)
+	ws := dir(t, "ws-")
+	must(os.Chmod(ws, 0o777))
+	marker := filepath.Join(dir(t, "out-"), "ran")
+	sb := newSandbox(t, ws)
+	defer sb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	script := fmt.Sprintf(`set -e
+		git init -q repo && cd repo && echo a > f && git add f && %[1]s commit -q -m agent && echo b > f
+		cp .git/config ../clean.cfg
+		cp .git/config ../planted.cfg && printf '[diff]\n\texternal = "touch %[2]s; false"\n' >> ../planted.cfg
+		touch ../ready
+		while :; do
+			cat ../planted.cfg > .git/config; cat ../clean.cfg > .git/config
+			cp ../planted.cfg .git/c.tmp && mv .git/c.tmp .git/config
+			cp ../clean.cfg .git/c.tmp && mv .git/c.tmp .git/config
+		done`, sandboxGit, marker)
+	cmd := sb.Command(ctx, "sh", "-c", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cancel()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(ws, "ready")); err == nil {
+			break
+		}
+		if i > 500 {
+			t.Fatal("the command never made its repository")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runs, refused := 0, 0
+	for deadline := time.Now().Add(10 * time.Second); runs < 60 && time.Now().Before(deadline); runs++ {
+		if r := runCLIArgs(t, "git", "-C", filepath.Join(ws, "repo"), "--", "diff"); r.code == 125 {
+			refused++ // a listing that met a half-written file
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("hutch git diff ran the diff.external a running command swapped in, on run %d", runs+1)
+		}
+	}
+	if refused == runs {
+		t.Fatalf("hutch git refused all %d runs", runs)
+	}
+	t.Logf("%d runs, %d refused", runs, refused)
 }

@@ -27,15 +27,30 @@ import (
 // lists the repositories a command created or replaced
 // (Result.Repositories): those are the ones to handle with GitCommand.
 //
-// GitCommand first lists the configuration git would read in dir (git
-// config --list --show-scope --includes, which runs nothing) and overrides
-// every setting of the repository's own files (the local and worktree
-// scopes, with what they include and what a commondir redirect points to)
+// A command may still be running, and rewriting the repository's
+// configuration, while git starts: GitCommand therefore gives git a copy
+// of the repository's configuration file, made once and held where no
+// sandbox can reach it (a directory in os.TempDir, removed when ctx is
+// done; GIT_COMMON_DIR, with the rest of the repository linked in, and
+// GIT_DIR and GIT_WORK_TREE naming the repository found), and checks that
+// copy: what git reads is what was checked (see hostgit_hold.go). git
+// cannot change the configuration, pack refs, delete a packed ref or
+// deepen a shallow clone through it (it says a lock file exists), and a
+// repository whose configuration includes other files (include.path,
+// includeIf) or reads config.worktree (extensions.worktreeConfig) is
+// refused, those files being read again by git. Outside any repository,
+// git is given an empty directory as its repository, so that it finds
+// none a command makes meanwhile.
+//
+// GitCommand first lists that configuration (git config --list
+// --show-scope --includes, which runs nothing) and overrides
+// every setting of the repository's own file (the local scope, the
+// configuration of the common directory a commondir redirect points to)
 // with an empty value, except the few that only describe data (see
 // repoKeys). It then sets, whatever the configuration says, the values in
 // alwaysConfig: no fsmonitor, no hooks, no recursion into submodules, no
 // ext:: transport, no local transport (a path or file:// remote), no bare
-// repository found by discovery. The overrides are
+// repository found by discovery, no automatic gc. The overrides are
 // passed in the environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>,
 // GIT_CONFIG_VALUE_<n>; git 2.31 or later), so every git process git itself
 // starts inherits them; an older git, which would ignore them, is an error.
@@ -50,8 +65,8 @@ import (
 // returns an error naming it instead of a command: remote.<name>.uploadpack
 // and receivepack (git uses the first value it reads, the repository's),
 // core.worktree (git reads it from the repository's file alone; it could
-// point a checkout at the home directory), and includes conditioned on the
-// branch or on other settings (they can change while git runs). A planted
+// point a checkout at the home directory), and the includes and
+// extensions.worktreeConfig above. A planted
 // core.gitProxy is disabled through GIT_PROXY_COMMAND, which git consults
 // first.
 //
@@ -68,12 +83,18 @@ import (
 //
 // Not covered: git run by an explicit git submodule or --recurse-submodules
 // reads each submodule's own configuration, with only alwaysConfig applied
-// there; and a file the repository's configuration includes that the
-// command itself rewrites (a tracked file, on checkout) is read afresh by
-// the git processes git starts afterwards.
+// there.
 //
 // A missing git is an error wrapping exec.ErrNotFound.
 func GitCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
+	return gitCommand(ctx, dir, true, args...)
+}
+
+// gitCommand is GitCommand, with the repository's configuration held
+// still or, with hold false, read by git from the repository's own file
+// (listed, then read again by git): for git worktree add alone, which
+// writes the common directory's path into the worktree it makes.
+func gitCommand(ctx context.Context, dir string, hold bool, args ...string) (*exec.Cmd, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("git in %s: %w", dir, err)
@@ -84,7 +105,37 @@ func GitCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, err
 		return nil, fmt.Errorf("git in %s: not a directory", dir)
 	}
 	env := gitEnviron(os.Environ())
+	if !hold {
+		return heldCommand(ctx, git, dir, args, env)
+	}
+	always := configEnv(alwaysEntries())
+	loc, inRepo, err := locateRepo(ctx, git, dir, repoOptions(args), slices.Concat(env, always))
+	if err != nil {
+		return nil, fmt.Errorf("git in %s: finding its repository: %w", dir, err)
+	}
+	var held []string
+	var remove func()
+	if inRepo {
+		held, remove, err = holdRepo(&loc)
+	} else {
+		held, remove, err = holdRepo(nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("git in %s: holding its configuration still: %w", dir, err)
+	}
+	cmd, err := heldCommand(ctx, git, dir, args, slices.Concat(env, held))
+	if err != nil {
+		remove()
+		return nil, err
+	}
+	context.AfterFunc(ctx, remove)
+	return cmd, nil
+}
 
+// heldCommand lists the configuration git reads in dir with env (which
+// points it at a held copy of the repository's) and returns the command
+// that runs git with args and every override the listing calls for.
+func heldCommand(ctx context.Context, git, dir string, args, env []string) (*exec.Cmd, error) {
 	list := exec.CommandContext(ctx, git, append(append([]string{"--no-pager"}, repoOptions(args)...),
 		"config", "--list", "--show-scope", "-z", "--includes")...)
 	list.Dir = dir
@@ -154,6 +205,13 @@ var alwaysConfig = []struct{ key, value string }{
 	// discovery, with its own configuration; explicit (--git-dir) ones are
 	// still used.
 	{"safe.bareRepository", "explicit"},
+	// The held copy's packed-refs.lock is made in advance (see
+	// hostgit_hold.go): fail at once rather than retry for a second.
+	{"core.packedRefsTimeout", "0"},
+	// No automatic gc or maintenance: they would pack refs, which the
+	// held copy cannot keep.
+	{"gc.auto", "0"},
+	{"maintenance.auto", "false"},
 }
 
 func alwaysEntries() []configEntry {
@@ -171,7 +229,6 @@ type treatment int
 const (
 	overrideEmpty treatment = iota // the default: override with ""
 	keep                           // data git needs to read the repository
-	notOverridden                  // include.path: the keys it brings in are listed themselves
 	refuse                         // no override can disable it: no command
 	emptyProxyEnv                  // disabled by an empty GIT_PROXY_COMMAND
 )
@@ -190,7 +247,11 @@ var repoKeys = []struct {
 	treat   treatment
 	why     string // for refuse: why no override works
 }{
-	// How to read the repository at all.
+	// How to read the repository at all. But config.worktree is read
+	// from the git directory, not from the held copy of the configuration
+	// (the first pattern that matches counts: this one before
+	// extensions.*).
+	{pattern: "extensions.worktreeconfig", treat: refuse, why: "it makes git read config.worktree, which git would read again after it was checked"},
 	{pattern: "core.repositoryformatversion", treat: keep},
 	{pattern: "core.bare", treat: keep},
 	{pattern: "extensions.*", treat: keep},
@@ -240,12 +301,11 @@ var repoKeys = []struct {
 	{pattern: "status.showuntrackedfiles", treat: keep},
 	{pattern: "gc.auto", treat: keep},
 
-	// An empty include.path is an error ("relative config includes must
-	// come from files") that would stop every command; what an include
-	// brings in is listed, with the including file's scope, and
-	// overridden key by key.
-	{pattern: "include.path", treat: notOverridden},
-	{pattern: "includeif.*.path", treat: notOverridden},
+	// git would read an included file again when it starts, and a
+	// command could have changed it by then: only the configuration file
+	// itself is held still (hostgit_hold.go).
+	{pattern: "include.path", treat: refuse, why: "it names another file, which git would read again after it was checked"},
+	{pattern: "includeif.*.path", treat: refuse, why: "it names another file, which git would read again after it was checked"},
 
 	{pattern: "remote.*.uploadpack", treat: refuse, why: "a program git runs to fetch from a local repository; git uses the first value it reads, so no override can replace it"},
 	{pattern: "remote.*.receivepack", treat: refuse, why: "a program git runs to push to a local repository; git uses the first value it reads, so no override can replace it"},
@@ -312,12 +372,10 @@ func repoOverrides(entries []configEntry, env []string) (overrides []configEntry
 		case keep:
 			continue
 		case refuse:
-			return nil, nil, fmt.Errorf("the repository's configuration sets %s, %s; remove it (git config --unset-all %s) to run git here", e.key, why, e.key)
-		case notOverridden:
-			if _, cond, _ := splitKey(e.key); strings.HasPrefix(cond, "onbranch:") || strings.HasPrefix(cond, "hasconfig:") {
-				return nil, nil, fmt.Errorf("the repository's configuration sets %s, an include whose condition can change while git runs, bringing in settings no override was made for; remove it (git config --unset-all %s) to run git here", e.key, e.key)
+			if key == "extensions.worktreeconfig" && !gitTrue(e) {
+				continue // off: no config.worktree is read
 			}
-			continue
+			return nil, nil, fmt.Errorf("the repository's configuration sets %s, %s; remove it (git config --unset-all %s) to run git here", e.key, why, e.key)
 		case emptyProxyEnv:
 			if !hasEnv(env, "GIT_PROXY_COMMAND") && !hasEnv(extraEnv, "GIT_PROXY_COMMAND") {
 				extraEnv = append(extraEnv, "GIT_PROXY_COMMAND=")
@@ -330,6 +388,18 @@ func repoOverrides(entries []configEntry, env []string) (overrides []configEntry
 		}
 	}
 	return overrides, extraEnv, nil
+}
+
+// gitTrue reports whether e, a boolean setting, is on, as git reads it.
+func gitTrue(e configEntry) bool {
+	if e.noValue {
+		return true
+	}
+	switch strings.ToLower(strings.TrimSpace(e.value)) {
+	case "", "false", "no", "off", "0":
+		return false
+	}
+	return true
 }
 
 // sawAlways reports whether the listing holds the first of alwaysConfig

@@ -245,21 +245,24 @@ var gitRoutes = []gitRoute{{
 		writeFile(t, filepath.Join(repo, ".git", "planted.cfg"), "[core]\n\tfsmonitor = "+prog+"\n")
 		gitT(t, repo, "config", "include.path", "planted.cfg")
 	},
-	args: []string{"status"},
+	args:    []string{"status"},
+	refused: "include.path",
 }, {
 	name: "include.path, alias",
 	plant: func(t *testing.T, repo, prog string) {
 		writeFile(t, filepath.Join(repo, "planted.cfg"), "[alias]\n\tpwn = !"+prog+"\n")
 		gitT(t, repo, "config", "include.path", "../planted.cfg")
 	},
-	args: []string{"pwn"},
+	args:    []string{"pwn"},
+	refused: "include.path",
 }, {
 	name: "includeIf.gitdir, alias",
 	plant: func(t *testing.T, repo, prog string) {
 		writeFile(t, filepath.Join(repo, "planted.cfg"), "[alias]\n\tpwn = !"+prog+"\n")
 		gitT(t, repo, "config", "includeIf.gitdir:"+repo+"/.git.path", "../planted.cfg")
 	},
-	args: []string{"pwn"},
+	args:    []string{"pwn"},
+	refused: "includeif.gitdir:",
 }, {
 	name:  ".git/commondir, core.fsmonitor",
 	plant: plantCommondir("[core]\n\tfsmonitor = %s\n"),
@@ -277,7 +280,8 @@ var gitRoutes = []gitRoute{{
 		gitT(t, repo, "config", "extensions.worktreeConfig", "true")
 		gitT(t, repo, "config", "--worktree", "filter.x.clean", prog)
 	},
-	args: []string{"add", "-A"},
+	args:    []string{"add", "-A"},
+	refused: "extensions.worktreeconfig",
 }, {
 	name: "submodule, core.fsmonitor",
 	plant: func(t *testing.T, repo, prog string) {
@@ -302,8 +306,9 @@ var gitRoutes = []gitRoute{{
 		gitT(t, repo, "init", "-q", "--bare", "sub.git")
 		gitT(t, filepath.Join(repo, "sub.git"), "config", "alias.pwn", "!"+prog)
 	},
-	dir:  "sub.git",
-	args: []string{"pwn"},
+	dir:     "sub.git",
+	args:    []string{"pwn"},
+	refused: "cannot use bare repository",
 }, {
 	name: "-C in git's arguments, into a nested repository",
 	plant: func(t *testing.T, repo, prog string) {
@@ -596,8 +601,10 @@ func TestGitTreatmentOf(t *testing.T) {
 		{"filter.x.clean", overrideEmpty},
 		{"alias.st", overrideEmpty},
 		{"hook.x.command", overrideEmpty},
-		{"include.path", notOverridden},
-		{"includeif.gitdir:/a/b.path", notOverridden},
+		{"include.path", refuse},
+		{"includeif.gitdir:/a/b.path", refuse},
+		{"extensions.worktreeconfig", refuse},
+		{"extensions.objectformat", keep},
 		{"url.https://x/.insteadof", keep},
 		{"nodot", overrideEmpty},
 	}
@@ -625,7 +632,10 @@ func TestGitRepoOverrides(t *testing.T) {
 		{name: "once each, multi-valued keys too", entries: []configEntry{local("credential.helper"), local("credential.helper"), local("remote.o.fetch"), local("remote.o.fetch")}, want: []string{"credential.helper"}},
 		{name: "always set ones are left to alwaysConfig", entries: []configEntry{local("core.fsmonitor"), local("core.hookspath"), local("core.pager")}, want: []string{"core.pager"}},
 		{name: "data kept", entries: []configEntry{local("core.repositoryformatversion"), local("user.email"), local("branch.main.merge")}},
-		{name: "includes", entries: []configEntry{local("include.path"), local("includeif.gitdir:/x/.path")}},
+		{name: "include", entries: []configEntry{local("include.path")}, wantError: "include.path"},
+		{name: "includeIf", entries: []configEntry{local("includeif.gitdir:/x/.path")}, wantError: "includeif.gitdir:/x/.path"},
+		{name: "worktree configuration", entries: []configEntry{local("extensions.worktreeConfig")}, wantError: "extensions.worktreeConfig"},
+		{name: "worktree configuration off", entries: []configEntry{{scope: "local", key: "extensions.worktreeconfig", value: "false"}}},
 		{name: "gitproxy", entries: []configEntry{local("core.gitproxy"), local("core.gitproxy")}, wantEnv: []string{"GIT_PROXY_COMMAND="}},
 		{name: "gitproxy with the user's own", entries: []configEntry{local("core.gitproxy")}, env: []string{"GIT_PROXY_COMMAND=mine"}},
 		{name: "uploadpack", entries: []configEntry{local("remote.o.uploadpack")}, wantError: "remote.o.uploadpack"},
@@ -690,4 +700,64 @@ func TestGitEnviron(t *testing.T) {
 	if got := gitEnviron(in); !slices.Equal(got, want) {
 		t.Errorf("gitEnviron = %q, want %q", got, want)
 	}
+}
+
+// TestGitCommandHoldsConfigStill: a sandboxed command that can write a
+// repository (one it made) rewrites its configuration while hutch git
+// runs, swapping in diff.external between GitCommand's listing and git's
+// own reading, in place and by rename. git must read the configuration
+// GitCommand checked: the planted program never runs.
+func TestGitCommandHoldsConfigStill(t *testing.T) {
+	isolateGit(t)
+	repo := newRepo(t)
+	writeFile(t, filepath.Join(repo, "f"), "changed\n")
+	prog, marker := plantedProg(t)
+	cfg := filepath.Join(repo, ".git", "config")
+	clean, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := append(slices.Clone(clean), []byte("[diff]\n\texternal = "+prog+"\n")...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tmp := cfg + ".swap"
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				os.WriteFile(cfg, clean, 0o644)
+				return
+			default:
+			}
+			c := clean
+			if i%2 == 1 {
+				c = planted
+			}
+			if i%4 < 2 {
+				os.WriteFile(cfg, c, 0o644) // in place
+			} else if os.WriteFile(tmp, c, 0o644) == nil {
+				os.Rename(tmp, cfg) // by rename
+			}
+		}
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	runs := 0
+	for ; runs < 300 && time.Now().Before(deadline); runs++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd, err := GitCommand(ctx, repo, "diff")
+		if err == nil {
+			cmd.Run()
+		} // else a listing that met a half-written file
+		cancel()
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("after %d runs, git from GitCommand ran diff.external swapped in after its listing: %s", runs+1, b)
+	}
+	t.Logf("%d runs", runs)
 }

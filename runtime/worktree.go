@@ -64,7 +64,8 @@ var worktreeParts = []string{"objects", "refs", "logs"}
 // belongs where state is kept, not in /tmp, which is emptied at boot
 // (and inside a sandbox is a private one).
 //
-// git runs as GitCommand runs it: the repository's own configuration and
+// git runs as GitCommand runs it (but for worktree add, with the
+// configuration read by git itself): the repository's own configuration and
 // hooks (post-checkout runs on worktree add) may have been planted by an
 // earlier sandboxed command, and none of it runs. A repo that is not a git
 // repository, a branch that is not a valid branch name or one checked out
@@ -85,7 +86,8 @@ func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, e
 	} else if !fi.IsDir() {
 		return nil, refuse(repo, "not a directory")
 	}
-	out, err := hostGit(ctx, abs, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	// Not held: held, the common directory is the held copy.
+	out, err := hostGitUnheld(ctx, abs, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return nil, refuse(repo, "not a git repository ("+err.Error()+")")
 	}
@@ -112,7 +114,9 @@ func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, e
 	if _, err := hostGit(ctx, abs, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
 		add = []string{"worktree", "add", "--quiet", "-b", branch, dir}
 	}
-	if _, err := hostGit(ctx, abs, add...); err != nil {
+	// Not held (see gitCommand): the worktree names the common directory
+	// git was given.
+	if _, err := hostGitUnheld(ctx, abs, add...); err != nil {
 		os.Remove(dir)
 		return nil, refuse(branch, err.Error())
 	}
@@ -160,7 +164,19 @@ func (w *Worktree) Apply(p *Policy) error {
 // hostGit runs the host's git in dir as GitCommand makes it, and returns
 // its output trimmed, or an error with what it said.
 func hostGit(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd, err := GitCommand(ctx, dir, args...)
+	return runHostGit(ctx, dir, true, args...)
+}
+
+// hostGitUnheld is hostGit with the configuration read by git from the
+// repository's own file.
+func hostGitUnheld(ctx context.Context, dir string, args ...string) (string, error) {
+	return runHostGit(ctx, dir, false, args...)
+}
+
+func runHostGit(ctx context.Context, dir string, hold bool, args ...string) (string, error) {
+	ctx, cancel := context.WithCancel(ctx) // removes the held copy
+	defer cancel()
+	cmd, err := gitCommand(ctx, dir, hold, args...)
 	if err != nil {
 		return "", err
 	}

@@ -45,6 +45,8 @@ itself failed. Put -- before ARGS that begin with a flag.`,
 // runGit runs git through runtime.GitCommand on hutch's own standard
 // streams and sets code to git's exit status.
 func runGit(ctx context.Context, dir string, args []string, code *int) error {
+	ctx, cancel := context.WithCancel(ctx) // done: the held configuration goes
+	defer cancel()
 	cmd, err := runtime.GitCommand(ctx, dir, args...)
 	if err != nil {
 		*code = exitHutchFailed
