@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(durableHostEnv) != "" {
 		os.Exit(durableHost())
 	}
+	if os.Getenv(orphansEnv) != "" {
+		os.Exit(orphansHelper())
+	}
 	os.Exit(func() int {
 		sweepScratch()
 		base, err := os.MkdirTemp("/var/tmp", fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))

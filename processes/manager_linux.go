@@ -275,13 +275,12 @@ func (m *Manager) policy(p runtime.Policy, dir string) (runtime.Policy, error) {
 	// (a server's --prewarm) would sit idle for the process's life.
 	p.Prewarm = 0
 	p.Deny = append(slices.Clone(p.Deny), m.store.root)
-	sb, err := runtime.New(p)
+	checked, err := runtime.Check(p)
 	if err != nil {
 		return p, err
 	}
-	resolved := sb.Policy()
-	_, err = sb.WorkDir(dir)
-	sb.Close()
+	resolved := checked.Policy()
+	_, err = checked.WorkDir(dir)
 	var pe *runtime.PolicyError
 	if errors.As(err, &pe) {
 		return p, &runtime.PolicyError{Field: "Spec.Dir", Value: pe.Value, Reason: pe.Reason}

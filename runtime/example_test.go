@@ -177,3 +177,36 @@ func ExampleSandbox_ReadFile() {
 	// true
 	// true
 }
+
+// Check decides what New would, and starts nothing: a policy can be
+// validated, or shown resolved, without paying for a Sandbox.
+func ExampleCheck() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+
+	p := runtime.DefaultPolicy(ws)
+	p.Writable = []string{"build"} // relative to the workspace, and missing
+	_, err = runtime.Check(p)
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		fmt.Println(pe.Field)
+	}
+
+	if err := os.Mkdir(ws+"/build", 0o755); err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := runtime.Check(p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Policy().Writable[0] == ws+"/build")
+	// Output:
+	// Writable[0]
+	// true
+}

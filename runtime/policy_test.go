@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,6 +228,7 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 					t.Errorf("New returned a Sandbox with the error %v", err)
 				}
 				wantPolicyError(t, err, tt.field)
+				checkAgrees(t, p, err)
 			})
 		})
 	}
@@ -292,6 +294,7 @@ func TestNewRefusesBadNumbers(t *testing.T) {
 					t.Errorf("New returned a Sandbox with the error %v", err)
 				}
 				wantPolicyError(t, err, tt.field)
+				checkAgrees(t, p, err)
 			})
 		})
 	}
@@ -379,11 +382,37 @@ func TestNewAcceptsGoodPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			noSpawn(t, func() {
-				if _, err := runtime.New(tt.p(t.TempDir())); err != nil {
+				p := tt.p(t.TempDir())
+				sb, err := runtime.New(p)
+				if err != nil {
 					t.Fatalf("New: %v", err)
+				}
+				defer sb.Close()
+				r, err := runtime.Check(p)
+				if err != nil {
+					t.Fatalf("Check: %v, New: nil", err)
+				}
+				if got, want := r.Policy(), sb.Policy(); !reflect.DeepEqual(got, want) {
+					t.Errorf("Check's policy differs from New's:\n%+v\n%+v", got, want)
+				}
+				if r.Level() == "" {
+					t.Error("Check chose no level")
 				}
 			})
 		})
+	}
+}
+
+// checkAgrees holds Check to what New said of p: the same refusal, word
+// for word, and no Resolved with it.
+func checkAgrees(t *testing.T, p runtime.Policy, newErr error) {
+	t.Helper()
+	r, err := runtime.Check(p)
+	if r != nil {
+		t.Errorf("Check returned a Resolved with the error %v", err)
+	}
+	if fmt.Sprint(err) != fmt.Sprint(newErr) {
+		t.Errorf("Check: %v\nNew:   %v", err, newErr)
 	}
 }
 

@@ -110,32 +110,16 @@ func resolvedSandbox(r resolved) *Sandbox {
 }
 
 // New validates p and probes the host once. Every later Command reuses
-// the result.
+// the result. It decides what Check decides, then acts on it: it starts
+// the spawn server and a spare init, and makes what the level needs on
+// the host (the probe cgroup, a private temporary directory, the pool).
 func New(p Policy) (*Sandbox, error) {
-	// The caller's input first, by the rules every platform shares.
-	r, err := resolvePolicy(p, linuxRules())
-	if err != nil {
-		return nil, err
-	}
-	sb := resolvedSandbox(r)
-	if err := sb.setupGrants(p, r.policy); err != nil {
-		return nil, err
-	}
-	if sb.policy.Unsandboxed { // or Backend none
-		return sb.unsandboxed()
-	}
 	// Every level here builds its inits through the spawn server: its
-	// start runs beside the rest of New and the first command's setup
-	// (about 5 ms for a hutch run) instead of after them.
-	spawn.Default().Prestart()
-	// The level next: the filesystem view, the filter and the Landlock
-	// ruleset depend on it.
-	if err := sb.chooseLevel(); err != nil {
-		return nil, err
-	}
-	if err := sb.validate(r); err != nil {
-		sb.closeTrees()
-		return nil, err
+	// start runs beside the rest of the decision and the first command's
+	// setup (about 5 ms for a hutch run) instead of after them.
+	sb, err := decide(p, spawn.Default().Prestart)
+	if err != nil || sb.policy.Unsandboxed { // or Backend none
+		return sb, err
 	}
 	if flags := sb.cloneflags(); flags != 0 {
 		// Its namespaces made ahead, an init waits in the server for this
@@ -156,6 +140,61 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	return sb, nil
+}
+
+// decide is everything New decides, in order, and nothing it does: the
+// caller's input by the rules every platform shares, the grants' ceiling,
+// the level (from what the host offers: the filesystem view, the filter
+// and the Landlock ruleset depend on it), and what the writable trees hold
+// now. Once the input is known to be good it calls inputGood (New starts
+// the spawn server there). The Sandbox it returns watches its trees; it
+// has started nothing else.
+func decide(p Policy, inputGood func()) (*Sandbox, error) {
+	r, err := resolvePolicy(p, linuxRules())
+	if err != nil {
+		return nil, err
+	}
+	sb := resolvedSandbox(r)
+	if err := sb.setupGrants(p, r.policy); err != nil {
+		return nil, err
+	}
+	if sb.policy.Unsandboxed { // or Backend none
+		return sb.unsandboxed()
+	}
+	if inputGood != nil {
+		inputGood()
+	}
+	if err := sb.chooseLevel(); err != nil {
+		return nil, err
+	}
+	if err := sb.validate(r); err != nil {
+		sb.closeTrees()
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Check decides what New would decide for p, and does nothing New does
+// after that: it resolves and validates p by the same rules (paths, the
+// deny-list and names, the environment, leaks, the network, the grants'
+// ceiling, the backend), chooses the level from what the host offers, and
+// counts what the writable trees hold, reading the file system and the
+// kernel's settings. It starts no process, makes no cgroup, mount or file,
+// and keeps nothing open. Its error is New's.
+//
+// Use it to validate a policy, or to show one, without paying for a
+// Sandbox (hutch policy check and show, hutch process start).
+func Check(p Policy) (*Resolved, error) {
+	sb, err := decide(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	sb.closeTrees()
+	ws, writable := sb.spec.Workspace, sb.spec.Writable
+	if sb.policy.Unsandboxed {
+		ws, writable = sb.policy.Workspace, sb.policy.Writable
+	}
+	return &Resolved{policy: sb.policy.clone(), level: sb.level, workspace: ws, writable: slices.Clone(writable)}, nil
 }
 
 // closeTrees stops watching the writable trees.

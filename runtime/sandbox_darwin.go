@@ -101,6 +101,19 @@ func New(p Policy) (*Sandbox, error) {
 // Policy returns the validated policy.
 func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
+// Check decides what New decides (see the Linux doc). On macOS it makes
+// the Sandbox and closes it: New starts no process there, only a private
+// temporary directory, removed again.
+func Check(p Policy) (*Resolved, error) {
+	sb, err := New(p)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	pol := sb.Policy()
+	return &Resolved{policy: pol, level: LevelSeatbelt, workspace: pol.Workspace, writable: pol.Writable}, nil
+}
+
 // WorkDir resolves dir as a command's Cmd.Dir (see the Linux doc).
 func (sb *Sandbox) WorkDir(dir string) (string, error) {
 	cur := sb.inEffect()

@@ -27,6 +27,9 @@ func (sb *Sandbox) Reload(Policy) error { return ErrUnsupportedPlatform }
 // New returns ErrUnsupportedPlatform.
 func New(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
 
+// Check returns ErrUnsupportedPlatform.
+func Check(p Policy) (*Resolved, error) { return nil, ErrUnsupportedPlatform }
+
 // Policy returns the policy.
 func (sb *Sandbox) Policy() Policy { return sb.policy.clone() }
 

@@ -260,6 +260,20 @@ func sandboxFrom(f runFlags, adjust ...func(*runtime.Policy)) (*runtime.Sandbox,
 	return sb, nil
 }
 
+// checkedFrom decides what sandboxFrom's Sandbox would be, and makes
+// none (runtime.Check): no spawn server, no init, no cgroup.
+func checkedFrom(f runFlags) (*runtime.Resolved, error) {
+	p, err := policyFrom(f)
+	if err != nil {
+		return nil, f.flagError(err)
+	}
+	r, err := runtime.Check(p)
+	if err != nil {
+		return nil, f.flagError(err)
+	}
+	return r, nil
+}
+
 // fromFile says whether the field a PolicyError names (name, with index
 // for a list) got its value from --policy's file rather than a flag; for
 // a list it gives the flag's own index otherwise (the file's entries come

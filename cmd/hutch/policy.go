@@ -70,13 +70,13 @@ func policyCommand(code *int) *cobra.Command {
 	return pol
 }
 
-// resolvedPolicy makes the Sandbox f describes, as run would, and gives
-// do its resolved policy (paths resolved, defaults filled in).
+// resolvedPolicy decides what run would for f (runtime.Check: no Sandbox
+// is made) and gives do the resolved policy (paths resolved, defaults
+// filled in).
 func resolvedPolicy(f runFlags, do func(runtime.Policy) error) error {
-	sb, err := sandboxFrom(f)
+	r, err := checkedFrom(f)
 	if err != nil {
 		return err
 	}
-	defer sb.Close()
-	return do(sb.Policy())
+	return do(r.Policy())
 }
