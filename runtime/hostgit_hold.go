@@ -110,7 +110,11 @@ func gitOutput(ctx context.Context, git, dir string, env []string, args ...strin
 // removes it.
 func holdRepo(loc *repoLocation) (env []string, remove func(), err error) {
 	sweepHeld()
-	held, err := os.MkdirTemp("", heldPrefix+strconv.Itoa(os.Getpid())+"-")
+	name := heldPrefix + strconv.Itoa(os.Getpid()) + "-"
+	if loc == nil {
+		name += "no-repository-" // what git names when it needs one
+	}
+	held, err := os.MkdirTemp("", name)
 	if err != nil {
 		return nil, nil, err
 	}
