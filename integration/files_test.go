@@ -626,6 +626,20 @@ func TestFileCommands(t *testing.T) {
 	if r := runCLIArgs(t, "write", "--workspace", ws, "--content", "x", "rel.txt"); r.code == 0 || !strings.Contains(r.stderr, "absolute") {
 		t.Errorf("write of a relative path: %s", r)
 	}
+	// Neither --content nor --stdin: refused, the file kept (it would
+	// have been emptied); --content '' empties one on purpose.
+	if r := runCLIArgs(t, "write", "--workspace", ws, target); r.code != 125 || !strings.Contains(r.stderr, "--content") {
+		t.Errorf("write with no content: %s", r)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "one\ntwo\n" {
+		t.Errorf("write with no content changed the host's %s: %q, %v", target, b, err)
+	}
+	if r := runCLIArgs(t, "write", "--workspace", ws, "--content", "", target); r.code != 0 {
+		t.Errorf("write --content '': %s", r)
+	}
+	if b, err := os.ReadFile(target); err != nil || len(b) != 0 {
+		t.Errorf("write --content '' left the host's %s: %q, %v", target, b, err)
+	}
 
 	r = runCLIArgs(t, "ls", "--workspace", ws)
 	var ents []struct {

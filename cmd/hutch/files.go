@@ -75,13 +75,18 @@ is printed as JSON, as the local API's files/read answers: "content" for text
 		Short: "Write a file as a command in the sandbox could (JSON on stdout)",
 		Long: `Write a file as a command in the sandbox could: the same flags as run make
 the same policy. PATH must be absolute; missing parent directories are
-created. The content is --content, or stdin with --stdin.`,
+created. The content is --content, or stdin with --stdin; one of them is
+required (--content '' writes an empty file).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			var data []byte
 			switch {
 			case fromStdin && c.Flags().Changed("content"):
 				return errors.New("write: --content and --stdin together")
+			case !fromStdin && !c.Flags().Changed("content"):
+				// Writing nothing would empty an existing file: an agent's
+				// tool that forgot the flag loses the user's data.
+				return errors.New("write: no content: give --content TEXT (--content '' for an empty file) or --stdin")
 			case fromStdin:
 				b, err := io.ReadAll(os.Stdin)
 				if err != nil {
