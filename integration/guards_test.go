@@ -416,3 +416,38 @@ func TestNodeModulesSeen(t *testing.T) {
 		t.Errorf("a Sandbox's later command planted %s", hook2)
 	}
 }
+
+// TestSystemTreesRefused: a system tree given as the workspace or a
+// --write path (an unset variable away from a project directory) is
+// refused, naming the flag and the override, before anything runs: as
+// root the command would have written the host's /etc. Named in
+// --allow-system-write, it is writable as asked.
+func TestSystemTreesRefused(t *testing.T) {
+	ws := dir(t, "ws-")
+	mark := fmt.Sprintf("hutch-system-tree-%d", os.Getpid())
+	for _, tree := range []string{"/etc", "/usr", "/var", "/bin"} {
+		target := filepath.Join(tree, mark)
+		t.Cleanup(func() { os.Remove(target) })
+		for _, flags := range [][]string{{"--write", tree}, {"--workspace", tree}} {
+			args := append([]string{"run"}, flags...)
+			if flags[0] == "--write" {
+				args = append(args, "--workspace", ws)
+			}
+			r := runCLIArgs(t, append(args, "--", "touch", target)...)
+			if r.code != 125 || !strings.Contains(r.stderr, flags[0]+" "+tree) || !strings.Contains(r.stderr, "--allow-system-write") {
+				t.Errorf("hutch %s: %s", strings.Join(args, " "), r)
+			}
+			if _, err := os.Stat(target); err == nil {
+				t.Errorf("hutch %s wrote the host's %s", strings.Join(args, " "), target)
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		return // the kernel keeps an unprivileged user out of /etc anyway
+	}
+	target := filepath.Join("/etc", mark)
+	r := runCLIArgs(t, "run", "--workspace", ws, "--write", "/etc", "--allow-system-write", "/etc", "--", "touch", target)
+	if _, err := os.Stat(target); r.code != 0 || err != nil {
+		t.Errorf("--allow-system-write /etc: %s; %s: %v", r, target, err)
+	}
+}

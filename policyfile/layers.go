@@ -105,6 +105,8 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "NoDefaultDeny", "it drops the default masks"
 	case p.AllowGitWrite && !base.AllowGitWrite:
 		return "AllowGitWrite", "it lets commands commit"
+	case !subset(p.AllowSystemWrite, base.AllowSystemWrite):
+		return "AllowSystemWrite", "it lets a system tree be writable"
 	case !reflect.DeepEqual(p.Seccomp, base.Seccomp):
 		return "Seccomp", "another system-call profile"
 	case leakRank(p.Leaks) < leakRank(base.Leaks):
@@ -292,6 +294,16 @@ func grantWithin(g, base runtime.Grant) bool {
 	have := base.Tags()
 	for _, t := range g.Tags() {
 		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// subset reports whether every entry of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
 			return false
 		}
 	}

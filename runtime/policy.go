@@ -126,6 +126,14 @@ type Policy struct {
 	// depth, as the deny names are.
 	AllowGitWrite bool
 
+	// AllowSystemWrite names the system trees (/etc, /usr, /var, /boot,
+	// /bin, /sbin, /lib and the other /lib directories) that may be, or
+	// lie in, a writable tree: the workspace, Writable, Home or a grant's
+	// write:. A system tree not named here is refused as writable, naming
+	// it: writable by mistake (an unset variable), it lets a command run
+	// as root change the host's programs and configuration.
+	AllowSystemWrite []string
+
 	// Env are KEY=VALUE pairs given to every command, on top of the
 	// sandbox's clean environment.
 	Env []string
@@ -329,6 +337,7 @@ func (p Policy) Clone() Policy { return p.clone() }
 
 func (p Policy) clone() Policy {
 	p.Writable = slices.Clone(p.Writable)
+	p.AllowSystemWrite = slices.Clone(p.AllowSystemWrite)
 	p.LeakValues = maps.Clone(p.LeakValues)
 	p.ReadOnly = slices.Clone(p.ReadOnly)
 	if p.Apps != nil {

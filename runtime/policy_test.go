@@ -111,6 +111,24 @@ func TestNewRefusesBadPolicy(t *testing.T) {
 		{"workspace longer than PATH_MAX", pol(func(p *runtime.Policy) { p.Workspace = "/" + strings.Repeat("a/", 2100) }), "Workspace"},
 		{"workspace is a file", pol(func(p *runtime.Policy) { p.Workspace = file }), "Workspace"},
 		{"workspace is /", pol(func(p *runtime.Policy) { p.Workspace = "/" }), "Workspace"},
+		{"workspace is /etc", pol(func(p *runtime.Policy) { p.Workspace = "/etc" }), "Workspace"},
+		{"workspace is /usr/", pol(func(p *runtime.Policy) { p.Workspace = "/usr/" }), "Workspace"},
+		{"writable /etc", pol(func(p *runtime.Policy) { p.Writable = []string{"/etc"} }), "Writable[0]"},
+		{"writable /var", pol(func(p *runtime.Policy) { p.Writable = []string{"/var"} }), "Writable[0]"},
+		{"writable /usr/lib/..", pol(func(p *runtime.Policy) { p.Writable = []string{"/usr/lib/.."} }), "Writable[0]"},
+		{"writable /bin (a link to /usr/bin here)", pol(func(p *runtime.Policy) { p.Writable = []string{"/bin"} }), "Writable[0]"},
+		{"writable /etc allowed, /usr not", pol(func(p *runtime.Policy) {
+			p.Writable, p.AllowSystemWrite = []string{"/etc", "/usr"}, []string{"/etc"}
+		}), "Writable[1]"},
+		{"writable link to /etc", pol(func(p *runtime.Policy) {
+			link := filepath.Join(p.Workspace, "etc-link")
+			if err := os.Symlink("/etc", link); err != nil {
+				t.Fatal(err)
+			}
+			p.Writable = []string{link}
+		}), "Writable[0]"},
+		{"allow of a tree not a system one", pol(func(p *runtime.Policy) { p.AllowSystemWrite = []string{p.Workspace} }), "AllowSystemWrite[0]"},
+		{"allow of a relative path", pol(func(p *runtime.Policy) { p.AllowSystemWrite = []string{"etc"} }), "AllowSystemWrite[0]"},
 		{"workspace under a default-denied path", pol(func(p *runtime.Policy) { p.Workspace = filepath.Join(home, ".ssh", "work") }), "Workspace"},
 		{"workspace linked into a default-denied path", pol(func(p *runtime.Policy) {
 			link := filepath.Join(p.Workspace, "link")
@@ -365,6 +383,16 @@ func TestNewAcceptsGoodPolicy(t *testing.T) {
 		{"degradable layers", func(ws string) runtime.Policy {
 			p := runtime.DefaultPolicy(ws)
 			p.AllowDegraded = []runtime.Layer{runtime.LayerLoopback, runtime.LayerKeyring}
+			return p
+		}},
+		{"a system tree allowed by name", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			p.Writable, p.AllowSystemWrite = []string{"/etc"}, []string{"/etc"}
+			return p
+		}},
+		{"a tree inside a system tree", func(ws string) runtime.Policy {
+			p := runtime.DefaultPolicy(ws)
+			p.Writable = []string{"/var/tmp"}
 			return p
 		}},
 		{"everything else set", func(ws string) runtime.Policy {

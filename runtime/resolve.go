@@ -76,6 +76,52 @@ var kernelTrees = []hostTree{
 	{"/dev", "kernel interfaces cannot be writable"},
 }
 
+// systemTrees hold the host's programs, libraries, configuration and boot
+// files. A writable one is far more often a slip (an unset variable in
+// --write "$PREFIX/etc") than a wish, and, run as root, a command then
+// rewrites the host: each is refused as a writable tree, or inside one,
+// unless Policy.AllowSystemWrite names that tree. (The whole host tree and
+// the home directory are refused whatever that says.)
+var systemTrees = []string{"/etc", "/usr", "/var", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// checkSystemTree refuses tree (lex as given, res resolved) when it is,
+// or holds, one of systemTrees, unless allowed (Policy.AllowSystemWrite,
+// resolved) names it.
+func checkSystemTree(field, given, lex, res string, allowed []string) error {
+	for _, t := range systemTrees {
+		tr := resolve(t, "/")
+		if !mounts.Within(tr, res) && !mounts.Within(t, lex) {
+			continue
+		}
+		if slices.Contains(allowed, res) {
+			return nil
+		}
+		return &PolicyError{Field: field, Value: given, Reason: fmt.Sprintf("is or holds the system tree %s: writable, a command could change the host's programs or configuration; if that is meant, name it in AllowSystemWrite (--allow-system-write %s)", t, res)}
+	}
+	return nil
+}
+
+// resolveAllowSystemWrite checks Policy.AllowSystemWrite and resolves it
+// in place: each entry is an absolute path to one of systemTrees (or a
+// tree holding one), as a writable tree would name it.
+func resolveAllowSystemWrite(p *Policy) error {
+	for i, a := range p.AllowSystemWrite {
+		field := fmt.Sprintf("AllowSystemWrite[%d]", i)
+		if err := checkPath(field, a); err != nil {
+			return err
+		}
+		if !filepath.IsAbs(a) {
+			return &PolicyError{Field: field, Value: a, Reason: "must be an absolute path"}
+		}
+		res := resolve(a, "/")
+		if checkSystemTree(field, a, filepath.Clean(a), res, nil) == nil {
+			return &PolicyError{Field: field, Value: a, Reason: "not a system tree (" + strings.Join(systemTrees, ", ") + "), nor one holding one: nothing to allow"}
+		}
+		p.AllowSystemWrite[i] = res
+	}
+	return nil
+}
+
 // resolvePolicy checks p as every backend does and resolves its paths:
 // limits, the workspace, Deny ("~" is host.home), Writable, Env, Tools,
 // the layers to skip or degrade, deny names, MinLevel's name and the
@@ -91,7 +137,10 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 		return resolved{}, err
 	}
 	p = r.policy // for reading; r.policy takes what is resolved
-	ws, err := resolveWorkspace(p.Workspace, host)
+	if err := resolveAllowSystemWrite(&r.policy); err != nil {
+		return resolved{}, err
+	}
+	ws, err := resolveWorkspace(p.Workspace, host, r.policy.AllowSystemWrite)
 	if err != nil {
 		return resolved{}, err
 	}
@@ -169,7 +218,7 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 
 // resolveWorkspace checks the workspace and returns it with symlinks
 // resolved.
-func resolveWorkspace(given string, host hostRules) (string, error) {
+func resolveWorkspace(given string, host hostRules, allowSystem []string) (string, error) {
 	if given == "" {
 		return "", &PolicyError{Field: "Workspace", Reason: "required"}
 	}
@@ -191,6 +240,9 @@ func resolveWorkspace(given string, host hostRules) (string, error) {
 		return "", &PolicyError{Field: "Workspace", Value: given, Reason: "not a directory"}
 	}
 	if err := checkWritableTree(host, "Workspace", given, filepath.Clean(given), ws); err != nil {
+		return "", err
+	}
+	if err := checkSystemTree("Workspace", given, filepath.Clean(given), ws, allowSystem); err != nil {
 		return "", err
 	}
 	if err := checkGitTree("Workspace", given, filepath.Clean(given), ws, "", false); err != nil {
@@ -283,6 +335,9 @@ func resolveTree(r *resolved, host hostRules, field, given string, roots []strin
 		}
 	}
 	if err := checkWritableTree(host, field, given, lex, res); err != nil {
+		return "", err
+	}
+	if err := checkSystemTree(field, given, lex, res, r.policy.AllowSystemWrite); err != nil {
 		return "", err
 	}
 	if err := checkGitTree(field, given, lex, res, ws, r.policy.AllowGitWrite); err != nil {

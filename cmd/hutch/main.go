@@ -89,6 +89,7 @@ type runFlags struct {
 	denyNames   []string
 	noDefDeny   bool
 	gitWrite    bool
+	allowSystem []string
 	env         []string
 	resultJSON  string
 	seccomp     string
@@ -191,6 +192,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.Var(repeated{&f.deny}, "deny", "a further path to mask (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
+	fl.Var(repeated{&f.allowSystem}, "allow-system-write", "a system tree (/etc, /usr, /var, /boot, /bin, /sbin, /lib...) the workspace or a --write path may be or hold: refused otherwise, as more often a slip than a wish (repeatable)")
 	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
 	fl.Var(repeated{&f.env}, "env", "KEY=VALUE for the command (repeatable)")
 	fl.Var(repeated{&f.readOnly}, "read-only", "a path inside the workspace or a --write or --home tree that stays read-only (repeatable)")
@@ -284,6 +286,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
 	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
 	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite
+	p.AllowSystemWrite = append(slices.Clip(p.AllowSystemWrite), f.allowSystem...)
 	p.AllowUnsandboxed = f.unsandboxed
 	p.Env = append(slices.Clip(p.Env), f.env...)
 	if f.home != "" {
