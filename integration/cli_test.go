@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hutchbox/hutch/runtime"
 )
 
 // TestVersionAndDebug: `hutch --version` names the version; hutch's own
@@ -54,5 +57,30 @@ func TestVersionAndDebug(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Error("host: the command ran under a refused HUTCH_LOG")
+	}
+}
+
+// TestNoticesNotInStderr: what the host does not enforce for every run
+// alike (limits kept by rlimits for an unprivileged user) is not written
+// into each command's stderr, which an agent feeds to its model: the
+// Result holds it, and --verbose says it. (As root, with cgroups, there
+// is nothing to say; the check holds all the same.)
+func TestNoticesNotInStderr(t *testing.T) {
+	ws := dir(t, "ws-")
+	r := sh(t, ws, "echo out; echo err >&2")
+	if r.code != 0 || r.stdout != "out\n" || r.stderr != "err\n" {
+		t.Errorf("the command's own output, exactly: want out and err, got %s", r)
+	}
+	if r.result == nil {
+		t.Fatalf("no result: %s", r)
+	}
+	if !slices.ContainsFunc(r.result.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
+		return // cgroups here: no notice to move
+	}
+	if len(r.result.Unenforced) == 0 {
+		t.Errorf("cgroups skipped, but the Result says nothing is unenforced: %+v", r.result)
+	}
+	if v := sh(t, ws, "true", "--verbose"); !strings.Contains(v.stderr, "rlimits") {
+		t.Errorf("--verbose does not say the limits are rlimits: %s", v)
 	}
 }

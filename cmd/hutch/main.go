@@ -89,6 +89,7 @@ type runFlags struct {
 	denyNames   []string
 	noDefDeny   bool
 	gitWrite    bool
+	verbose     bool
 	allowSystem []string
 	env         []string
 	resultJSON  string
@@ -169,6 +170,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// works as well as `hutch run -- ls -la`.
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
+	fl.BoolVar(&f.verbose, "verbose", false, "also say on stderr what the host did not enforce that is the same for every run (limits kept by rlimits for want of cgroups; the shared network of --net host); --result-json always holds it")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "with --backend oci: the installed OCI runtime to run the command through: "+strings.Join(oci.Runtimes, ", "))
 	fl.StringVar(&f.worktree, "worktree", "", "REPO[:BRANCH]: add a git worktree of the repository REPO on BRANCH (an existing one as it is, a new one from HEAD; default hutch/<random>) in the data directory's worktrees, and run in it as the workspace; the command can add, commit and stash there, the repository's config and hooks stay read-only (instead of --workspace)")
 	return c
@@ -409,7 +411,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 				}
 				return err
 			}
-			printNotes(res)
+			printNotes(res, f.verbose)
 			return nil
 		}
 	}
@@ -445,7 +447,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		*code = 128 + int(sig.sig)
 	case err == nil || errors.As(err, &ee):
 		*code = runtime.ExitStatus(cmd.Result, err)
-		printNotes(cmd.Result)
+		printNotes(cmd.Result, f.verbose)
 		if errors.Is(err, runtime.ErrWaitDelay) {
 			fmt.Fprintf(os.Stderr, "hutch: output incomplete: stdout or stderr blocked for --kill-after (%v) after the command ended\n", killAfter)
 		}
@@ -465,28 +467,31 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 }
 
 // printNotes says on stderr, a line each, what a finished run's Result
-// holds that its exit status does not: blocked connections, isolation
-// not enforced, secrets found, why it was killed.
-func printNotes(r *runtime.Result) {
+// holds that its exit status does not: blocked connections, isolation not
+// enforced, secrets found, why it was killed. What is the same for every
+// command on a host and was not chosen by the caller's flags' strength
+// (limits kept by rlimits for want of cgroups, as for an unprivileged
+// user; the host's network, asked for with --net host) is said only with
+// verbose: an agent feeds a command's stderr to its model, and the Result
+// (--result-json) holds it anyway. A level below namespaces, or a backend
+// that leaves layers out, is always said: never quietly weaker.
+func printNotes(r *runtime.Result, verbose bool) {
 	for _, e := range r.NetworkEvents {
 		if !e.Allowed {
 			fmt.Fprintln(os.Stderr, e.String())
 		}
 	}
-	if r.Network == runtime.NetworkHost {
+	if r.Network == runtime.NetworkHost && verbose {
 		fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
 	}
-	if r.Level != runtime.LevelNamespaces {
-		// Never quietly weaker: say what this run did not enforce.
+	rlimits := slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup })
+	switch {
+	case r.Level != runtime.LevelNamespaces:
 		fmt.Fprintf(os.Stderr, "hutch: isolation level %s; not enforced: %s\n", r.Level, strings.Join(r.Unenforced, "; "))
-	} else if len(r.Unenforced) > 0 {
-		// Said once, here: limits degraded to rlimits (an unprivileged
-		// user), or whatever else did not hold.
-		what := "not enforced"
-		if slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup }) {
-			what = "no cgroups here, limits are per-process rlimits; not enforced"
-		}
-		fmt.Fprintf(os.Stderr, "hutch: %s: %s\n", what, strings.Join(r.Unenforced, "; "))
+	case len(r.Unenforced) > 0 && rlimits && verbose:
+		fmt.Fprintf(os.Stderr, "hutch: no cgroups here, limits are per-process rlimits; not enforced: %s\n", strings.Join(r.Unenforced, "; "))
+	case len(r.Unenforced) > 0 && !rlimits:
+		fmt.Fprintf(os.Stderr, "hutch: not enforced: %s\n", strings.Join(r.Unenforced, "; "))
 	}
 	if len(r.Leaks) > 0 {
 		fmt.Fprintln(os.Stderr, "hutch: "+leaksFound(r))
