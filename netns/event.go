@@ -16,12 +16,16 @@ type Event struct {
 	Host     string `json:"host"`
 	Port     int    `json:"port"`
 	// Addr is the address dialed, when the proxy got that far.
-	Addr    string `json:"addr,omitempty"`
+	Addr string `json:"addr,omitempty"`
+	// Allowed says the policy let the connection through; Rule is the
+	// allow-list pattern that did, Reason why the policy refused it.
 	Allowed bool   `json:"allowed"`
-	// Rule is the allow-list pattern that let it through; Reason why it
-	// was refused or failed.
-	Rule   string `json:"rule,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Error is why a connection the policy allowed could not be made: a
+	// name that does not resolve, a refused or timed-out connect. It is
+	// not a refusal, and the client gets 502 or 504, not 403.
+	Error string `json:"error,omitempty"`
 }
 
 // String is the one line a model can act on:
@@ -34,6 +38,9 @@ func (e Event) String() string {
 		s := fmt.Sprintf("network: allowed %s %s (rule %s)", verb, dest, e.Rule)
 		if e.Addr != "" {
 			s += " via " + e.Addr
+		}
+		if e.Error != "" {
+			s += ", but it failed: " + e.Error
 		}
 		return s
 	}

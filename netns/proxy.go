@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -226,7 +227,11 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (conn *net.TCPC
 		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 		cancel()
 		if err != nil || len(addrs) == 0 {
-			ev.Reason = fmt.Sprintf("cannot resolve %s: %v", host, err)
+			if err == nil {
+				err = errors.New("no address")
+			}
+			// Allowed: the name merely did not resolve.
+			ev.Allowed, ev.Error = true, fmt.Sprintf("cannot resolve %s: %v", host, err)
 			return nil, ev, false
 		}
 	}
@@ -265,8 +270,21 @@ func (p *Proxy) dial(ctx context.Context, host string, port int) (conn *net.TCPC
 		ev.Reason = r.reason
 		return nil, ev, true
 	}
-	ev.Reason = "connect failed: " + lastErr.Error()
+	ev.Allowed, ev.Error = true, "connect failed: "+lastErr.Error()
 	return nil, ev, false
+}
+
+// failStatus is the HTTP status for a connection open could not make:
+// 403 for the policy's refusal, 504 for a lookup or connect that timed
+// out, 502 for any other failure of an allowed one.
+func failStatus(ev Event, refused bool) int {
+	switch {
+	case refused:
+		return http.StatusForbidden
+	case strings.Contains(ev.Error, "timeout") || strings.Contains(ev.Error, "deadline exceeded"):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadGateway
 }
 
 // refuseAddr says why ap must not be dialed, or "".
@@ -325,9 +343,9 @@ func (p *Proxy) http(c net.Conn, br *bufio.Reader) {
 			httpError(c, http.StatusBadRequest, err.Error())
 			return
 		}
-		up, ev, _ := p.open(c, "connect", host, port)
+		up, ev, refused := p.open(c, "connect", host, port)
 		if up == nil {
-			httpError(c, http.StatusForbidden, ev.String())
+			httpError(c, failStatus(ev, refused), ev.String())
 			return
 		}
 		defer p.untrack(up)
@@ -347,9 +365,9 @@ func (p *Proxy) http(c net.Conn, br *bufio.Reader) {
 		httpError(c, http.StatusBadRequest, err.Error())
 		return
 	}
-	up, ev, _ := p.open(c, "http", host, port)
+	up, ev, refused := p.open(c, "http", host, port)
 	if up == nil {
-		httpError(c, http.StatusForbidden, ev.String())
+		httpError(c, failStatus(ev, refused), ev.String())
 		return
 	}
 	defer p.untrack(up)

@@ -566,3 +566,42 @@ func TestAllowLocalOnlyLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyFailureIsNotRefusal: a name the policy allows that does not
+// resolve, or an allowed address that refuses the connection, is the
+// network's failure, not the policy's refusal: 502 from the proxy (SOCKS5:
+// host unreachable), an event that is allowed and names the error, and
+// nothing that says "blocked".
+func TestProxyFailureIsNotRefusal(t *testing.T) {
+	closed := func() int { // a loopback port nothing listens on
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}()
+	tp := startProxy(t, []string{"nxdomain.test", "down.test"}, []string{fmt.Sprintf("127.0.0.1:%d", closed)}, fakeResolver{"down.test": loopback})
+	for _, tc := range []struct{ host, err string }{
+		{"nxdomain.test", "cannot resolve nxdomain.test"},
+		{"down.test", "connect failed"},
+	} {
+		target := net.JoinHostPort(tc.host, fmt.Sprint(closed))
+		status, body := connectGet(t, tp.addr, target)
+		if !strings.HasPrefix(status, "502") || strings.Contains(body, "blocked") || !strings.Contains(body, tc.err) {
+			t.Errorf("CONNECT %s: %s %q; want 502 naming %q, not blocked", target, status, body, tc.err)
+		}
+		if code, _ := socksConnect(t, tp.addr, tc.host, closed); code != socksHostUnreach {
+			t.Errorf("SOCKS5 %s: reply %d, want %d (host unreachable)", tc.host, code, socksHostUnreach)
+		}
+	}
+	evs := tp.Events()
+	if len(evs) != 4 {
+		t.Fatalf("%d events, want 4: %+v", len(evs), evs)
+	}
+	for _, e := range evs {
+		if !e.Allowed || e.Reason != "" || e.Error == "" || e.Rule == "" || !strings.Contains(e.String(), "but it failed") {
+			t.Errorf("event %+v (%s): want allowed by its rule, with the error", e, e)
+		}
+	}
+}
