@@ -84,3 +84,31 @@ func TestNoticesNotInStderr(t *testing.T) {
 		t.Errorf("--verbose does not say the limits are rlimits: %s", v)
 	}
 }
+
+// TestUsageErrorsInFlagWords: a bad value the caller typed is refused
+// with exit 125, naming the flag (or PATH) and the value as typed, in the
+// command line's words, not Go's: never taken as unset, never a refusal
+// of the sandbox (exit 1).
+func TestUsageErrorsInFlagWords(t *testing.T) {
+	ws, data := dir(t, "ws-"), dir(t, "data-")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"read", "--workspace", ws, "--mode", "txt", "x"}, `--mode txt: not "text" or "binary"`},
+		{[]string{"read", "--workspace", ws, "--offset", "-1", "x"}, "--offset and --limit"},
+		{[]string{"write", "--workspace", ws, "--content", "x", "rel.txt"}, "PATH rel.txt: not absolute"},
+		{[]string{"run", "--workspace", ws, "--net=", "--", "true"}, `--net "": empty`},
+		{[]string{"process", "start", "--data-dir", data, "--workspace", ws, "--name", "a\nb", "--", "true"}, `--name "a\nb"`},
+		{[]string{"process", "start", "--data-dir", data, "--workspace", ws, "--name", strings.Repeat("n", 100000), "--", "true"}, "--name"},
+		{[]string{"serve", "--socket", filepath.Join(dir(t, "sock-"), "s", "api.sock"), "--workspace", ws, "--prewarm=100000"}, "--prewarm 100000: must be 0-64"},
+	} {
+		r := runCLIArgs(t, tc.args...)
+		if r.code != 125 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "Options") || strings.Contains(r.stderr, "Spec.") {
+			t.Errorf("hutch %.120q: %s\nwant exit 125 and %q", strings.Join(tc.args, " "), r, tc.want)
+		}
+	}
+	if r := runCLIArgs(t, "process", "list", "--data-dir", data); strings.Contains(r.stdout, `"id"`) {
+		t.Errorf("a refused start left a process: %s", r)
+	}
+}

@@ -3,7 +3,10 @@ package processes
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -79,6 +82,9 @@ type Spec struct {
 
 // withDefaults checks s and fills in its defaults. Errors are
 // *runtime.PolicyError naming the Spec field.
+// maxName bounds Spec.Name: a label for people.
+const maxName = 256
+
 func (s Spec) withDefaults() (Spec, error) {
 	bad := func(field, value, reason string) (Spec, error) {
 		return Spec{}, &runtime.PolicyError{Field: "Spec." + field, Value: value, Reason: reason}
@@ -88,6 +94,12 @@ func (s Spec) withDefaults() (Spec, error) {
 		return bad("Args", "[]", "no command given")
 	case s.Args[0] == "":
 		return bad("Args", `[""]`, "the command is empty")
+	case len(s.Name) > maxName:
+		return bad("Name", s.Name[:32]+"...", fmt.Sprintf("longer than %d bytes", maxName))
+	case !utf8.ValidString(s.Name) || strings.ContainsFunc(s.Name, unicode.IsControl):
+		// Names are shown a line each (hutch process list): a newline
+		// or an escape sequence in one would forge or hide other lines.
+		return bad("Name", s.Name, "holds a control character or invalid UTF-8")
 	}
 	switch s.Restart {
 	case "":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,23 @@ func fileCommands(code *int) []*cobra.Command {
 		}
 		defer sb.Close()
 		v, err := do(sb)
+		// A value the caller gave that no file operation takes is a usage
+		// error (exit 125), in the command line's words; a refusal of the
+		// sandbox, or the file's own error, exits 1.
+		if fe := (*runtime.FilePathError)(nil); errors.As(err, &fe) {
+			flag, value := map[string]string{"ReadOptions.Mode": "--mode", "ReadOptions": "--offset/--limit", "WriteOptions.Perm": "--perm"}[fe.Field], fe.Path
+			if flag == "" {
+				flag = "PATH"
+			}
+			reason := strings.ReplaceAll(fe.Reason, "WriteFile takes absolute paths only", "hutch write takes an absolute PATH")
+			switch flag {
+			case "--mode":
+				reason = `not "text" or "binary"`
+			case "--offset/--limit":
+				flag, value, reason = "--offset and --limit", fmt.Sprintf("%d %d", offset, limit), "negative"
+			}
+			return &flagErr{flag, value, reason}
+		}
 		if err != nil {
 			*code = 1
 			return f.flagError(err)

@@ -308,6 +308,11 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 		p.Leaks = runtime.LeakAction(f.leaks)
 	}
 	if f.given("net", f.network) {
+		if f.network == "" {
+			// Not "unset": a caller's own empty value (--net= from an
+			// empty variable) is an error, never the default.
+			return p, &flagErr{"--net", "", "empty: none, allow or host"}
+		}
 		p.Network = runtime.NetworkMode(f.network)
 	}
 	p.AllowDomains = append(slices.Clip(p.AllowDomains), f.allowDomain...)

@@ -118,7 +118,7 @@ on stop; --timeout, if given, ends each run. Its output goes to its log
 				return got, specFlagError(f, err, map[string][2]string{
 					"Spec.Restart": {"--restart", restart}, "Spec.RestartDelay": {"--restart-delay", restartDelay},
 					"Spec.MaxRestartDelay": {"--max-restart-delay", maxRestartDelay}, "Spec.LogMaxBytes": {"--log-max-bytes", logMax},
-					"Spec.StopGrace": {"--kill-after", f.killAfter},
+					"Spec.StopGrace": {"--kill-after", f.killAfter}, "Spec.Name": {"--name", name},
 				})
 			})
 		},

@@ -219,6 +219,9 @@ func serve(ctx context.Context, c serveConfig) error {
 	var given atomic.Pointer[runtime.Policy]
 	given.Store(&base)
 	sb, err := runtime.New(p)
+	if pe := (*runtime.PolicyError)(nil); errors.As(err, &pe) && pe.Field == "Prewarm" {
+		return &flagErr{"--prewarm", pe.Value, pe.Reason} // serve's own flag, not run's
+	}
 	if err != nil {
 		return c.flags.flagError(err)
 	}
