@@ -115,13 +115,18 @@ func TestNetworkModes(t *testing.T) {
 	}
 }
 
-// TestNetworkHostModeIsLoud: the CLI says on stderr that --net host
-// shared the host's network.
-func TestNetworkHostModeIsLoud(t *testing.T) {
+// TestNetworkHostModeSaid: the Result says a --net host run shared the
+// host's network, and the CLI says so on stderr with --verbose; without,
+// the command's stderr is its own (the caller asked for --net host).
+func TestNetworkHostModeSaid(t *testing.T) {
 	ws := dir(t, "ws-")
-	r := sh(t, ws, "true", "--net", "host")
-	if r.code != 0 || !strings.Contains(r.stderr, "host's network") {
-		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	r := sh(t, ws, "true", "--net", "host", "--verbose")
+	if r.code != 0 || !strings.Contains(r.stderr, "host's network") || r.result == nil || r.result.Network != runtime.NetworkHost {
+		t.Errorf("--verbose: exit %d, stderr %q, result %+v", r.code, r.stderr, r.result)
+	}
+	r = sh(t, ws, "true", "--net", "host")
+	if r.code != 0 || strings.Contains(r.stderr, "host's network") || r.result == nil || r.result.Network != runtime.NetworkHost {
+		t.Errorf("exit %d, stderr %q, result %+v", r.code, r.stderr, r.result)
 	}
 }
 

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,12 +99,15 @@ type Cmd struct {
 	home *Sandbox
 	ctx  context.Context
 
-	start    time.Time
-	fsStart  time.Time // start as filesystems stamp files, for Repositories
-	startup  time.Duration
-	in       *sandboxInit
-	copiers  sync.WaitGroup
-	closers  []io.Closer
+	start   time.Time
+	fsStart time.Time // start as filesystems stamp files, for Repositories
+	startup time.Duration
+	in      *sandboxInit
+	copiers sync.WaitGroup
+	closers []io.Closer
+	// pipes are the caller's ends of StdinPipe, StdoutPipe and
+	// StderrPipe, closed by Wait (or a failed Start).
+	pipes    []io.Closer
 	started  nsinit.Event
 	output   *limiter
 	leaks    leakLog
@@ -418,6 +422,7 @@ func (c *Cmd) Start() error {
 // it (err then matches ErrSandboxDied); err otherwise. A kill wins over
 // err: a timeout is a timeout wherever it lands.
 func (c *Cmd) notStarted(err error) error {
+	c.closePipes()
 	c.stopWatch()
 	c.refillPool()
 	c.mu.Lock()
@@ -651,6 +656,7 @@ func (c *Cmd) Wait() error {
 		cl.Close()
 	}
 	c.closers = nil
+	c.closePipes()
 
 	r := &Result{
 		Wall:       time.Since(c.start),
@@ -750,7 +756,7 @@ func (c *Cmd) stdinFile() (*os.File, error) {
 		// once Wait closed the pipe, and that is the command's business.
 		// The error is kept before the close, so that it is there when
 		// the command, seeing EOF, ends.
-		_, _ = io.Copy(w, readerFunc(func(p []byte) (int, error) {
+		_, err := io.Copy(w, readerFunc(func(p []byte) (int, error) {
 			n, err := c.Stdin.Read(p)
 			if err != nil && err != io.EOF {
 				c.copyFailed(fmt.Errorf("hutch: copying Stdin: %w", err))
@@ -758,6 +764,11 @@ func (c *Cmd) stdinFile() (*os.File, error) {
 			return n, err
 		}))
 		w.Close()
+		if in, ok := c.Stdin.(*stdinPipe); ok {
+			// The command stopped reading: the caller's writes fail, as
+			// they would on a pipe to it, instead of blocking.
+			in.r.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
+		}
 	}()
 	return r, nil
 }
@@ -794,6 +805,11 @@ func (c *Cmd) outputFile(name string, dst io.Writer) (*os.File, error) {
 		}
 		if ferr := finish(); err == nil {
 			err = ferr
+		}
+		if p, ok := dst.(*outputPipe); ok {
+			// StdoutPipe's reader sees EOF (or the copy's error) now, as
+			// a pipe from the command would, before Wait.
+			p.w.CloseWithError(err)
 		}
 		if err != nil {
 			// dst failed (a pipe whose reader is gone: hutch run ... |
@@ -853,7 +869,12 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	// (CombinedOutput), which need not be safe for concurrent use. They
 	// happen outside mu, which Wait takes even when a writer is stuck.
 	var err error
-	if n > 0 {
+	if _, own := w.dst.(*outputPipe); own && n > 0 {
+		// A pipe of its own (StdoutPipe, StderrPipe), read at the
+		// caller's pace: a stream whose reader waits must not hold up
+		// the other's writes.
+		_, err = w.dst.Write(p[:n])
+	} else if n > 0 {
 		l.wmu.Lock()
 		_, err = w.dst.Write(p[:n])
 		l.wmu.Unlock()

@@ -1,0 +1,79 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"io"
+)
+
+// StdinPipe returns a pipe connected to the command's standard input when
+// it starts, as exec.Cmd.StdinPipe does: close it to give the command
+// EOF. Wait closes it after the command ends; once the command no longer
+// reads, writes to it fail instead of blocking.
+func (c *Cmd) StdinPipe() (io.WriteCloser, error) {
+	if c.Stdin != nil {
+		return nil, errors.New("hutch: Stdin already set")
+	}
+	if c.startCalled {
+		return nil, errors.New("hutch: StdinPipe after Start")
+	}
+	r, w := io.Pipe()
+	in := &stdinPipe{r: r}
+	c.Stdin = in
+	c.pipes = append(c.pipes, w, r)
+	return w, nil
+}
+
+// StdoutPipe returns a pipe connected to the command's standard output
+// when it starts, as exec.Cmd.StdoutPipe does: what the command writes
+// arrives as it writes it (through the output limit and the leak scanner,
+// as for Stdout), and the reader sees EOF once the command and everything
+// it started have closed their output. Wait closes it after the command
+// ends, so read it to the end before calling Wait.
+func (c *Cmd) StdoutPipe() (io.ReadCloser, error) {
+	if c.Stdout != nil {
+		return nil, errors.New("hutch: Stdout already set")
+	}
+	if c.startCalled {
+		return nil, errors.New("hutch: StdoutPipe after Start")
+	}
+	r, w := io.Pipe()
+	c.Stdout = &outputPipe{w: w}
+	c.pipes = append(c.pipes, r, w)
+	return r, nil
+}
+
+// StderrPipe is StdoutPipe for the command's standard error.
+func (c *Cmd) StderrPipe() (io.ReadCloser, error) {
+	if c.Stderr != nil {
+		return nil, errors.New("hutch: Stderr already set")
+	}
+	if c.startCalled {
+		return nil, errors.New("hutch: StderrPipe after Start")
+	}
+	r, w := io.Pipe()
+	c.Stderr = &outputPipe{w: w}
+	c.pipes = append(c.pipes, r, w)
+	return r, nil
+}
+
+// stdinPipe is Stdin when StdinPipe made it: the copier closes it when the
+// command stops reading.
+type stdinPipe struct{ r *io.PipeReader }
+
+func (p *stdinPipe) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// outputPipe is Stdout or Stderr when StdoutPipe or StderrPipe made it:
+// the copier closes it when the command's output ends.
+type outputPipe struct{ w *io.PipeWriter }
+
+func (p *outputPipe) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+// closePipes closes the pipes' ends, once.
+func (c *Cmd) closePipes() {
+	for _, p := range c.pipes {
+		p.Close()
+	}
+	c.pipes = nil
+}
