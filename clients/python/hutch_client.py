@@ -36,9 +36,13 @@ class ExecResult:
     command's, 128+N for signal N, 126/127 not executable/not found),
     result the full runtime.Result as a dict."""
 
-    def __init__(self, exit_code, stdout, stderr, result, error=None):
+    def __init__(self, exit_code, stdout, stderr, result, error=None, stdout_bytes=None, stderr_bytes=None):
         self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
         self.result, self.error = result, error
+        # The output exactly as the command wrote it (stdout and stderr
+        # are decoded as UTF-8, invalid bytes replaced).
+        self.stdout_bytes = stdout.encode() if stdout_bytes is None else stdout_bytes
+        self.stderr_bytes = stderr.encode() if stderr_bytes is None else stderr_bytes
 
     @property
     def killed(self):
@@ -79,10 +83,15 @@ class Sandbox:
         # timeout bounds each socket operation, not a command (timeout_ms).
         self.socket_path, self.timeout = socket_path, timeout
 
-    def _request(self, method, path, body=None):
+    def _request(self, method, path, body=None, stdin_bytes=None):
         conn = _UnixConnection(self.socket_path, self.timeout)
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if stdin_bytes is not None:
+            # The request's JSON, then at once the command's stdin,
+            # bytes as they are (the API's Hutch-Stdin: stream).
+            headers["Hutch-Stdin"] = "stream"
+            data += bytes(stdin_bytes)
         conn.request(method, path, body=data, headers=headers)
         resp = conn.getresponse()
         if resp.status >= 400:
@@ -111,12 +120,16 @@ class Sandbox:
     def exec_stream(self, argv=None, command=None, cwd=None, env=None, stdin=None, timeout_ms=None,
                     allowed_domains=None, package_managers=None, grant=None):
         """Yields the exec's events as they come: ("stdout", bytes),
-        ("stderr", bytes), then ("result", ExecResult) last."""
+        ("stderr", bytes), then ("result", ExecResult) last. stdin is
+        text (str) or bytes, sent as they are."""
         body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+        stdin_bytes = None
+        if isinstance(stdin, (bytes, bytearray, memoryview)):
+            stdin_bytes, stdin = stdin, None
         for k, v in (("stdin", stdin), ("timeout_ms", timeout_ms)):
             if v is not None:
                 body[k] = v
-        conn, resp = self._request("POST", "/v1/exec", body)
+        conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             for line in resp:
                 ev = json.loads(line)
@@ -135,7 +148,7 @@ class Sandbox:
              allowed_domains=None, package_managers=None, grant=None, on_output=None):
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
-        replaced). allowed_domains, package_managers and grant (permission
+        replaced; stdout_bytes and stderr_bytes hold them as written). allowed_domains, package_managers and grant (permission
         tags) ask for more than the server's policy, within its
         --grantable ceiling (HutchError not_permitted otherwise).
         on_output(stream, data_bytes), if given, sees each chunk as it
@@ -145,7 +158,8 @@ class Sandbox:
                                      allowed_domains, package_managers, grant):
             if t == "result":
                 return ExecResult(v["exit_status"], out.decode("utf-8", "replace"),
-                                  err.decode("utf-8", "replace"), v["result"], v.get("error"))
+                                  err.decode("utf-8", "replace"), v["result"], v.get("error"),
+                                  bytes(out), bytes(err))
             (out if t == "stdout" else err).extend(v)
             if on_output is not None:
                 on_output(t, v)
@@ -234,6 +248,13 @@ def _command(argv, command, cwd, env, allowed_domains, package_managers, grant):
     for k, v in (("argv", argv), ("command", command), ("cwd", cwd), ("env", env),
                  ("allowed_domains", allowed_domains), ("package_managers", package_managers),
                  ("grant", grant)):
-        if v is not None:
-            body[k] = list(v) if k in ("argv", "allowed_domains", "package_managers", "grant") else v
+        if v is None:
+            continue
+        if k in ("argv", "allowed_domains", "package_managers", "grant"):
+            if isinstance(v, (str, bytes)):
+                # list("ls") would run ["l", "s"].
+                raise TypeError(f"{k} must be a list of strings, not {type(v).__name__} {v!r}"
+                                + (": give [" + repr(v) + "], or command=" + repr(v) if k == "argv" else ""))
+            v = list(v)
+        body[k] = v
     return body

@@ -88,6 +88,22 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(self.sb.exec(argv=["no-such-command-here"]).exit_code, 127)
         self.assertEqual(self.sb.exec(command="kill -9 $$").exit_code, 137)
 
+    def test_argv_must_be_a_list(self):
+        with self.assertRaises(TypeError) as cm:
+            self.sb.exec(argv="ls")
+        self.assertIn("argv", str(cm.exception))
+        with self.assertRaises(TypeError):
+            self.sb.exec(command="true", grant="@network")
+
+    def test_binary_stdin_and_stdout(self):
+        data = bytes(range(256)) * 64 + b"\xff\xfe\x00end"
+        r = self.sb.exec(argv=["cat"], stdin=data)
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(r.stdout_bytes, data)
+        r = self.sb.exec(command="printf 'a\\377b'")
+        self.assertEqual(r.stdout_bytes, b"a\xffb")
+        self.assertEqual(r.stdout, "a\ufffdb")
+
     def test_exec_write_lands_in_workspace_only(self):
         inside = os.path.join(self.ws, "from-exec.txt")
         outside = os.path.join(self.outside, "from-exec.txt")
