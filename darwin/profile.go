@@ -22,6 +22,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hutchbox/hutch/mounts"
 )
 
 // SandboxExec is the one binary the backend runs, by absolute path: never
@@ -95,20 +97,7 @@ func Canonical(p string) string { return resolveExisting(privatePath(p)) }
 
 // resolveExisting resolves the symlinks in the longest part of p that
 // exists, so that a writable path yet to be made names where it will be.
-func resolveExisting(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
+func resolveExisting(p string) string { return mounts.Resolve(p, "/") }
 
 // privatePath is p cleaned, with /tmp, /var and /etc spelled as their
 // targets under /private: the part of Canonical that needs no file system.

@@ -10,6 +10,7 @@ package mounts
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -328,6 +329,31 @@ func within(p, dir string) (string, bool) {
 func Within(p, dir string) bool {
 	_, ok := within(p, dir)
 	return ok
+}
+
+// Resolve makes p absolute (relative to base) and clean, and resolves the
+// symlinks in the longest part of it that exists, so that a path yet to
+// be made names where it will be, and a path through a symlink names what
+// the kernel would reach. It is the one way hutch resolves a path it
+// judges (a writable tree, a mask, a layer's narrowing) before the kernel
+// does.
+func Resolve(p, base string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // longestPrefix returns the deepest of roots that contains p.

@@ -143,7 +143,7 @@ func widens(base, p runtime.Policy) (string, string) {
 	}
 	trees := append([]string{base.Workspace, base.Home}, base.Writable...)
 	for _, w := range append(slices.Clone(p.Writable), p.Home) {
-		if w != "" && !within(w, trees) {
+		if w != "" && !within(w, base.Workspace, trees) {
 			return map[bool]string{true: "Home", false: "Writable"}[w == p.Home], w + " is not writable below"
 		}
 	}
@@ -265,27 +265,22 @@ func layerNames(ls []runtime.Layer) []string {
 	return s
 }
 
-// within says whether path, resolved as far as it exists, lies in one of
-// trees (resolved the same way).
-func within(path string, trees []string) bool {
-	real := resolveExisting(path)
+// within says whether path, resolved as far as it exists (relative to
+// ws, as the runtime takes it), lies in one of trees (resolved the same
+// way): a symlink on the way, to a place the trees do not hold, is
+// followed as the kernel would, also when the path's end is yet to be
+// made.
+func within(path, ws string, trees []string) bool {
+	real := mounts.Resolve(path, ws)
 	for _, t := range trees {
 		if t == "" {
 			continue
 		}
-		rt := resolveExisting(t)
-		if mounts.Within(real, rt) {
+		if mounts.Within(real, mounts.Resolve(t, ws)) {
 			return true
 		}
 	}
 	return false
-}
-
-func resolveExisting(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return filepath.Clean(p)
 }
 
 // grantWithin says whether g's tags are all among base's (a conservative

@@ -83,3 +83,33 @@ pids = 100
 		})
 	}
 }
+
+// TestUntrustedLayerWritableResolved: a project layer's writable path is
+// judged where the kernel would take it: relative to the workspace, and
+// through a symlink on the way even when its end does not exist yet.
+func TestUntrustedLayerWritableResolved(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	if err := os.Symlink(outside, filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		writable string
+		refused  bool
+	}{
+		{"sub", false},
+		{filepath.Join(ws, "sub", "new"), false},
+		{"link/new", true},
+		{filepath.Join(ws, "link", "new", "deeper"), true},
+		{"link", true},
+	} {
+		project, err := Parse("project.toml", []byte("version = 1\n[sandbox]\nwritable = [\""+tc.writable+"\"]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Layered(ws, "", Layer{File: project})
+		if refused := err != nil; refused != tc.refused {
+			t.Errorf("writable %q: %v; want refused %v", tc.writable, err, tc.refused)
+		}
+	}
+}

@@ -596,25 +596,9 @@ func lexical(p, base string) string {
 }
 
 // resolve makes p absolute (relative to base) and resolves symlinks in the
-// part of it that exists, so that masks and binds name the real file.
-func resolve(p, base string) string {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
-	}
-	p = filepath.Clean(p)
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
+// part of it that exists, so that masks and binds name the real file
+// (mounts.Resolve).
+func resolve(p, base string) string { return mounts.Resolve(p, base) }
 
 // workDir resolves dir, a command's working directory, on the host: empty
 // means the workspace ws, a relative path is taken against it, and
