@@ -1,8 +1,11 @@
 // Package landlock owns hutch's Landlock layer: the ruleset a sandbox's
 // policy implies (which trees are read-only, which writable, which denied,
 // which TCP ports may be reached, which scopes are closed), cut down to what
-// the running kernel's Landlock ABI can express, and its enforcement on the
-// calling thread.
+// the running kernel's Landlock ABI can express (Build), as data: the rules
+// it lists (Ruleset.Rules) and a ruleset begun on the host with those the
+// host can open (Ruleset.Create). The sandbox init, in C, finishes the
+// ruleset and enforces it (nsinit's STEP_LL_* steps); Go decides, C
+// executes.
 //
 // Inside the namespaces Landlock is defense in depth: the mount table
 // already hides and write-protects what the policy says. Where user
@@ -16,8 +19,7 @@
 // writable tree cannot be expressed without making new files there
 // unusable: Restrict reports such paths as not enforced.
 //
-// Enforcement is per thread (before ABI 8 there is no way to restrict the
-// other threads of a Go process, and with cgo not even through
-// AllThreadsSyscall): call Restrict on the locked thread that then forks
-// or execs the command, which inherits the thread's domain.
+// Enforcement is per thread: the init restricts the thread that forks
+// the command, which inherits the thread's domain; nothing of the host
+// process is ever restricted.
 package landlock

@@ -13,5 +13,13 @@
 // matches the destination against Rules (exact names, *.wildcards, ports,
 // package-manager Presets), refuses loopback, private, link-local, CGNAT
 // and cloud-metadata addresses on the address it actually dials, and
-// reports every attempt as an Event.
+// reports every attempt as an Event: refused by the policy (403), or
+// allowed and failed (a name that does not resolve: 502).
+//
+// It also owns the unix-socket wall: neither a read-only view nor a
+// network namespace stops connect(2) on a host's socket file. Where
+// Landlock cannot guard pathname sockets (before ABI 9), every connect of
+// the command is handed to the host by a seccomp listener, and UnixWall
+// answers it on the objects it was given, never on a path it re-resolves
+// (unixwall_linux.go).
 package netns
