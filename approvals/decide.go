@@ -12,6 +12,7 @@ import (
 // Decision is what a call gets.
 type Decision string
 
+// The decisions: run it, ask the user, refuse it.
 const (
 	Allow  Decision = "allow"
 	Prompt Decision = "prompt"

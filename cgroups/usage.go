@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// Usage reads what the group's processes consumed: peak memory, CPU
+// time, the peak process count, and how often a limit was hit.
 func (g *Group) Usage() (Usage, error) {
 	if g.m.v2 {
 		return usageV2(g.dirs[0], g.ctl)

@@ -13,6 +13,8 @@ import (
 // Encoding says how a secret was written where it was found.
 type Encoding string
 
+// The encodings a secret is looked for in: as written, URL-escaped,
+// base64 (standard and URL-safe) and hex.
 const (
 	Raw       Encoding = "raw"
 	URL       Encoding = "url"

@@ -4,6 +4,7 @@ package nsinit
 // actually enforced for a run.
 type Layer string
 
+// The layers an init can enforce, by the names Results report.
 const (
 	LayerUserNS     Layer = "user-namespace"
 	LayerMountNS    Layer = "mount-namespace"

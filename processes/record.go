@@ -53,6 +53,7 @@ func (s Status) Active() bool {
 // next manager finishes the stop.
 type Desired string
 
+// The states an owner can ask for.
 const (
 	DesiredRunning Desired = "running"
 	DesiredStopped Desired = "stopped"

@@ -81,6 +81,7 @@ const (
 // ContentKind is what ReadFile found.
 type ContentKind string
 
+// The kinds ReadFile tells apart.
 const (
 	ContentText   ContentKind = "text"
 	ContentBinary ContentKind = "binary"

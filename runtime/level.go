@@ -75,6 +75,8 @@ func (e *LevelError) Error() string {
 // NetworkMode is what a Sandbox's commands can reach (Policy.Network).
 type NetworkMode string
 
+// The network modes: loopback only; only the allow-list, through the
+// egress proxy; the host's network, with no isolation.
 const (
 	NetworkNone  NetworkMode = "none"
 	NetworkAllow NetworkMode = "allow"

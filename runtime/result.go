@@ -17,6 +17,8 @@ import (
 // KillReason says why hutch killed a command.
 type KillReason string
 
+// Why hutch ended a command: Policy.Timeout, the Cmd's context, the
+// output limit, and the rest below.
 const (
 	KilledTimeout     KillReason = "timeout"
 	KilledCanceled    KillReason = "context canceled"
