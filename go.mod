@@ -1,6 +1,8 @@
 module github.com/hutchbox/hutch
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/spf13/cobra v1.10.2
