@@ -310,3 +310,26 @@ func TestHostGitHoldsConfigStill(t *testing.T) {
 	}
 	t.Logf("%d runs, %d refused", runs, refused)
 }
+
+// TestHostGitLeavesNothing: hutch git removes the copy of the repository's
+// configuration it gave git before it exits, in a repository and outside
+// one, and when git fails.
+func TestHostGitLeavesNothing(t *testing.T) {
+	needGit(t)
+	repo, plain, tmp := dir(t, "repo-"), dir(t, "plain-"), dir(t, "tmp-")
+	hostRepo(t, repo)
+	for _, args := range [][]string{
+		{"git", "-C", repo, "--", "status"},
+		{"git", "-C", plain, "--", "status"},
+		{"git", "-C", repo, "--", "no-such-subcommand"},
+	} {
+		c := exec.Command(hutchBin, args...)
+		c.Env = append(os.Environ(), "TMPDIR="+tmp)
+		c.Run()
+		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+			t.Errorf("hutch %s left %d entries in TMPDIR: %v", strings.Join(args, " "), len(ents), ents[0].Name())
+			os.RemoveAll(tmp)
+			must(os.Mkdir(tmp, 0o755))
+		}
+	}
+}

@@ -45,7 +45,21 @@ itself failed. Put -- before ARGS that begin with a flag.`,
 // runGit runs git through runtime.GitCommand on hutch's own standard
 // streams and sets code to git's exit status.
 func runGit(ctx context.Context, dir string, args []string, code *int) error {
-	ctx, cancel := context.WithCancel(ctx) // done: the held configuration goes
+	// GitCommand keeps its copy of the repository's configuration in the
+	// temporary directory until ctx is done, removing it on its own time;
+	// this process may be gone by then. So the copy goes in a directory
+	// of this run's, removed before hutch exits.
+	tmp, err := os.MkdirTemp("", "hutch-git-run-")
+	if err != nil {
+		*code = exitHutchFailed
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		*code = exitHutchFailed
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd, err := runtime.GitCommand(ctx, dir, args...)
 	if err != nil {
