@@ -30,8 +30,8 @@ import (
 // A command may still be running, and rewriting the repository's
 // configuration, while git starts: GitCommand therefore gives git a copy
 // of the repository's configuration file, made once and held where no
-// sandbox can reach it (a directory in os.TempDir, removed when ctx is
-// done; GIT_COMMON_DIR, with the rest of the repository linked in, and
+// sandbox can reach it (a directory hutch-git-PID-* in os.TempDir,
+// removed when ctx is done; GIT_COMMON_DIR, with the rest of the repository linked in, and
 // GIT_DIR and GIT_WORK_TREE naming the repository found), and checks that
 // copy: what git reads is what was checked (see hostgit_hold.go). git
 // cannot change the configuration, pack refs, delete a packed ref or

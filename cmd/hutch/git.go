@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -46,19 +48,10 @@ itself failed. Put -- before ARGS that begin with a flag.`,
 // streams and sets code to git's exit status.
 func runGit(ctx context.Context, dir string, args []string, code *int) error {
 	// GitCommand keeps its copy of the repository's configuration in the
-	// temporary directory until ctx is done, removing it on its own time;
-	// this process may be gone by then. So the copy goes in a directory
-	// of this run's, removed before hutch exits.
-	tmp, err := os.MkdirTemp("", "hutch-git-run-")
-	if err != nil {
-		*code = exitHutchFailed
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := os.Setenv("TMPDIR", tmp); err != nil {
-		*code = exitHutchFailed
-		return err
-	}
+	// temporary directory until ctx is done, and removes it on its own
+	// time; this process may be gone by then, so it removes its copies
+	// itself once git has ended.
+	defer removeGitCopies()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd, err := runtime.GitCommand(ctx, dir, args...)
@@ -102,4 +95,14 @@ func processStatus(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// removeGitCopies removes the copies of repositories' configurations
+// runtime.GitCommand made for this process (hutch-git-PID-* in the
+// temporary directory).
+func removeGitCopies() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("hutch-git-%d-*", os.Getpid())))
+	for _, m := range matches {
+		os.RemoveAll(m)
+	}
 }
