@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -136,19 +135,12 @@ func gitCommand(ctx context.Context, dir string, hold bool, args ...string) (*ex
 // points it at a held copy of the repository's) and returns the command
 // that runs git with args and every override the listing calls for.
 func heldCommand(ctx context.Context, git, dir string, args, env []string) (*exec.Cmd, error) {
-	list := exec.CommandContext(ctx, git, append(append([]string{"--no-pager"}, repoOptions(args)...),
-		"config", "--list", "--show-scope", "-z", "--includes")...)
-	list.Dir = dir
-	list.Env = slices.Concat(env, configEnv(alwaysEntries()))
-	var stdout, stderr bytes.Buffer
-	list.Stdout, list.Stderr = &stdout, &stderr
-	if err := list.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			err = fmt.Errorf("%w: %s", err, msg)
-		}
+	out, err := gitOutput(ctx, git, dir, slices.Concat(env, configEnv(alwaysEntries())),
+		append(repoOptions(args), "config", "--list", "--show-scope", "-z", "--includes")...)
+	if err != nil {
 		return nil, fmt.Errorf("git in %s: listing its configuration: %w", dir, err)
 	}
-	entries, err := parseConfigList(stdout.Bytes())
+	entries, err := parseConfigList([]byte(out))
 	if err != nil {
 		return nil, fmt.Errorf("git in %s: listing its configuration: %w", dir, err)
 	}

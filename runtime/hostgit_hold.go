@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,10 +90,11 @@ func locateRepo(ctx context.Context, git, dir string, opts, env []string) (loc r
 }
 
 // gitOutput runs git with args in dir and returns its standard output,
-// and an error holding its standard error if it failed.
+// and an error holding its standard error if it failed. git speaks
+// English here whatever the user's locale: locateRepo reads what it says.
 func gitOutput(ctx context.Context, git, dir string, env []string, args ...string) (string, error) {
 	c := exec.CommandContext(ctx, git, append([]string{"--no-pager"}, args...)...)
-	c.Dir, c.Env = dir, env
+	c.Dir, c.Env = dir, append(slices.Clone(env), "LC_ALL=C", "LANGUAGE=")
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()

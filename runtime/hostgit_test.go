@@ -761,3 +761,19 @@ func TestGitCommandHoldsConfigStill(t *testing.T) {
 	}
 	t.Logf("%d runs", runs)
 }
+
+// TestGitCommandAnyLocale: GitCommand tells a directory in no repository
+// (and a bare one) from an error by what git says, which git translates:
+// in a German locale it must still run git version outside a repository.
+func TestGitCommandAnyLocale(t *testing.T) {
+	isolateGit(t)
+	t.Setenv("LANGUAGE", "de")
+	t.Setenv("LC_ALL", "C.UTF-8")
+	cmd, err := GitCommand(context.Background(), t.TempDir(), "version")
+	if err != nil {
+		t.Fatalf("GitCommand outside a repository, LANGUAGE=de: %v", err)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "git version") {
+		t.Errorf("git version: %v\n%s", err, out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/mounts"
@@ -84,13 +85,22 @@ var kernelTrees = []hostTree{
 // the home directory are refused whatever that says.)
 var systemTrees = []string{"/etc", "/usr", "/var", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
+// resolvedSystemTrees are systemTrees with their symlinks resolved (/bin
+// is /usr/bin on a merged-/usr host), once per process.
+var resolvedSystemTrees = sync.OnceValue(func() []string {
+	out := make([]string, len(systemTrees))
+	for i, t := range systemTrees {
+		out[i] = resolve(t, "/")
+	}
+	return out
+})
+
 // checkSystemTree refuses tree (lex as given, res resolved) when it is,
 // or holds, one of systemTrees, unless allowed (Policy.AllowSystemWrite,
 // resolved) names it.
 func checkSystemTree(field, given, lex, res string, allowed []string) error {
-	for _, t := range systemTrees {
-		tr := resolve(t, "/")
-		if !mounts.Within(tr, res) && !mounts.Within(t, lex) {
+	for i, t := range systemTrees {
+		if !mounts.Within(resolvedSystemTrees()[i], res) && !mounts.Within(t, lex) {
 			continue
 		}
 		if slices.Contains(allowed, res) {
