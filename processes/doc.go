@@ -30,7 +30,11 @@
 //
 // When the supervisor ends, the sandbox ends with it: its spawn server
 // and every sandbox init die with their parent (PR_SET_PDEATHSIG), so a
-// record whose supervisor is gone has nothing left running.
+// record whose supervisor is gone has nothing left running. A supervisor
+// that ends on its own (a stop, a command done) does not leave that to
+// the kernel's timing: it kills and reaps everything below it (as a
+// child subreaper) before it ends, so that when Stop returns nothing of
+// the process runs.
 //
 // # Identity
 //

@@ -320,3 +320,67 @@ func TestLogAcrossRotation(t *testing.T) {
 		t.Errorf("the same file under both names reads %q", got)
 	}
 }
+
+// descendantsOf lists every process below pid in the host's process table
+// (by the parent pid of each), with its identity.
+func descendantsOf(t *testing.T, pid int) []Identity {
+	t.Helper()
+	parent := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var child int
+		if _, err := fmt.Sscan(e.Name(), &child); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's name, which may hold anything.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(rest, &state, &ppid); err == nil {
+			parent[ppid] = append(parent[ppid], child)
+		}
+	}
+	var out []Identity
+	for queue := parent[pid]; len(queue) > 0; queue = queue[1:] {
+		if id, err := Identify(queue[0]); err == nil {
+			out = append(out, id)
+		}
+		queue = append(queue, parent[queue[0]]...)
+	}
+	return out
+}
+
+// TestStopLeavesNothingRunning: when Stop returns, nothing that ran below
+// the supervisor runs any more: not the command, not the sandbox's init,
+// not the spawn server and its spare init, which die with the supervisor
+// (PR_SET_PDEATHSIG) but on the kernel's own time unless the supervisor
+// reaps them before it ends. Several rounds: the race is short.
+func TestStopLeavesNothingRunning(t *testing.T) {
+	m := openManager(t)
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for round := range 12 {
+		p, err := m.Start(ctx, Spec{Policy: runtime.DefaultPolicy(ws), Args: []string{"sleep", "300"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		below := descendantsOf(t, p.Supervisor.Pid)
+		if len(below) < 3 {
+			t.Fatalf("round %d: below the supervisor: %+v; want at least the spawn server, the init and the sleep", round, below)
+		}
+		if err := m.Stop(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range below {
+			if live, _ := id.Live(); live {
+				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", id.Pid))
+				t.Errorf("round %d: when Stop returned, pid %d below the supervisor still ran: %s", round, id.Pid, stat)
+			}
+		}
+	}
+}

@@ -123,9 +123,11 @@ func supervise(dir string) int {
 		}
 	}
 	stopped, err := s.loop(sb, out)
-	// The sandbox's cgroup and mounts go before the record says so.
+	// The sandbox's cgroup and mounts go, and every process below this
+	// one ends, before the record says so.
 	sb.Close()
 	out.Close()
+	endDescendants(10 * time.Second)
 	if err != nil {
 		return s.fail(err)
 	}
