@@ -3,6 +3,15 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 # The unprivileged user the integration suite also runs as.
 UNPRIV    ?= 65534
+# libseccomp is linked statically where its archive is installed (Debian's
+# libseccomp-dev has it): bin/hutch is then one file to copy, needing no
+# libseccomp.so.2 where it runs. The archive comes before libseccomp-golang's
+# -lseccomp, which --as-needed then drops. Expanded when each recipe runs,
+# so after sysdeps has installed the library.
+comma := ,
+HOST_CGO_LDFLAGS := $(CGO_LDFLAGS)
+SECCOMP_ARCHIVE = $(wildcard $(shell pkg-config --variable=libdir libseccomp 2>/dev/null)/libseccomp.a)
+export CGO_LDFLAGS = $(strip $(HOST_CGO_LDFLAGS) $(if $(SECCOMP_ARCHIVE),-l:libseccomp.a -Wl$(comma)--as-needed))
 
 .PHONY: all deps sysdeps build test test-unprivileged test-vm bench fuzz demo vet clean
 SHELL := /bin/bash

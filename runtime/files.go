@@ -49,10 +49,14 @@ type FileInfo struct {
 	// (Policy.Home), as agents show it; empty otherwise.
 	HomePath string `json:"home_path,omitempty"`
 	// HostPath is the same file's path on the host.
-	HostPath string      `json:"host_path"`
-	Size     int64       `json:"size"`
-	Mode     fs.FileMode `json:"mode"`
-	ModTime  time.Time   `json:"mod_time"`
+	HostPath string `json:"host_path"`
+	Size     int64  `json:"size"`
+	// Mode is the file's type and permissions. In JSON it is "mode", the
+	// POSIX st_mode (type bits, set-id and sticky bits, permissions: a
+	// directory 0o40755 is 16877, so Python's stat.S_ISDIR holds), and
+	// "type", the type as a word (see FileType).
+	Mode    fs.FileMode `json:"-"`
+	ModTime time.Time   `json:"mod_time"`
 	// Writable says a command may write it (WriteFile may).
 	Writable bool `json:"writable"`
 	// In a ReadDir listing: Denied, the entry is masked (a command sees
@@ -120,22 +124,140 @@ type FileContent struct {
 	Leaks []Leak `json:"leaks,omitempty"`
 }
 
-// fileContentJSON is FileContent in JSON: the one shape of a read in
-// every door (hutch read, the local API's files/read).
-type fileContentJSON struct {
-	fileContentFields
-	Content       *string `json:"content,omitempty"`
-	ContentBase64 *[]byte `json:"content_base64,omitempty"`
-	Length        int     `json:"length"`
+// FileType names a file's type as the file doors' JSON gives it ("type").
+func FileType(m fs.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "file"
+	case fs.ModeDir:
+		return "dir"
+	case fs.ModeSymlink:
+		return "symlink"
+	case fs.ModeNamedPipe:
+		return "fifo"
+	case fs.ModeSocket:
+		return "socket"
+	case fs.ModeDevice | fs.ModeCharDevice:
+		return "char_device"
+	case fs.ModeDevice:
+		return "block_device"
+	}
+	return "other"
 }
 
-// fileContentFields has FileContent's fields and none of its methods.
-type fileContentFields FileContent
+// POSIXMode is m as a POSIX st_mode: its S_IFMT type bits, S_ISUID,
+// S_ISGID, S_ISVTX and permission bits.
+func POSIXMode(m fs.FileMode) uint32 {
+	out := uint32(m.Perm())
+	for _, b := range posixBits {
+		if m&b.mode != 0 {
+			out |= b.posix
+		}
+	}
+	switch m.Type() {
+	case 0:
+		out |= 0o100000
+	case fs.ModeDir:
+		out |= 0o040000
+	case fs.ModeSymlink:
+		out |= 0o120000
+	case fs.ModeNamedPipe:
+		out |= 0o010000
+	case fs.ModeSocket:
+		out |= 0o140000
+	case fs.ModeDevice | fs.ModeCharDevice:
+		out |= 0o020000
+	case fs.ModeDevice:
+		out |= 0o060000
+	}
+	return out
+}
+
+// fileModeOf is POSIXMode's inverse.
+func fileModeOf(posix uint32) fs.FileMode {
+	m := fs.FileMode(posix & 0o777)
+	for _, b := range posixBits {
+		if posix&b.posix != 0 {
+			m |= b.mode
+		}
+	}
+	switch posix & 0o170000 {
+	case 0o040000:
+		m |= fs.ModeDir
+	case 0o120000:
+		m |= fs.ModeSymlink
+	case 0o010000:
+		m |= fs.ModeNamedPipe
+	case 0o140000:
+		m |= fs.ModeSocket
+	case 0o020000:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case 0o060000:
+		m |= fs.ModeDevice
+	case 0o100000:
+	default:
+		m |= fs.ModeIrregular
+	}
+	return m
+}
+
+var posixBits = [...]struct {
+	mode  fs.FileMode
+	posix uint32
+}{{fs.ModeSetuid, 0o4000}, {fs.ModeSetgid, 0o2000}, {fs.ModeSticky, 0o1000}}
+
+// fileInfoJSON is FileInfo in JSON, with its mode in POSIX terms.
+type fileInfoJSON struct {
+	fileInfoFields
+	Type string `json:"type"`
+	Mode uint32 `json:"mode"`
+}
+
+// fileInfoFields has FileInfo's fields and none of its methods.
+type fileInfoFields FileInfo
+
+// MarshalJSON writes Mode as "mode", a POSIX st_mode, and "type".
+func (fi FileInfo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(fi.toJSON())
+}
+
+func (fi FileInfo) toJSON() fileInfoJSON {
+	return fileInfoJSON{fileInfoFields: fileInfoFields(fi), Type: FileType(fi.Mode), Mode: POSIXMode(fi.Mode)}
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (fi *FileInfo) UnmarshalJSON(b []byte) error {
+	var in fileInfoJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*fi = FileInfo(in.fileInfoFields)
+	fi.Mode = fileModeOf(in.Mode)
+	return nil
+}
+
+// fileContentJSON is FileContent in JSON: the one shape of a read in
+// every door (hutch read, the local API's files/read): the file's info
+// as FileInfo writes it, then the window.
+type fileContentJSON struct {
+	fileInfoJSON
+	Kind          ContentKind `json:"kind"`
+	Offset        int64       `json:"offset"`
+	EOF           bool        `json:"eof"`
+	MIME          string      `json:"mime,omitempty"`
+	Width         int         `json:"width,omitempty"`
+	Height        int         `json:"height,omitempty"`
+	Leaks         []Leak      `json:"leaks,omitempty"`
+	Content       *string     `json:"content,omitempty"`
+	ContentBase64 *[]byte     `json:"content_base64,omitempty"`
+	Length        int         `json:"length"`
+}
 
 // MarshalJSON writes Data as "content" when it is text (Text), else as
 // "content_base64", and its "length" in bytes.
 func (c FileContent) MarshalJSON() ([]byte, error) {
-	out := fileContentJSON{fileContentFields: fileContentFields(c), Length: len(c.Data)}
+	out := fileContentJSON{fileInfoJSON: c.FileInfo.toJSON(), Kind: c.Kind, Offset: c.Offset, EOF: c.EOF,
+		MIME: c.MIME, Width: c.Width, Height: c.Height, Leaks: c.Leaks, Length: len(c.Data)}
 	if s, ok := c.Text(); ok {
 		out.Content = &s
 	} else {
@@ -154,7 +276,9 @@ func (c *FileContent) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*c = FileContent(in.fileContentFields)
+	*c = FileContent{FileInfo: FileInfo(in.fileInfoFields), Kind: in.Kind, Offset: in.Offset, EOF: in.EOF,
+		MIME: in.MIME, Width: in.Width, Height: in.Height, Leaks: in.Leaks}
+	c.Mode = fileModeOf(in.Mode)
 	switch {
 	case in.Content != nil:
 		c.Data = []byte(*in.Content)
