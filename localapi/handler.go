@@ -253,9 +253,7 @@ func requestField(field string) string {
 }
 
 func writeError(w http.ResponseWriter, e *Error) {
-	writeJSON(w, e.Status, struct {
-		Error *Error `json:"error"`
-	}{e})
+	writeJSON(w, e.Status, ErrorResponse{e})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -266,12 +264,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (h *Handler) health(w http.ResponseWriter, _ *http.Request) error {
 	p := h.sb.Policy()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "workspace": p.Workspace, "prewarmed": h.sb.Prewarmed()})
+	writeJSON(w, http.StatusOK, HealthResponse{Status: "ok", Workspace: p.Workspace, Prewarmed: h.sb.Prewarmed()})
 	return nil
 }
 
 func (h *Handler) version(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]any{"protocol": ProtocolVersion, "hutch_version": h.opts.Version})
+	writeJSON(w, http.StatusOK, VersionResponse{Protocol: ProtocolVersion, HutchVersion: h.opts.Version})
 	return nil
 }
 
@@ -283,7 +281,7 @@ func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
 	if err := h.opts.Reload(); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "workspace": h.sb.Policy().Workspace})
+	writeJSON(w, http.StatusOK, ReloadResponse{Status: "reloaded", Workspace: h.sb.Policy().Workspace})
 	return nil
 }
 
@@ -577,7 +575,7 @@ func (h *Handler) stat(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 	return h.onPath(w, r, ".", func(p string) (any, error) {
 		entries, err := h.sb.ReadDir(p)
-		return map[string]any{"entries": entries}, err
+		return ListResponse{Entries: entries}, err
 	})
 }
 

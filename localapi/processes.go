@@ -39,7 +39,7 @@ func (h *Handler) processRoutes() map[string]route {
 		"/v1/processes/stop-all": {http.MethodPost, h.stopAll},
 		"/v1/processes/logs":     {http.MethodPost, h.processLogs},
 		"/v1/processes/remove": {http.MethodPost, h.onProcess(func(_ context.Context, id string) (any, error) {
-			return map[string]string{"removed": id}, h.opts.Processes.Remove(id)
+			return RemoveResponse{Removed: id}, h.opts.Processes.Remove(id)
 		})},
 	}
 }
@@ -84,7 +84,7 @@ func (h *Handler) listProcesses(w http.ResponseWriter, _ *http.Request) error {
 	if l == nil {
 		l = []processes.Process{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"processes": l})
+	writeJSON(w, http.StatusOK, ProcessesResponse{Processes: l})
 	return nil
 }
 
@@ -130,11 +130,12 @@ func (h *Handler) processLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"id": req.ID, "length": len(data), "truncated": truncated}
+	out := LogsResponse{ID: req.ID, Length: len(data), Truncated: truncated}
 	if utf8.Valid(data) {
-		out["content"] = string(data)
+		text := string(data)
+		out.Content = &text
 	} else {
-		out["content_base64"] = data
+		out.ContentBase64 = data
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
