@@ -156,9 +156,18 @@ func runCLI(t *testing.T, ws string, flags []string, cmd ...string) cliResult {
 // loaded by another job).
 func runCLIArgs(t *testing.T, args ...string) cliResult {
 	t.Helper()
+	return runCLIArgsEnv(t, nil, args...)
+}
+
+// runCLIArgsEnv is runCLIArgs with env added to the test's environment.
+func runCLIArgsEnv(t *testing.T, env []string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, hutchBin, args...)
+	if env != nil {
+		c.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
