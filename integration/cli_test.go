@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +20,22 @@ import (
 // level is refused naming it, before anything runs.
 func TestVersionAndDebug(t *testing.T) {
 	r := runCLIArgs(t, "--version")
-	if v, ok := strings.CutPrefix(r.stdout, "hutch version "); r.code != 0 || !ok || strings.TrimSpace(v) == "" {
+	v, ok := strings.CutPrefix(r.stdout, "hutch version ")
+	v = strings.TrimSpace(v)
+	if r.code != 0 || !ok || v == "" || v == "(devel)" {
 		t.Errorf("hutch --version:\n%s", r)
+	}
+	// The same version in --result-json and doctor --json.
+	rj := filepath.Join(t.TempDir(), "result.json")
+	runCLIArgs(t, "run", "--workspace", dir(t, "ws-"), "--result-json", rj, "--", "true")
+	b, _ := os.ReadFile(rj)
+	for what, doc := range map[string][]byte{"--result-json": b, "doctor --json": []byte(runCLIArgs(t, "doctor", "--json").stdout)} {
+		var got struct {
+			Version string `json:"hutch_version"`
+		}
+		if err := json.Unmarshal(doc, &got); err != nil || got.Version != v {
+			t.Errorf("%s says hutch_version %q (%v); --version says %q", what, got.Version, err, v)
+		}
 	}
 
 	ws := dir(t, "ws-")

@@ -41,7 +41,11 @@ func doctorCommand() *cobra.Command {
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				// hutch's version first, then the host's report.
+				return enc.Encode(struct {
+					Version string `json:"hutch_version"`
+					*runtime.HostReport
+				}{version(), r})
 			}
 			printDoctor(cmd.OutOrStdout(), r)
 			return nil

@@ -624,14 +624,23 @@ func writeResult(out *os.File, res *runtime.Result, wt *runtime.Worktree, comman
 	return out.Close()
 }
 
-// version is hutch's module version and, in a build from a checkout, the
-// commit it was built from.
+// release is the version of this tree: the clients' packages carry the
+// same (TestClientVersions).
+const release = "0.1.0"
+
+// version is hutch's version: its module version when it was built as a
+// dependency at a tagged version, else release marked as a development
+// build, with the commit it was built from when the build recorded it
+// (-buildvcs).
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
 	v := bi.Main.Version
+	if !ok || v == "" || v == "(devel)" {
+		v = release + "-dev"
+	}
+	if !ok {
+		return v
+	}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
