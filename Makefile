@@ -61,7 +61,8 @@ test: deps vet
 # live under a home the unprivileged uid cannot enter. The TypeScript client
 # is built here, as root (the unprivileged uid has no home for npm's cache),
 # in a copy of its sources; its package.json and dist/ are what that uid runs
-# (TestTypeScriptClient skips where node is missing).
+# (TestTypeScriptClient skips where node is missing). So are the Rust
+# client's test executables (cargo test --no-run; TestRustClient runs them).
 test-unprivileged:
 	@dir=$$(mktemp -d /tmp/hutch-unpriv-XXXXXX) && chmod 0755 $$dir && \
 	$(GO) build -o $$dir/hutch ./cmd/hutch && \
@@ -73,11 +74,17 @@ test-unprivileged:
 		(cd $$dir/ts-build && npm ci --loglevel=error --no-audit --no-fund && npm run --silent build) && \
 		cp -r $$dir/ts-build/package.json $$dir/ts-build/dist $$dir/typescript/ && rm -rf $$dir/ts-build; \
 	fi && \
+	if cargo=$$(command -v cargo || { [ -x "$$HOME/.cargo/bin/cargo" ] && echo "$$HOME/.cargo/bin/cargo"; }); then \
+		rs=clients/rust && mkdir $$dir/rust-build $$dir/rust && \
+		cp -r $$rs/Cargo.toml $$rs/README.md $$rs/src $$rs/tests $$dir/rust-build/ && \
+		(set -o pipefail; cd $$dir/rust-build && CARGO_TARGET_DIR=$$dir/rust-build/target $$cargo test --offline --no-run --message-format=json | \
+			sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | xargs -r cp -t $$dir/rust/) && rm -rf $$dir/rust-build; \
+	fi && \
 	chmod -R a+rX $$dir && chmod 0755 $$dir/hutch $$dir/integration.test && \
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
-		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python HUTCH_TS_CLIENT=$$dir/typescript $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
+		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python HUTCH_TS_CLIENT=$$dir/typescript HUTCH_RUST_CLIENT_TESTS=$$dir/rust $$dir/integration.test -test.count=1 -test.timeout 20m -test.v 2>&1 | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
