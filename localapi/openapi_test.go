@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -425,3 +426,45 @@ func sourceLiterals(t *testing.T) (codes, events []string) {
 // nopProcesses is a Processes that is never called: it turns the
 // durable-process routes on.
 type nopProcesses struct{ Processes }
+
+// TestOpenAPIClients: each client in clients/ sends every field of every
+// request the description has, by its wire name (a client written before
+// a field was added would otherwise never send it). Each client's
+// exceptions say why.
+func TestOpenAPIClients(t *testing.T) {
+	doc := loadOpenAPI(t)
+	clients := []struct {
+		name   string
+		files  []string
+		except map[string]string
+	}{
+		{"typescript", []string{"typescript/src/client.ts"}, nil},
+		{"python", []string{"python/hutch_client/__init__.py", "python/hutch_client/aio.py"}, nil},
+		{"rust", []string{"rust/src/lib.rs"}, map[string]string{
+			"ExecRequest.stdin": "it always streams stdin (Hutch-Stdin: stream), never as the JSON field",
+		}},
+	}
+	for _, c := range clients {
+		var src strings.Builder
+		for _, f := range c.files {
+			b, err := os.ReadFile(filepath.Join("..", "clients", f))
+			if err != nil {
+				t.Fatalf("client %s: %v", c.name, err)
+			}
+			src.Write(b)
+		}
+		for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
+			if !strings.HasSuffix(name, "Request") {
+				continue
+			}
+			for field := range doc.Components.Schemas[name].Properties {
+				if _, ok := c.except[name+"."+field]; ok {
+					continue
+				}
+				if !strings.Contains(src.String(), `"`+field+`"`) && !strings.Contains(src.String(), `'`+field+`'`) {
+					t.Errorf("the %s client never names %s's field %q", c.name, name, field)
+				}
+			}
+		}
+	}
+}

@@ -1,76 +1,27 @@
-"""Tests of hutch_client against a real `hutch serve` ($HUTCH_BIN), each
-verdict checked on the host: the files the sandbox wrote or did not, the
-secrets that did not come back.
+"""Tests of hutch_client's Sandbox against a real `hutch serve`
+($HUTCH_BIN), each verdict checked on the host: the files the sandbox
+wrote or did not, the secrets that did not come back, the processes in the
+host's process table.
 
-    HUTCH_BIN=/path/to/hutch python3 -m unittest -v test_hutch_client
+    HUTCH_BIN=/path/to/hutch python3 -m unittest discover -v -s tests
 
-Workspaces are made in $HUTCH_TEST_SCRATCH (default /var/tmp), not /tmp: a
-command's /tmp is its own, so a host path there would prove nothing.
+with the package installed (or PYTHONPATH naming the directory above
+tests/). Workspaces are made in $HUTCH_TEST_SCRATCH (default /var/tmp):
+see serve_fixture.
 """
 
+import contextlib
 import os
-import shutil
-import subprocess
-import tempfile
+import stat
 import time
 import unittest
 
-from hutch_client import HutchError, Sandbox
+from hutch_client import HutchError, Sandbox, content_bytes
+from serve_fixture import SECRET, ServeCase, host_pids, unique_sleep
 
-SECRET = "HUTCH-PY-CLIENT-SECRET-5c1e"
 
-
-class ServeTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        hutch = os.environ.get("HUTCH_BIN")
-        if not hutch:
-            raise unittest.SkipTest("HUTCH_BIN names no hutch binary")
-        scratch = os.environ.get("HUTCH_TEST_SCRATCH", "/var/tmp")
-        cls.base = tempfile.mkdtemp(prefix="hutch-py-", dir=scratch)
-        os.chmod(cls.base, 0o755)
-        cls.ws = os.path.join(cls.base, "ws")
-        cls.outside = os.path.join(cls.base, "outside")
-        os.mkdir(cls.ws)
-        os.mkdir(cls.outside)
-        with open(os.path.join(cls.ws, ".env"), "w") as f:
-            f.write("API_KEY=" + SECRET + "\n")
-        cls.sockdir = tempfile.mkdtemp(prefix="hutch-py-sock-")  # 0700
-        cls.sock = os.path.join(cls.sockdir, "hutch.sock")
-        cls.log = open(os.path.join(cls.base, "serve.log"), "w+")
-        cls.proc = subprocess.Popen(
-            [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s",
-             "--data-dir", os.path.join(cls.base, "data"), "--grantable", "write:" + cls.outside],
-            stdout=cls.log, stderr=subprocess.STDOUT)
-        cls.sb = Sandbox(cls.sock, timeout=60)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                cls.sb.health()
-                break
-            except OSError:
-                if cls.proc.poll() is not None or time.monotonic() > deadline:
-                    cls.tearDownClass()
-                    raise RuntimeError("hutch serve did not come up:\n" + cls.serve_log())
-                time.sleep(0.05)
-
-    @classmethod
-    def serve_log(cls):
-        cls.log.seek(0)
-        return cls.log.read()
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.proc.poll() is None:
-            cls.proc.terminate()
-            try:
-                cls.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                cls.proc.kill()
-                cls.proc.wait()
-        cls.log.close()
-        shutil.rmtree(cls.base, ignore_errors=True)
-        shutil.rmtree(cls.sockdir, ignore_errors=True)
+class ServeTest(ServeCase, unittest.TestCase):
+    sb: Sandbox
 
     def test_health_and_version(self):
         h = self.sb.health()
@@ -222,6 +173,111 @@ class ServeTest(unittest.TestCase):
         with self.assertRaises(HutchError) as cm:
             self.sb.get_process(p["id"])
         self.assertEqual(cm.exception.status, 404)
+
+    def test_file_type_and_mode(self):
+        # The answers' "mode" is the host's st_mode, bit for bit, and
+        # "type" names it; a listing shows a symlink as itself, stat
+        # follows it.
+        d = os.path.join(self.ws, "modes")
+        os.mkdir(d)
+        os.chmod(d, 0o750)
+        f = os.path.join(d, "f")
+        with open(f, "w") as fh:
+            fh.write("x")
+        os.chmod(f, 0o640)
+        os.symlink("f", os.path.join(d, "link"))
+        os.mkfifo(os.path.join(d, "fifo"))
+        os.mkdir(os.path.join(d, "sticky"))
+        os.chmod(os.path.join(d, "sticky"), 0o1777)
+
+        info = self.sb.stat("modes")
+        self.assertEqual(info["type"], "dir")
+        self.assertTrue(stat.S_ISDIR(info["mode"]))
+        self.assertEqual(stat.S_IMODE(info["mode"]), 0o750)
+        self.assertEqual(info["mode"], os.lstat(d).st_mode)
+        info = self.sb.stat("modes/f")
+        self.assertEqual(info["type"], "file")
+        self.assertTrue(stat.S_ISREG(info["mode"]))
+        self.assertEqual(stat.S_IMODE(info["mode"]), 0o640)
+        info = self.sb.stat("modes/link")
+        self.assertEqual((info["type"], info["host_path"]), ("file", f))
+        read = self.sb.read("modes/f")
+        self.assertEqual((read["type"], read["mode"], read["content"]), ("file", os.lstat(f).st_mode, "x"))
+
+        entries = {os.path.basename(e["host_path"]): e for e in self.sb.list("modes")}
+        self.assertEqual(sorted(entries), ["f", "fifo", "link", "sticky"])
+        for name, e in entries.items():
+            host = os.lstat(os.path.join(d, name)).st_mode
+            self.assertEqual(e["mode"], host, name)
+            self.assertEqual(e["type"], host_type(host), name)
+        self.assertEqual(entries["link"]["type"], "symlink")
+        self.assertTrue(stat.S_ISLNK(entries["link"]["mode"]))
+        self.assertTrue(stat.S_ISFIFO(entries["fifo"]["mode"]))
+        self.assertEqual(stat.S_IMODE(entries["sticky"]["mode"]), 0o1777)
+        self.assertTrue(entries["sticky"]["mode"] & stat.S_ISVTX)
+
+    def test_write_perm(self):
+        # perm as an int (0o600) or as the wire's octal string ("640").
+        for name, perm, want in (("p600", 0o600, 0o600), ("p640", "640", 0o640)):
+            path = os.path.join(self.ws, name)
+            info = self.sb.write(path, "x", perm=perm)
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), want)
+            self.assertEqual(info["mode"], os.stat(path).st_mode)
+            self.assertEqual(info["type"], "file")
+        with self.assertRaises(TypeError):
+            self.sb.write(os.path.join(self.ws, "p-bad"), "x", perm=True)
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "p-bad")))
+
+    def test_large_stdin(self):
+        data = os.urandom(3 << 20)
+        r = self.sb.exec(command="cat > big.bin", stdin=data)
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        with open(os.path.join(self.ws, "big.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        # A command that reads little of it ends, and its result comes back
+        # (the server stops reading: the rest is not sent).
+        r = self.sb.exec(argv=["head", "-c", "10"], stdin=b"y" * (8 << 20))
+        self.assertEqual((r.exit_code, r.stdout), (0, "y" * 10))
+        r = self.sb.exec(argv=["true"], stdin=b"y" * (8 << 20))
+        self.assertEqual(r.exit_code, 0)
+
+    def test_content_bytes(self):
+        data = b"\x00\xffbin"
+        with open(os.path.join(self.ws, "cb.bin"), "wb") as f:
+            f.write(data)
+        self.assertEqual(content_bytes(self.sb.read("cb.bin")), data)
+        self.sb.write(os.path.join(self.ws, "cb.txt"), "héllo")
+        self.assertEqual(content_bytes(self.sb.read("cb.txt")), "héllo".encode())
+
+    def test_stream_closed_early_stops_the_command(self):
+        arg = unique_sleep()
+        with contextlib.closing(self.sb.exec_stream(command="echo up; exec sleep " + arg)) as events:
+            self.assertEqual(next(events), ("stdout", b"up\n"))
+            pids = wait_for(lambda: host_pids(["sleep", arg]), 10)
+            self.assertTrue(pids, "the sleep is not in the host's process table")
+        # The connection is closed: the server stops the command (SIGTERM).
+        self.assertTrue(wait_for(lambda: not host_pids(["sleep", arg]), 10),
+                        "the sleep runs on after the client hung up")
+
+
+def host_type(mode):
+    """FileInfo's "type" for a host st_mode."""
+    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "symlink"),
+                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char_device"),
+                       (stat.S_ISBLK, "block_device")):
+        if test(mode):
+            return name
+    return "other"
+
+
+def wait_for(cond, secs):
+    """cond()'s first true value within secs, else its last."""
+    deadline = time.monotonic() + secs
+    while True:
+        v = cond()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,701 @@
+"""A client of hutch's local API (hutch serve), standard library only.
+
+    sb = Sandbox("/run/user/1000/hutch/hutch.sock")
+    r = sb.exec(command="make test", cwd="src", timeout_ms=60000, env={"CI": "1"})
+    r.exit_code, r.stdout, r.stderr, r.result   # result: the runtime.Result, a dict
+    sb.read("notes.md")                          # {"content": ..., "path": ..., ...}
+    sb.write("/abs/path/in/workspace.txt", "text")
+    stat.S_ISDIR(sb.stat("src")["mode"])         # mode: the POSIX st_mode
+
+The protocol is JSON over HTTP/1.1 on a unix socket (docs/local-api.md in
+hutch's repository); a refusal comes back as HutchError with the server's
+code, message and field. hutch_client.aio.AsyncSandbox has the same
+methods as coroutines, for asyncio.
+
+Answers are the server's JSON objects as dicts, typed below (FileInfo,
+ReadResult, ProcessRecord...) as TypedDicts: a key a later server adds is
+kept as it comes.
+"""
+
+import base64
+import http.client
+import json
+import socket
+import threading
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+    cast,
+)
+
+if TYPE_CHECKING:
+    from .aio import AsyncSandbox
+
+__all__ = [
+    "Sandbox",
+    "AsyncSandbox",
+    "ExecResult",
+    "HutchError",
+    "PROTOCOL_VERSION",
+    "content_bytes",
+    "Health",
+    "Version",
+    "Result",
+    "ResultEvent",
+    "ExecEvent",
+    "FileType",
+    "FileInfo",
+    "ReadResult",
+    "ProcessRecord",
+    "ProcessRun",
+    "ProcessLogs",
+    "Removed",
+    "Reloaded",
+]
+
+__version__ = "0.1.0"
+
+PROTOCOL_VERSION = 1
+
+
+# ---------------------------------------------------------------------------
+# What comes back: the server's JSON objects, as dicts.
+
+class Health(TypedDict):
+    """GET /v1/health."""
+
+    status: str
+    #: The workspace's absolute path.
+    workspace: str
+    prewarmed: int
+
+
+class Version(TypedDict):
+    """GET /v1/version."""
+
+    protocol: int
+    hutch_version: str
+
+
+class Reloaded(TypedDict):
+    """POST /v1/policy/reload."""
+
+    status: str
+    workspace: str
+
+
+class _ResultRequired(TypedDict):
+    exit_code: int
+    wall_ns: int
+    startup_ns: int
+    killed: bool
+    layers: Optional[List[str]]
+    level: str
+    network: str
+
+
+class Result(_ResultRequired, total=False):
+    """The command's runtime.Result, as `hutch run --result-json` writes
+    its fields. exit_code is the command's status, -1 if a signal ended it
+    (signal)."""
+
+    signal: int
+    #: "timeout", "context canceled", "output limit", "sandbox died", "stopped".
+    kill_reason: str
+    truncated: bool
+    prewarmed: bool
+    skipped: List[Any]
+    phases: List[Any]
+    seccomp_profile: str
+    unenforced: List[str]
+    backend: str
+    unsandboxed: bool
+    network_events: List[Dict[str, Any]]
+    unix_socket_wall: str
+    repositories: List[Dict[str, str]]
+    trees_walked: str
+    landlock_abi: int
+    cgroup: str
+    usage: Dict[str, Any]
+    leaks: List[Dict[str, Any]]
+    leaks_dropped: int
+    leak_action: str
+    reason: str
+    error: str
+
+
+class _ResultEventRequired(TypedDict):
+    type: Literal["result"]
+    result: Result
+    #: What `hutch run` would exit with (ExecResult.exit_code).
+    exit_status: int
+
+
+class ResultEvent(_ResultEventRequired, total=False):
+    """An exec's last event, as the server sent it."""
+
+    #: Why the command did not run, or what went wrong copying its output.
+    error: str
+
+
+#: An exec's events as exec_stream yields them: ("stdout", bytes),
+#: ("stderr", bytes), and last ("result", ResultEvent).
+ExecEvent = Union[Tuple[Literal["stdout", "stderr"], bytes], Tuple[Literal["result"], ResultEvent]]
+
+#: A file's type, as FileInfo's "type" names it.
+FileType = Literal["file", "dir", "symlink", "fifo", "socket", "char_device", "block_device", "other"]
+
+
+class _FileInfoRequired(TypedDict):
+    #: The path as a command of the sandbox names it, symlinks resolved.
+    path: str
+    #: The same file on the host.
+    host_path: str
+    size: int
+    #: What kind of file it is.
+    type: FileType
+    #: The POSIX st_mode (type bits, set-id and sticky bits, permissions):
+    #: stat.S_ISDIR(info["mode"]), stat.S_IMODE(info["mode"]).
+    mode: int
+    #: RFC 3339.
+    mod_time: str
+    #: A command may write it.
+    writable: bool
+
+
+class FileInfo(_FileInfoRequired, total=False):
+    """A file the file door reached (files/stat, files/write, an entry of
+    files/list)."""
+
+    #: path as ~/..., when it lies in the sandbox's HOME.
+    home_path: str
+    #: In a listing: masked to commands (they see it empty).
+    denied: bool
+    #: In a listing: a command sees a filesystem of its own there (/tmp, /dev, /proc).
+    private: bool
+
+
+class _ReadRequired(FileInfo):
+    #: "text", "binary" or "image".
+    kind: str
+    #: The first byte read.
+    offset: int
+    #: How many bytes were read.
+    length: int
+    #: The bytes read reach the end of the file.
+    eof: bool
+
+
+class ReadResult(_ReadRequired, total=False):
+    """POST /v1/files/read: the file's info, then the bytes read, as
+    "content" when they are text, else "content_base64"
+    (content_bytes() gives them either way)."""
+
+    content: str
+    content_base64: str
+    mime: str
+    width: int
+    height: int
+    #: The secrets found in the content (never the secrets themselves).
+    leaks: List[Dict[str, Any]]
+
+
+class _ProcessRunRequired(TypedDict):
+    started: str
+    #: -1 when a signal ended it (signal) or it did not start (error).
+    exit_code: int
+
+
+class ProcessRun(_ProcessRunRequired, total=False):
+    """One run of a durable process's command."""
+
+    ended: str
+    pid: int
+    signal: str
+    error: str
+
+
+class _ProcessRecordRequired(TypedDict):
+    id: str
+    args: List[str]
+    created: str
+    #: "running", "starting", "backoff", "stopping", "stopped", "exited", "failed", "stale".
+    status: str
+    #: "running" or "stopped".
+    desired: str
+    #: "always", "on-failure" or "never".
+    restart: str
+    restarts: int
+    backoff: Dict[str, Any]
+    #: The log file on the host.
+    log: str
+
+
+class ProcessRecord(_ProcessRecordRequired, total=False):
+    """A durable process's record (/v1/processes)."""
+
+    name: str
+    reason: str
+    #: The command's pid on the host while it runs.
+    pid: int
+    supervisor: Dict[str, Any]
+    runs: List[ProcessRun]
+    log_full: bool
+    log_dropped: int
+
+
+class _ProcessLogsRequired(TypedDict):
+    id: str
+    length: int
+    #: The log held more than these bytes (tail_bytes, or the server's cap).
+    truncated: bool
+
+
+class ProcessLogs(_ProcessLogsRequired, total=False):
+    """POST /v1/processes/logs: "content" when the log is text, else
+    "content_base64" (content_bytes() gives them either way)."""
+
+    content: str
+    content_base64: str
+
+
+class Removed(TypedDict):
+    """POST /v1/processes/remove."""
+
+    removed: str
+
+
+def content_bytes(answer: Union[ReadResult, ProcessLogs]) -> bytes:
+    """The bytes of a read's or a log's answer, whichever way they came
+    (content or content_base64)."""
+    if "content_base64" in answer:
+        return base64.b64decode(answer["content_base64"])
+    return answer.get("content", "").encode("utf-8")
+
+
+class HutchError(Exception):
+    """An error response: status is the HTTP status, code the API's word
+    for it (bad_request, denied, private, not_found, not_permitted, active,
+    ...), field the request's field at fault, if one is."""
+
+    status: int
+    code: str
+    message: str
+    field: Optional[str]
+
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None) -> None:
+        super().__init__(f"{code}: {field + ': ' if field else ''}{message}")
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+
+class ExecResult:
+    """A finished command: exit_code is hutch run's exit status (the
+    command's, 128+N for signal N, 126/127 not executable/not found, 125
+    hutch failed), result the full runtime.Result as a dict."""
+
+    exit_code: int
+    #: The output decoded as UTF-8, invalid bytes replaced.
+    stdout: str
+    stderr: str
+    result: Result
+    #: Why the command did not run, or what went wrong copying its output.
+    error: Optional[str]
+    #: The output exactly as the command wrote it.
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+
+    def __init__(self, exit_code: int, stdout: str, stderr: str, result: Result, error: Optional[str] = None,
+                 stdout_bytes: Optional[bytes] = None, stderr_bytes: Optional[bytes] = None) -> None:
+        self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+        self.result, self.error = result, error
+        self.stdout_bytes = stdout.encode() if stdout_bytes is None else stdout_bytes
+        self.stderr_bytes = stderr.encode() if stderr_bytes is None else stderr_bytes
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.result.get("killed"))
+
+    @property
+    def kill_reason(self) -> str:
+        """result's kill_reason ("timeout"...), or ""."""
+        return self.result.get("kill_reason", "")
+
+    def __repr__(self) -> str:
+        return f"ExecResult(exit_code={self.exit_code!r}, killed={self.killed!r})"
+
+
+#: Receives each chunk of output as it arrives: ("stdout" or "stderr", bytes).
+OnOutput = Callable[[str, bytes], Any]
+
+StrList = Sequence[str]
+Stdin = Union[str, bytes, bytearray, memoryview]
+
+
+# ---------------------------------------------------------------------------
+# The wire, shared with hutch_client.aio.
+
+def _command(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
+             allowed_domains: Optional[StrList], package_managers: Optional[StrList],
+             grant: Optional[StrList]) -> Dict[str, Any]:
+    """The request's fields for what runs, those given only."""
+    body: Dict[str, Any] = {}
+    for k, v in (("argv", argv), ("command", command), ("cwd", cwd), ("env", env),
+                 ("allowed_domains", allowed_domains), ("package_managers", package_managers),
+                 ("grant", grant)):
+        if v is None:
+            continue
+        if k in ("argv", "allowed_domains", "package_managers", "grant"):
+            if isinstance(v, (str, bytes)):
+                # list("ls") would run ["l", "s"].
+                raise TypeError(f"{k} must be a list of strings, not {type(v).__name__} {v!r}"
+                                + (": give [" + repr(v) + "], or command=" + repr(v) if k == "argv" else ""))
+            v = list(v)
+        elif k == "env" and isinstance(v, Mapping):
+            v = dict(v)
+        body[k] = v
+    return body
+
+
+def _exec_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
+               stdin: Optional[Stdin], timeout_ms: Optional[int], allowed_domains: Optional[StrList],
+               package_managers: Optional[StrList], grant: Optional[StrList]) -> Tuple[Dict[str, Any], Optional[bytes]]:
+    """POST /v1/exec's object, and the stdin to stream after it (bytes)."""
+    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+    stdin_bytes = None
+    if isinstance(stdin, (bytes, bytearray, memoryview)):
+        stdin_bytes, stdin = bytes(stdin), None
+    for k, v in (("stdin", stdin), ("timeout_ms", timeout_ms)):
+        if v is not None:
+            body[k] = v
+    return body, stdin_bytes
+
+
+def _read_body(path: str, offset: Optional[int], limit: Optional[int], mode: Optional[str],
+               no_follow: bool) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"path": path}
+    for k, v in (("offset", offset), ("limit", limit), ("mode", mode)):
+        if v is not None:
+            body[k] = v
+    if no_follow:
+        body["no_follow"] = True
+    return body
+
+
+def _write_body(path: str, content: Union[str, bytes, bytearray, memoryview], append: bool,
+                perm: Union[int, str, None], no_follow: bool) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"path": path}
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        body["content_base64"] = base64.b64encode(content).decode()
+    else:
+        body["content"] = content
+    if append:
+        body["append"] = True
+    if perm is not None:
+        # The wire has the octal digits as a string ("644"); 0o644 is the
+        # same mode.
+        if isinstance(perm, bool) or not isinstance(perm, (int, str)):
+            raise TypeError(f"perm must be an int such as 0o644 or a string such as '644', not {perm!r}")
+        body["perm"] = format(perm, "o") if isinstance(perm, int) else perm
+    if no_follow:
+        body["no_follow"] = True
+    return body
+
+
+def _start_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
+                name: Optional[str], restart: Optional[str], allowed_domains: Optional[StrList],
+                package_managers: Optional[StrList], grant: Optional[StrList]) -> Dict[str, Any]:
+    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+    for k, v in (("name", name), ("restart", restart)):
+        if v is not None:
+            body[k] = v
+    return body
+
+
+def _logs_body(id: str, tail_bytes: Optional[int]) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"id": id}
+    if tail_bytes is not None:
+        body["tail_bytes"] = tail_bytes
+    return body
+
+
+def _error(status: int, raw: bytes) -> HutchError:
+    """The HutchError of an error response's body."""
+    try:
+        e = json.loads(raw)["error"]
+        return HutchError(status, e.get("code", ""), e.get("message", ""), e.get("field"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return HutchError(status, "http", raw.decode("utf-8", "replace"))
+
+
+def _event(line: bytes) -> Optional[ExecEvent]:
+    """An exec response's line as exec_stream yields it; None for a type
+    this client does not use ("started", or one a later server adds)."""
+    if not line.strip():
+        return None
+    ev = json.loads(line)
+    t = ev.get("type")
+    if t == "stdout" or t == "stderr":
+        data = ev.get("data", "")
+        return (t, base64.b64decode(data) if ev.get("base64") else data.encode())
+    if t == "result":
+        return ("result", ev)
+    return None
+
+
+def _exec_result(ev: ResultEvent, out: bytearray, err: bytearray) -> ExecResult:
+    return ExecResult(ev["exit_status"], out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                      ev["result"], ev.get("error"), bytes(out), bytes(err))
+
+
+def _truncated(status: int) -> HutchError:
+    return HutchError(status, "truncated", "the response ended before the result")
+
+
+# ---------------------------------------------------------------------------
+# The client.
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTPConnection over a unix socket: the host name is only for the
+    Host header."""
+
+    def __init__(self, path: str, timeout: Optional[float]) -> None:
+        super().__init__("hutch", timeout=timeout)
+        self._path = path
+        self._stdin: Optional[threading.Thread] = None
+        self._sock: Optional[socket.socket] = None
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self._path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = self._sock = s
+
+    def send_stdin(self, data: bytes) -> None:
+        """Sends data (the rest of the body) from a thread of its own, while
+        the response is read: a command that does not read all of its stdin
+        ends, and the server then stops reading; its result is here all the
+        same (sent whole first, the write refused would lose it)."""
+        if self._sock is None:
+            raise RuntimeError("send_stdin before the request")
+        sock = self._sock
+
+        def send() -> None:
+            try:
+                sock.sendall(data)
+            except OSError:
+                pass  # the server stopped reading: the command has ended
+
+        self._stdin = threading.Thread(target=send, name="hutch_client stdin", daemon=True)
+        self._stdin.start()
+
+    def hang_up(self) -> None:
+        """Closes the connection at once, whatever still holds the socket
+        (the response's file, a thread sending stdin): the server sees the
+        client gone, and stops the command. (close() alone leaves the
+        socket to the response once the response has it.)"""
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._stdin is not None:
+            self._stdin.join()
+            self._stdin = None
+        self.close()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+class Sandbox:
+    """The sandbox a hutch serve process on socket_path runs commands in.
+    Each call is one connection; a Sandbox may be shared between threads."""
+
+    socket_path: str
+    timeout: Optional[float]
+
+    def __init__(self, socket_path: str, timeout: Optional[float] = None) -> None:
+        # timeout bounds each socket operation, not a command (timeout_ms).
+        self.socket_path, self.timeout = socket_path, timeout
+
+    def _request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
+                 stdin_bytes: Optional[bytes] = None) -> Tuple[_UnixConnection, http.client.HTTPResponse]:
+        conn = _UnixConnection(self.socket_path, self.timeout)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        try:
+            if stdin_bytes is None or data is None:
+                conn.request(method, path, body=data, headers=headers)
+            else:
+                # The request's JSON, then at once the command's stdin,
+                # bytes as they are (the API's Hutch-Stdin: stream), sent
+                # beside the response's reading.
+                conn.putrequest(method, path)
+                headers["Hutch-Stdin"] = "stream"
+                headers["Content-Length"] = str(len(data) + len(stdin_bytes))
+                for k, v in headers.items():
+                    conn.putheader(k, v)
+                conn.endheaders(data)
+                conn.send_stdin(stdin_bytes)
+            resp = conn.getresponse()
+            if resp.status >= 400:
+                raise _error(resp.status, resp.read())
+        except BaseException:
+            conn.hang_up()
+            raise
+        return conn, resp
+
+    def _json(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        conn, resp = self._request(method, path, body)
+        try:
+            return json.loads(resp.read())
+        finally:
+            resp.close()
+            conn.hang_up()
+
+    def health(self) -> Health:
+        return cast(Health, self._json("GET", "/v1/health"))
+
+    def version(self) -> Version:
+        return cast(Version, self._json("GET", "/v1/version"))
+
+    def exec_stream(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
+                    env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,
+                    timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
+                    package_managers: Optional[StrList] = None,
+                    grant: Optional[StrList] = None) -> Iterator[ExecEvent]:
+        """Yields the exec's events as they come: ("stdout", bytes),
+        ("stderr", bytes), then ("result", ResultEvent) last, the server's
+        event as a dict (its "exit_status", "result" and "error"). stdin
+        is text (str) or bytes, sent as they are. Leaving the loop early
+        closes the connection, which stops the command."""
+        body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
+                                       package_managers, grant)
+        conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
+        try:
+            for line in resp:
+                ev = _event(line)
+                if ev is not None:
+                    yield ev
+                    if ev[0] == "result":
+                        return
+            raise _truncated(resp.status)
+        finally:
+            resp.close()
+            conn.hang_up()
+
+    def exec(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
+             env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
+             allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
+             grant: Optional[StrList] = None, on_output: Optional[OnOutput] = None) -> ExecResult:
+        """Runs a command (argv, or command as sh -c) and returns its
+        ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
+        replaced; stdout_bytes and stderr_bytes hold them as written).
+        cwd is relative to the workspace; timeout_ms stops the command as
+        hutch run --timeout does (SIGTERM, SIGKILL the server's
+        --kill-after later). allowed_domains, package_managers and grant
+        (permission tags) ask for more than the server's policy, within
+        its --grantable ceiling (HutchError not_permitted otherwise).
+        on_output(stream, data_bytes), if given, sees each chunk as it
+        arrives."""
+        out, err = bytearray(), bytearray()
+        for ev in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
+                                   allowed_domains, package_managers, grant):
+            if ev[0] == "result":
+                return _exec_result(ev[1], out, err)
+            t, data = ev
+            (out if t == "stdout" else err).extend(data)
+            if on_output is not None:
+                on_output(t, data)
+        raise _truncated(0)  # exec_stream raises first
+
+    def read(self, path: str, offset: Optional[int] = None, limit: Optional[int] = None, mode: Optional[str] = None,
+             no_follow: bool = False) -> ReadResult:
+        """The file as a command of the sandbox would see it: a dict with
+        "content" (text) or "content_base64", and path, host_path, type,
+        mode, size... mode ("text" or "binary") says how to present it
+        (the default tells text, binary and images apart); no_follow
+        refuses a symlink."""
+        return cast(ReadResult, self._json("POST", "/v1/files/read", _read_body(path, offset, limit, mode, no_follow)))
+
+    def write(self, path: str, content: Union[str, bytes, bytearray, memoryview], append: bool = False,
+              perm: Union[int, str, None] = None, no_follow: bool = False) -> FileInfo:
+        """Writes content (str, or bytes) to the absolute path, as a command
+        of the sandbox could; returns the file's info. perm is the mode of
+        a file the write creates (0o644 or "644"), subject to the server's
+        umask."""
+        return cast(FileInfo, self._json("POST", "/v1/files/write",
+                                         _write_body(path, content, append, perm, no_follow)))
+
+    def stat(self, path: str) -> FileInfo:
+        """The file's info: "type" ("file", "dir", "symlink"...) and
+        "mode", the POSIX st_mode (stat.S_ISDIR(info["mode"]))."""
+        return cast(FileInfo, self._json("POST", "/v1/files/stat", {"path": path}))
+
+    def list(self, path: str = ".") -> List[FileInfo]:
+        """The directory's entries, each a FileInfo (a symlink as itself)."""
+        return cast("List[FileInfo]", self._json("POST", "/v1/files/list", {"path": path})["entries"])
+
+    def reload(self) -> Reloaded:
+        """Has the server read its policy again (as SIGHUP does)."""
+        return cast(Reloaded, self._json("POST", "/v1/policy/reload", {}))
+
+    # Durable processes: they outlive the server; the next one over the
+    # same --data-dir lists and stops them.
+
+    def start_process(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
+                      env: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
+                      restart: Optional[str] = None, allowed_domains: Optional[StrList] = None,
+                      package_managers: Optional[StrList] = None, grant: Optional[StrList] = None) -> ProcessRecord:
+        """Starts a durable process; returns its record (id, status, pid...).
+        restart is "always" (the default), "on-failure" or "never"."""
+        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant)
+        return cast(ProcessRecord, self._json("POST", "/v1/processes/start", body))
+
+    def processes(self) -> List[ProcessRecord]:
+        return cast("List[ProcessRecord]", self._json("GET", "/v1/processes")["processes"])
+
+    def get_process(self, id: str) -> ProcessRecord:
+        return cast(ProcessRecord, self._json("POST", "/v1/processes/get", {"id": id}))
+
+    def stop_process(self, id: str) -> ProcessRecord:
+        """Stops it (SIGTERM, SIGKILL after the server's --kill-after) and
+        returns its record once it is gone."""
+        return cast(ProcessRecord, self._json("POST", "/v1/processes/stop", {"id": id}))
+
+    def stop_all_processes(self) -> List[ProcessRecord]:
+        answer = self._json("POST", "/v1/processes/stop-all", {})
+        return cast("List[ProcessRecord]", answer["processes"])
+
+    def process_logs(self, id: str, tail_bytes: Optional[int] = None) -> ProcessLogs:
+        """Its log (stdout and stderr as written): a dict with "content"
+        (text) or "content_base64", "length" and "truncated"."""
+        return cast(ProcessLogs, self._json("POST", "/v1/processes/logs", _logs_body(id, tail_bytes)))
+
+    def remove_process(self, id: str) -> Removed:
+        """Forgets a stopped process's record and log (HutchError 409
+        active while it runs)."""
+        return cast(Removed, self._json("POST", "/v1/processes/remove", {"id": id}))
+
+
+def __getattr__(name: str) -> Any:
+    # hutch_client.AsyncSandbox, imported only when asked for.
+    if name == "AsyncSandbox":
+        from .aio import AsyncSandbox
+        return AsyncSandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

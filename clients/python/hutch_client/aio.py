@@ -1,0 +1,419 @@
+"""hutch_client for asyncio: AsyncSandbox has Sandbox's methods as
+coroutines, over asyncio's streams on the unix socket (those of
+asyncio.open_unix_connection), with HTTP/1.1 written and read here: the
+standard library has no asyncio HTTP client.
+
+    from hutch_client.aio import AsyncSandbox
+
+    async def main():
+        sb = AsyncSandbox("/run/user/1000/hutch/hutch.sock")
+        r = await sb.exec(command="make test", timeout_ms=60000,
+                          on_output=lambda stream, data: print(data.decode(), end=""))
+        r.exit_code, r.stdout, r.result["wall_ns"]
+        await sb.write("/abs/path/in/workspace.txt", "text")
+        await asyncio.gather(*(sb.exec(argv=["make", t]) for t in ("a", "b")))
+
+Each call is one connection, so calls run side by side. A call that is
+cancelled (asyncio.wait_for, a task's cancel()) closes its connection, and
+the server stops the command it ran, as hutch run --timeout would.
+"""
+
+import asyncio
+import inspect
+import json
+import socket
+from typing import (
+    Any,
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from . import (
+    ExecEvent,
+    ExecResult,
+    FileInfo,
+    Health,
+    HutchError,
+    ProcessLogs,
+    ProcessRecord,
+    ReadResult,
+    Reloaded,
+    Removed,
+    Stdin,
+    StrList,
+    Version,
+    _error,
+    _event,
+    _exec_body,
+    _exec_result,
+    _logs_body,
+    _read_body,
+    _start_body,
+    _truncated,
+    _write_body,
+)
+
+__all__ = ["AsyncSandbox", "OnOutput"]
+
+#: Receives each chunk of output as it arrives: ("stdout" or "stderr",
+#: bytes); it may be a coroutine function, awaited before the next chunk
+#: is read.
+OnOutput = Callable[[str, bytes], Union[Awaitable[Any], Any]]
+
+T = TypeVar("T")
+
+# A response's head (status line and headers) is at most this big.
+_MAX_HEAD = 64 << 10
+
+
+class _Response:
+    """An HTTP/1.1 response being read: its status and headers, then its
+    body by Content-Length, chunked, or up to the end of the connection."""
+
+    def __init__(self, sb: "AsyncSandbox", reader: asyncio.StreamReader, status: int,
+                 headers: Dict[str, str]) -> None:
+        self._sb, self._reader, self.status, self.headers = sb, reader, status, headers
+        te = headers.get("transfer-encoding", "").lower()
+        self._chunked = "chunked" in te
+        self._left: Optional[int] = None
+        if not self._chunked and "content-length" in headers:
+            try:
+                self._left = int(headers["content-length"])
+            except ValueError:
+                raise HutchError(status, "http", "bad Content-Length: " + headers["content-length"]) from None
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive."""
+        r, wait = self._reader, self._sb._wait
+        try:
+            if self._chunked:
+                while True:
+                    size_line = await wait(r.readuntil(b"\r\n"))
+                    size = int(size_line.split(b";", 1)[0].strip(), 16)
+                    if size == 0:
+                        # Trailers, up to the empty line.
+                        while (await wait(r.readuntil(b"\r\n"))) != b"\r\n":
+                            pass
+                        return
+                    data = await wait(r.readexactly(size))
+                    await wait(r.readexactly(2))
+                    yield data
+            elif self._left is not None:
+                while self._left > 0:
+                    data = await wait(r.read(min(self._left, 1 << 16)))
+                    if not data:
+                        raise asyncio.IncompleteReadError(b"", self._left)
+                    self._left -= len(data)
+                    yield data
+            else:
+                while True:
+                    data = await wait(r.read(1 << 16))
+                    if not data:
+                        return
+                    yield data
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            raise HutchError(self.status, "truncated", "the response ended early or is not HTTP/1.1") from None
+
+    async def read(self) -> bytes:
+        out = bytearray()
+        async for data in self.chunks():
+            out += data
+        return bytes(out)
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """The body's lines (ndjson), each as soon as it is whole."""
+        buf = bytearray()
+        async for data in self.chunks():
+            buf += data
+            while True:
+                i = buf.find(b"\n")
+                if i < 0:
+                    break
+                line = bytes(buf[:i + 1])
+                del buf[:i + 1]
+                yield line
+        if buf:
+            yield bytes(buf)
+
+
+def _retrieve(f: "asyncio.Future[Any]") -> None:
+    # An exception of a step that was cancelled or timed out is no news
+    # (and is not to be logged as never retrieved).
+    if not f.cancelled():
+        f.exception()
+
+
+class _Reader(asyncio.StreamReader):
+    """A StreamReader that reads a reset as the end. The server resets a
+    connection it closes with bytes of ours unread (a command's stdin it
+    did not read all of), after what it sent, which the kernel gives
+    first; asyncio's own would drop those bytes, unread, for the error."""
+
+    def set_exception(self, exc: Exception) -> None:
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+            self.feed_eof()  # a response cut short is told by its framing
+        else:
+            super().set_exception(exc)
+
+
+async def _open(path: str) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio.open_unix_connection(path), with a _Reader."""
+    loop = asyncio.get_running_loop()
+    reader = _Reader(limit=_MAX_HEAD, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_unix_connection(lambda: protocol, path)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
+class _Call:
+    """One request's connection: its stream, and the stdin sent beside the
+    response's reading."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.stdin_task: "Optional[asyncio.Future[None]]" = None
+        self.stdin_sock: Optional[socket.socket] = None
+
+    def send_stdin(self, data: bytes) -> None:
+        # Through a socket of its own on the same connection (a dup): the
+        # server stops reading once the command ends, and the write it
+        # then refuses would close the stream, losing the result that came
+        # first.
+        sock = self.writer.get_extra_info("socket").dup()
+        self.stdin_sock = sock
+
+        async def send() -> None:
+            try:
+                await asyncio.get_running_loop().sock_sendall(sock, data)
+            except OSError:
+                pass  # the server stopped reading: the command has ended
+
+        self.stdin_task = asyncio.ensure_future(send())
+
+    async def close(self) -> None:
+        try:
+            if self.stdin_task is not None:
+                self.stdin_task.cancel()
+                await asyncio.wait([self.stdin_task])
+        finally:
+            if self.stdin_sock is not None:
+                self.stdin_sock.close()
+            self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except Exception:
+            pass  # closed: whatever the peer did last is no news
+
+
+class AsyncSandbox:
+    """The sandbox a hutch serve process on socket_path runs commands in,
+    for asyncio. Each call is one connection; an AsyncSandbox may be shared
+    between tasks (and event loops: it holds no connection)."""
+
+    socket_path: str
+    timeout: Optional[float]
+
+    def __init__(self, socket_path: str, timeout: Optional[float] = None) -> None:
+        # timeout bounds each connect, write and read (asyncio.TimeoutError),
+        # not a command (timeout_ms).
+        self.socket_path, self.timeout = socket_path, timeout
+
+    async def _wait(self, aw: Awaitable[T]) -> T:
+        """aw, within self.timeout (asyncio.TimeoutError)."""
+        if self.timeout is None:
+            return await aw
+        # Not asyncio.wait_for: before Python 3.12 it returns aw's result
+        # when aw ends as the call is cancelled, and the cancel is lost
+        # (the command would run on).
+        inner = asyncio.ensure_future(aw)
+        inner.add_done_callback(_retrieve)
+        try:
+            done, _ = await asyncio.wait({inner}, timeout=self.timeout)
+        except BaseException:
+            inner.cancel()
+            raise
+        if not done:
+            inner.cancel()
+            await asyncio.wait({inner})
+            if inner.cancelled():
+                raise asyncio.TimeoutError()
+        return inner.result()
+
+    async def _request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
+                       stdin_bytes: Optional[bytes] = None) -> Tuple[_Call, _Response]:
+        reader, writer = await self._wait(_open(self.socket_path))
+        call = _Call(writer)
+        try:
+            head = [f"{method} {path} HTTP/1.1", "Host: hutch", "Connection: close"]
+            data = b""
+            if body is not None:
+                data = json.dumps(body).encode()
+                head.append("Content-Type: application/json")
+            if stdin_bytes is not None:
+                # The request's JSON, then the command's stdin, bytes as
+                # they are (the API's Hutch-Stdin: stream), written beside
+                # the response's reading: a command that does not read it
+                # all ends all the same.
+                head.append("Hutch-Stdin: stream")
+            if body is not None or method != "GET":
+                head.append("Content-Length: %d" % (len(data) + len(stdin_bytes or b"")))
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+            await self._wait(writer.drain())
+            if stdin_bytes:
+                call.send_stdin(stdin_bytes)
+            status, headers = await self._head(reader)
+            resp = _Response(self, reader, status, headers)
+            if status >= 400:
+                raise _error(status, await resp.read())
+            return call, resp
+        except BaseException:
+            await call.close()
+            raise
+
+    async def _head(self, reader: asyncio.StreamReader) -> Tuple[int, Dict[str, str]]:
+        size = 0
+        while True:
+            try:
+                line = await self._wait(reader.readuntil(b"\r\n"))
+                parts = line.decode("latin-1").split(None, 2)
+                if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
+                    raise ValueError(line)
+                status = int(parts[1])
+                headers: Dict[str, str] = {}
+                while True:
+                    h = await self._wait(reader.readuntil(b"\r\n"))
+                    size += len(h)
+                    if size > _MAX_HEAD:
+                        raise ValueError("response head too large")
+                    if h == b"\r\n":
+                        break
+                    k, _, v = h.decode("latin-1").partition(":")
+                    headers[k.strip().lower()] = v.strip()
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
+                raise HutchError(0, "http", "not an HTTP/1.1 response: %s" % e) from None
+            if status >= 200:  # 1xx: another head follows
+                return status, headers
+
+    async def _json(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        call, resp = await self._request(method, path, body)
+        try:
+            return json.loads(await resp.read())
+        finally:
+            await call.close()
+
+    async def health(self) -> Health:
+        return cast(Health, await self._json("GET", "/v1/health"))
+
+    async def version(self) -> Version:
+        return cast(Version, await self._json("GET", "/v1/version"))
+
+    async def exec_stream(self, argv: Optional[StrList] = None, command: Optional[str] = None,
+                          cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                          stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
+                          allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
+                          grant: Optional[StrList] = None) -> AsyncGenerator[ExecEvent, None]:
+        """Yields the exec's events as they come: ("stdout", bytes),
+        ("stderr", bytes), then ("result", ResultEvent) last. Closing the
+        generator early (contextlib.aclosing, or its aclose()) closes the
+        connection, which stops the command."""
+        body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
+                                       package_managers, grant)
+        call, resp = await self._request("POST", "/v1/exec", body, stdin_bytes)
+        try:
+            async for line in resp.lines():
+                ev = _event(line)
+                if ev is not None:
+                    yield ev
+                    if ev[0] == "result":
+                        return
+            raise _truncated(resp.status)
+        finally:
+            await call.close()
+
+    async def exec(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
+                   env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,
+                   timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
+                   package_managers: Optional[StrList] = None, grant: Optional[StrList] = None,
+                   on_output: Optional[OnOutput] = None) -> ExecResult:
+        """Runs a command (argv, or command as sh -c) and returns its
+        ExecResult, as Sandbox.exec does. on_output(stream, data_bytes),
+        if given, sees each chunk as it arrives; when it returns an
+        awaitable, that is awaited before the next chunk is read."""
+        out, err = bytearray(), bytearray()
+        events = self.exec_stream(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
+                                  package_managers, grant)
+        try:
+            async for ev in events:
+                if ev[0] == "result":
+                    return _exec_result(ev[1], out, err)
+                t, data = ev
+                (out if t == "stdout" else err).extend(data)
+                if on_output is not None:
+                    r = on_output(t, data)
+                    if inspect.isawaitable(r):
+                        await r
+        finally:
+            # At once, not when the generator is collected: an on_output
+            # that raised leaves the command stopped.
+            await events.aclose()
+        raise _truncated(0)  # exec_stream raises first
+
+    async def read(self, path: str, offset: Optional[int] = None, limit: Optional[int] = None,
+                   mode: Optional[str] = None, no_follow: bool = False) -> ReadResult:
+        """As Sandbox.read."""
+        return cast(ReadResult, await self._json("POST", "/v1/files/read",
+                                                 _read_body(path, offset, limit, mode, no_follow)))
+
+    async def write(self, path: str, content: Union[str, bytes, bytearray, memoryview], append: bool = False,
+                    perm: Union[int, str, None] = None, no_follow: bool = False) -> FileInfo:
+        """As Sandbox.write."""
+        return cast(FileInfo, await self._json("POST", "/v1/files/write",
+                                               _write_body(path, content, append, perm, no_follow)))
+
+    async def stat(self, path: str) -> FileInfo:
+        """As Sandbox.stat: "type", and "mode" the POSIX st_mode."""
+        return cast(FileInfo, await self._json("POST", "/v1/files/stat", {"path": path}))
+
+    async def list(self, path: str = ".") -> List[FileInfo]:
+        return cast("List[FileInfo]", (await self._json("POST", "/v1/files/list", {"path": path}))["entries"])
+
+    async def reload(self) -> Reloaded:
+        return cast(Reloaded, await self._json("POST", "/v1/policy/reload", {}))
+
+    async def start_process(self, argv: Optional[StrList] = None, command: Optional[str] = None,
+                            cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                            name: Optional[str] = None, restart: Optional[str] = None,
+                            allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
+                            grant: Optional[StrList] = None) -> ProcessRecord:
+        """As Sandbox.start_process."""
+        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant)
+        return cast(ProcessRecord, await self._json("POST", "/v1/processes/start", body))
+
+    async def processes(self) -> List[ProcessRecord]:
+        return cast("List[ProcessRecord]", (await self._json("GET", "/v1/processes"))["processes"])
+
+    async def get_process(self, id: str) -> ProcessRecord:
+        return cast(ProcessRecord, await self._json("POST", "/v1/processes/get", {"id": id}))
+
+    async def stop_process(self, id: str) -> ProcessRecord:
+        return cast(ProcessRecord, await self._json("POST", "/v1/processes/stop", {"id": id}))
+
+    async def stop_all_processes(self) -> List[ProcessRecord]:
+        answer = await self._json("POST", "/v1/processes/stop-all", {})
+        return cast("List[ProcessRecord]", answer["processes"])
+
+    async def process_logs(self, id: str, tail_bytes: Optional[int] = None) -> ProcessLogs:
+        return cast(ProcessLogs, await self._json("POST", "/v1/processes/logs", _logs_body(id, tail_bytes)))
+
+    async def remove_process(self, id: str) -> Removed:
+        return cast(Removed, await self._json("POST", "/v1/processes/remove", {"id": id}))

@@ -1,0 +1,112 @@
+"""A real `hutch serve` ($HUTCH_BIN) for a test class: a workspace holding
+a planted secret (.env), a directory outside it the server may grant
+writes to (--grantable write:OUTSIDE), and a --data-dir for durable
+processes, all in a directory of $HUTCH_TEST_SCRATCH (default /var/tmp),
+not /tmp: a command's /tmp is its own, so a host path there would prove
+nothing.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from hutch_client import Sandbox
+
+SECRET = "HUTCH-PY-CLIENT-SECRET-5c1e"
+
+
+class ServeCase:
+    """setUpClass starts the server; tearDownClass stops its durable
+    processes and the server, and removes what it made."""
+
+    base: str
+    ws: str
+    outside: str
+    sockdir: str
+    sock: str
+    sb: Sandbox
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        hutch = os.environ.get("HUTCH_BIN")
+        if not hutch:
+            raise unittest.SkipTest("HUTCH_BIN names no hutch binary")
+        scratch = os.environ.get("HUTCH_TEST_SCRATCH", "/var/tmp")
+        cls.base = tempfile.mkdtemp(prefix="hutch-py-", dir=scratch)
+        os.chmod(cls.base, 0o755)
+        cls.ws = os.path.join(cls.base, "ws")
+        cls.outside = os.path.join(cls.base, "outside")
+        os.mkdir(cls.ws)
+        os.mkdir(cls.outside)
+        with open(os.path.join(cls.ws, ".env"), "w") as f:
+            f.write("API_KEY=" + SECRET + "\n")
+        cls.sockdir = tempfile.mkdtemp(prefix="hutch-py-sock-")  # 0700
+        cls.sock = os.path.join(cls.sockdir, "hutch.sock")
+        cls.log = open(os.path.join(cls.base, "serve.log"), "w+")
+        cls.proc = subprocess.Popen(
+            [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s",
+             "--data-dir", os.path.join(cls.base, "data"), "--grantable", "write:" + cls.outside],
+            stdout=cls.log, stderr=subprocess.STDOUT)
+        cls.sb = Sandbox(cls.sock, timeout=60)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                cls.sb.health()
+                break
+            except OSError:
+                if cls.proc.poll() is not None or time.monotonic() > deadline:
+                    log = cls.serve_log()
+                    cls.tearDownClass()
+                    raise RuntimeError("hutch serve did not come up:\n" + log)
+                time.sleep(0.05)
+
+    @classmethod
+    def serve_log(cls):
+        cls.log.seek(0)
+        return cls.log.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc.poll() is None:
+            try:
+                # Durable processes outlive the server: none of a failed
+                # test's may.
+                cls.sb.stop_all_processes()
+            except Exception:
+                pass
+            cls.proc.terminate()
+            try:
+                cls.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                cls.proc.kill()
+                cls.proc.wait()
+        cls.log.close()
+        shutil.rmtree(cls.base, ignore_errors=True)
+        shutil.rmtree(cls.sockdir, ignore_errors=True)
+        super().tearDownClass()
+
+
+def host_pids(cmdline):
+    """The host's processes whose command line is cmdline (a list)."""
+    want = ("\0".join(cmdline) + "\0").encode()
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read() == want:
+                    pids.append(int(name))
+        except OSError:
+            pass
+    return pids
+
+
+def unique_sleep():
+    """A sleep's argument no other process on the host has: the sleep is
+    then found in the host's process table by its command line."""
+    return "%d.%d" % (8000 + os.getpid() % 1000, time.monotonic_ns() % 100000)
