@@ -34,6 +34,11 @@ sysdeps:
 			echo "hutch needs libseccomp-dev and pkg-config: sudo apt-get install -y libseccomp-dev pkg-config" >&2; exit 1; \
 		fi; \
 	fi
+	@# The Python client's test builds it offline with setuptools and wheel
+	@# from Debian's wheels (TestPythonClient); only the tests need them.
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ls /usr/share/python-wheels/wheel-*.whl >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv python3-setuptools-whl python3-wheel-whl; \
+	fi
 
 build: deps
 	$(GO) build -o $(BIN)/hutch ./cmd/hutch
