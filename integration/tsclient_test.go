@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,34 +74,66 @@ func buildTSClient(t *testing.T, ctx context.Context) string {
 	if err != nil {
 		t.Skip("npm is not installed (.ci/run installs Debian's nodejs and npm): the TypeScript client is built with it")
 	}
-	src := filepath.Join("..", "clients", "typescript")
 	dst := dir(t, "tsclient-")
-	for _, name := range []string{"package.json", "package-lock.json", "tsconfig.json"} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatalf("the TypeScript client (set HUTCH_TS_CLIENT to a built copy): %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range []string{"src", "test"} {
-		if err := os.CopyFS(filepath.Join(dst, name), os.DirFS(filepath.Join(src, name))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := os.Environ()
-	if homeAtStart != "" {
-		env = append(env, "HOME="+homeAtStart)
-	}
-	env = append(env, "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false")
+	copyTSClient(t, dst)
 	for _, args := range [][]string{{"ci", "--loglevel=error"}, {"run", "build"}} {
-		c := exec.CommandContext(ctx, npm, args...)
-		c.Dir = dst
-		c.Env = env
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("npm %v in %s: %v\n%s", args, dst, err, out)
-		}
+		runNPM(t, ctx, npm, dst, args...)
 	}
 	return dst
+}
+
+// tsClientDir is the TypeScript client in the checkout.
+var tsClientDir = filepath.Join("..", "clients", "typescript")
+
+// copyTSClient copies the client's sources from the checkout to dst: all
+// of clients/typescript but what a build there would have left
+// (node_modules, dist, a packed tarball), so that the scratch copy is
+// what a fresh checkout is.
+func copyTSClient(t *testing.T, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(tsClientDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(tsClientDir, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case rel == ".":
+			return nil
+		case d.IsDir() && (rel == "node_modules" || rel == "dist"):
+			return filepath.SkipDir
+		case d.IsDir():
+			return os.Mkdir(filepath.Join(dst, rel), 0o755)
+		case strings.HasSuffix(rel, ".tgz") || !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("the TypeScript client (set HUTCH_TS_CLIENT to a built copy): %v", err)
+	}
+}
+
+// runNPM runs npm args in dir with npm's cache at the home the suite
+// started with, and fails the test with npm's output if it fails.
+func runNPM(t *testing.T, ctx context.Context, npm, dir string, args ...string) []byte {
+	t.Helper()
+	c := exec.CommandContext(ctx, npm, args...)
+	c.Dir = dir
+	c.Env = os.Environ()
+	if homeAtStart != "" {
+		c.Env = append(c.Env, "HOME="+homeAtStart)
+	}
+	c.Env = append(c.Env, "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return out
 }

@@ -2,6 +2,8 @@
  * A client of hutch's local API (`hutch serve`), Node's standard library
  * only (node:http over a unix socket).
  *
+ *     import { Sandbox } from "hutch-client";
+ *
  *     const sandbox = new Sandbox({ socketPath: "/run/user/1000/hutch/hutch.sock" });
  *     const r = await sandbox.exec({ command: "make test", cwd: "src", timeoutMs: 60_000 });
  *     r.exitCode, r.stdout, r.stderr, r.result.wallNs
@@ -160,6 +162,9 @@ export type ExecEvent =
   | { type: "stdout" | "stderr"; data: Uint8Array }
   | { type: "result"; exitCode: number; result: Result; error?: string };
 
+/** A file's type as the file doors say it ("type"). */
+export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char_device" | "block_device" | "other";
+
 /** A file the file door reached. */
 export interface FileInfo {
   /** The path as a command of the sandbox names it, symlinks resolved. */
@@ -168,7 +173,11 @@ export interface FileInfo {
   /** The same file on the host. */
   hostPath: string;
   size: number;
-  /** Go's fs.FileMode bits. */
+  /** The file's type as a word. */
+  type: FileType;
+  /** The POSIX st_mode: type bits, set-id and sticky bits, permissions,
+   * as fs.Stats.mode has them (a directory 0o40755 is 16877):
+   * `(mode & fs.constants.S_IFMT) === fs.constants.S_IFDIR`, `mode & 0o777`. */
   mode: number;
   modTime: string;
   writable: boolean;
@@ -268,7 +277,11 @@ export type ExecOptions = CommandSpec &
     /** Relative to the workspace, or absolute inside it. */
     cwd?: string;
     env?: Record<string, string>;
-    stdin?: string;
+    /** The command's stdin: text is sent in the request, bytes (a
+     * Uint8Array, a Buffer) after it as they are (Hutch-Stdin: stream),
+     * any byte value, past the server's 32 MiB cap on a request: up to
+     * 64 KiB with the request, the rest once the command has started. */
+    stdin?: string | Uint8Array;
     /** Stops the command after this many milliseconds (SIGTERM, then
      * SIGKILL after the server's --kill-after). */
     timeoutMs?: number;
@@ -455,6 +468,11 @@ function requireString(what: string, o: Record<string, unknown>, key: string): v
   }
 }
 
+/** How much of a stdin given as bytes goes with the request, before the
+ * server has answered: well within what a unix socket takes at once
+ * (Linux: 208 KiB by default). */
+const STDIN_AHEAD = 64 << 10;
+
 function bytesOf(b64: string): Uint8Array {
   return new Uint8Array(Buffer.from(b64, "base64"));
 }
@@ -466,6 +484,8 @@ interface Call {
   method: "GET" | "POST";
   path: string;
   body?: Record<string, unknown>;
+  /** Bytes sent after the body: an exec's stdin (Hutch-Stdin: stream). */
+  stdin?: Uint8Array | undefined;
   table: OptionTable;
   signal?: AbortSignal | undefined;
 }
@@ -491,12 +511,34 @@ export class Sandbox {
   /** Sends one request; resolves with the response once its status says
    * success, else rejects with the HutchError its body holds. */
   private open(call: Call): Promise<{ req: http.ClientRequest; res: http.IncomingMessage; failure: () => Error | undefined }> {
-    const data = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
+    let data = call.body === undefined ? undefined : Buffer.from(JSON.stringify(call.body));
+    let length = data?.length ?? 0;
+    // The stdin past STDIN_AHEAD, sent once the command runs.
+    let rest: Uint8Array | undefined;
+    if (data !== undefined && call.stdin !== undefined) {
+      // The body is the request's JSON, then the command's stdin, its
+      // bytes as they are (Hutch-Stdin: stream). The server reads the
+      // stdin once the command runs, and closes the connection once it
+      // has answered, read or not. A refusal comes before: had more than
+      // the socket takes at once been sent, Node would fail the write on
+      // the closed connection before reading the refusal, and say EPIPE.
+      // So the JSON and the stdin's first STDIN_AHEAD bytes go at once
+      // (all of a small stdin), the rest once the answer says the
+      // command started.
+      length += call.stdin.byteLength;
+      data = Buffer.concat([data, call.stdin.subarray(0, STDIN_AHEAD)]);
+      if (call.stdin.byteLength > STDIN_AHEAD) {
+        rest = call.stdin.subarray(STDIN_AHEAD);
+      }
+    }
     return new Promise((resolve, reject) => {
       const headers: http.OutgoingHttpHeaders = { Accept: "application/json, application/x-ndjson" };
+      if (call.stdin !== undefined) {
+        headers["Hutch-Stdin"] = "stream";
+      }
       if (data !== undefined) {
         headers["Content-Type"] = "application/json";
-        headers["Content-Length"] = data.length;
+        headers["Content-Length"] = length;
       }
       const req = http.request({
         socketPath: this.socketPath,
@@ -514,10 +556,35 @@ export class Sandbox {
         failure = new HutchError(0, "timeout", `${call.path}: no bytes for ${this.idleTimeoutMs} ms (idleTimeoutMs)`);
         req.destroy(failure);
       });
-      req.on("error", reject);
+      // Once the answer has come, an error of the request is the
+      // response's to say (it ends early, or not at all): an error
+      // writing the stdin's rest is the server closing the connection
+      // after the command ended without reading it all. Its answer is
+      // whole when it was read first; when not, the error says so.
+      let answered = false;
+      req.on("error", (e) => {
+        if (!answered) {
+          reject(e);
+        } else if (rest !== undefined && failure === undefined) {
+          failure = new HutchError(
+            0,
+            "truncated",
+            `${call.path}: the server closed the connection as the command ended without reading all of its stdin, ` +
+              `before its result was read (${(e as NodeJS.ErrnoException).code ?? e.message}): the command ran`,
+          );
+        }
+      });
       req.on("response", (res) => {
+        answered = true;
         const status = res.statusCode ?? 0;
         if (status < 400) {
+          if (rest !== undefined) {
+            // Written, never end()ed: Content-Length says where the body
+            // ends, and end() would follow it with an empty write, which
+            // fails (EPIPE) once the server has read the stdin, answered
+            // and closed, and takes the answer's unread rest with it.
+            req.write(rest);
+          }
           resolve({ req, res, failure: () => failure });
           return;
         }
@@ -526,7 +593,11 @@ export class Sandbox {
           reject(errorOf(status, raw, call.table));
         }, reject);
       });
-      req.end(data);
+      if (rest === undefined) {
+        req.end(data);
+      } else {
+        req.write(data as Buffer); // a stdin comes with a body
+      }
     });
   }
 
@@ -576,7 +647,12 @@ export class Sandbox {
     const table = OPTIONS.exec;
     const body = wireBody("exec", opts, table);
     const signal = (opts as { signal?: AbortSignal }).signal;
-    const { req, res, failure } = await this.open({ method: "POST", path: "/v1/exec", body, table, signal });
+    let stdin: Uint8Array | undefined;
+    if (body["stdin"] instanceof Uint8Array) {
+      stdin = body["stdin"];
+      delete body["stdin"];
+    }
+    const { req, res, failure } = await this.open({ method: "POST", path: "/v1/exec", body, stdin, table, signal });
     try {
       for await (const line of lines(res)) {
         if (line.length === 0) {

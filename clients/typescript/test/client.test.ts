@@ -15,6 +15,7 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Buffer } from "node:buffer";
+import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import {
@@ -23,6 +24,7 @@ import {
   PROTOCOL_VERSION,
   Sandbox,
   type ExecEvent,
+  type FileType,
   type ProcessRecord,
 } from "../src/client.js";
 
@@ -213,6 +215,10 @@ export function typeChecks(sb: Sandbox): void {
   void sb.processes.logs({ id: "x", tail_bytes: 4 });
   // @ts-expect-error: content is text or bytes
   void sb.write({ path: "/x", content: 5 });
+  // @ts-expect-error: stdin is text or bytes
+  void sb.exec({ command: "true", stdin: 5 });
+  // @ts-expect-error: a file's type is one of the words the server says
+  void ((t: FileType) => t)("directory");
 }
 
 // ---------------------------------------------------------------------------
@@ -326,6 +332,36 @@ describe("hutch serve through the TypeScript client", () => {
     assert.ok(byPath.has(path.join(ws, "dir")));
     const sub = await sb.list({ path: "dir" });
     assert.deepEqual(sub.map((e) => e.path), [p]);
+  });
+
+  it("says a file's type and its POSIX st_mode, as the host's stat has them", async () => {
+    const d = path.join(ws, "modes");
+    fs.mkdirSync(d, { mode: 0o750 });
+    fs.chmodSync(d, 0o750);
+    const f = path.join(d, "script.sh");
+    fs.writeFileSync(f, "#!/bin/sh\n");
+    fs.chmodSync(f, 0o741);
+    const { S_IFMT, S_IFDIR, S_IFREG } = fs.constants;
+
+    const sd = await sb.stat({ path: "modes" });
+    assert.equal(sd.type, "dir");
+    assert.equal(sd.mode & S_IFMT, S_IFDIR);
+    assert.equal(sd.mode & 0o7777, 0o750);
+    assert.equal(sd.mode, fs.statSync(d).mode, `mode ${sd.mode.toString(8)}, the host's ${fs.statSync(d).mode.toString(8)}`);
+
+    const sf = await sb.stat({ path: "modes/script.sh" });
+    assert.equal(sf.type, "file");
+    assert.equal(sf.mode & S_IFMT, S_IFREG);
+    assert.equal(sf.mode & 0o7777, 0o741);
+    assert.equal(sf.mode, fs.statSync(f).mode);
+
+    // A listing's entries and a read's answer say the same.
+    const entry = (await sb.list()).find((e) => e.path === d);
+    assert.deepEqual([entry?.type, entry?.mode], ["dir", fs.statSync(d).mode]);
+    const [le] = await sb.list({ path: "modes" });
+    assert.deepEqual([le?.type, le?.mode], ["file", fs.statSync(f).mode]);
+    const rd = await sb.read({ path: "modes/script.sh" });
+    assert.deepEqual([rd.type, rd.mode], ["file", fs.statSync(f).mode]);
   });
 
   it("reads a file a command wrote as the bytes it wrote", async () => {
@@ -450,6 +486,55 @@ describe("hutch serve through the TypeScript client", () => {
     // Many chunks, every byte value.
     r = await sb.exec({ argv: ["sh", "-c", "i=0; while [ $i -lt 256 ]; do printf \"\\\\$(printf %o $i)\"; i=$((i+1)); done"] });
     assert.deepEqual(r.stdoutBytes, new Uint8Array(Array.from({ length: 256 }, (_, i) => i)));
+  });
+
+  it("sends stdin given as bytes as they are, and hands back the bytes the command wrote", async () => {
+    // Every byte value, then a stretch that is no UTF-8 (0xff, 0x00, a
+    // lone continuation byte): the command writes its stdin to a file on
+    // the host and back out.
+    const all = new Uint8Array(Array.from({ length: 256 }, (_, i) => i));
+    const input = new Uint8Array(Buffer.concat([all, bytes(0xff, 0x00, 0x80, 0x0a, 0xc3)]));
+    const f = path.join(ws, "stdin.bin");
+    let r = await sb.exec({ command: "cat > stdin.bin && cat stdin.bin", stdin: input });
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.deepEqual(fs.readFileSync(f), Buffer.from(input), "the file the command wrote is not the stdin sent");
+    assert.deepEqual(r.stdoutBytes, input, "stdout is not the bytes the command wrote");
+    assert.deepEqual(Buffer.from(r.stdoutBytes), fs.readFileSync(f));
+
+    // A Buffer (a Uint8Array) sends its own window only; an empty one is
+    // an empty stdin, not none.
+    const big = Buffer.from([1, 2, 0xfe, 0x00, 3]);
+    r = await sb.exec({ argv: ["sh", "-c", "cat > stdin.bin"], stdin: big.subarray(2, 4) });
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.deepEqual(fs.readFileSync(f), Buffer.from([0xfe, 0x00]));
+    r = await sb.exec({ command: "wc -c", stdin: new Uint8Array(0) });
+    assert.equal(r.stdout.trim(), "0");
+
+    // More than a pipe's and a socket's buffers: 3 MiB of random bytes,
+    // streamed through the command while its output comes back.
+    const large = new Uint8Array(randomBytes(3 << 20));
+    r = await sb.exec({ command: "tee stdin.bin", stdin: large, timeoutMs: 60_000 });
+    assert.equal(r.exitCode, 0, r.stderr);
+    assert.ok(Buffer.from(fs.readFileSync(f)).equals(Buffer.from(large)), "the large stdin did not land whole");
+    assert.ok(Buffer.from(r.stdoutBytes).equals(Buffer.from(large)), "the large stdout did not come back whole");
+
+    // Text stdin is unchanged (sent in the request).
+    r = await sb.exec({ command: "cat > stdin.bin", stdin: "héllo" });
+    assert.equal(fs.readFileSync(f, "utf8"), "héllo");
+
+    // A command that reads none of it ends all the same (a stdin sent
+    // whole with the request: up to 64 KiB).
+    r = await sb.exec({ command: "echo ignored", stdin: large.subarray(0, 60 << 10), timeoutMs: 60_000 });
+    assert.deepEqual([r.exitCode, r.stdout, r.killed], [0, "ignored\n", false]);
+
+    // A refused request with bytes for stdin rejects with the server's
+    // refusal, never a failed write: the server answers without reading
+    // the stdin, and closes the connection.
+    const ran = path.join(ws, "stdin-ran");
+    for (const stdin of [bytes(1, 2, 3), large, large, large]) {
+      await rejectsHutch(sb.exec({ command: `touch ${ran}`, cwd: "/etc", stdin }), { status: 400, field: "cwd" });
+    }
+    assert.equal(fs.existsSync(ran), false);
   });
 
   it("runs concurrent commands on one Sandbox", async () => {
