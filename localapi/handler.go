@@ -379,9 +379,11 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	cmd.Dir = req.Cwd
 	cmd.Env = req.env()
 	cmd.Grant = req.grant()
+	var streamed *sharedReader
 	switch {
 	case stdin != nil:
-		cmd.Stdin = stdin
+		streamed = &sharedReader{r: stdin}
+		cmd.Stdin = streamed
 	case req.Stdin != "":
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
@@ -422,7 +424,42 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := st.event(ev); err != nil {
 		h.opts.Logger.Debug("hutch serve: result not sent", "err", err)
 	}
+	if streamed != nil {
+		// The command may have ended without reading all of its
+		// stdin. Closed on unread data, the connection would fail the
+		// client's writes (EPIPE), and a client that then drops the
+		// exchange (Node's http) loses the result it was sent: what is
+		// left is read and dropped, for a bounded time.
+		_ = st.rc.SetReadDeadline(time.Now().Add(stdinDrainTime))
+		streamed.drain()
+	}
 	return nil
+}
+
+// stdinDrainTime bounds how long an exec's connection reads a stdin
+// the command left unread, after the result: a client that never ends
+// its stdin has the response's end that much later.
+const stdinDrainTime = 2 * time.Second
+
+// sharedReader is a streamed stdin, read by the command's copier while
+// the command runs, then drained by the handler: one reader at a time.
+type sharedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (s *sharedReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Read(p)
+}
+
+// drain reads s to its end, or to an error (the read deadline), and
+// drops what it reads.
+func (s *sharedReader) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = io.Copy(io.Discard, s.r)
 }
 
 // stream writes an exec response's events, one JSON line each, flushed

@@ -4,6 +4,7 @@ package localapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -668,5 +669,45 @@ func TestExecStdinStream(t *testing.T) {
 	resp2.Body.Close()
 	if resp2.StatusCode != 400 || !strings.Contains(string(b), `"field":"stdin"`) {
 		t.Errorf("stdin given twice: %d %s", resp2.StatusCode, b)
+	}
+}
+
+// TestExecStdinUnreadDrained: a command that ends without reading the
+// stdin streamed to it still lets the client send all of it: the server
+// reads what is left (and drops it) before it closes the connection. A
+// client whose write fails (EPIPE) when the server closes on unread
+// stdin drops the whole exchange, its result included (Node's http
+// does). Judged on the client's side of the socket: every byte of the
+// body is written, and the result comes.
+func TestExecStdinUnreadDrained(t *testing.T) {
+	sock, _ := server(t)
+	for round := range 5 {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := `{"argv":["true"]}`
+		stdin := bytes.Repeat([]byte("x"), 4<<20)
+		fmt.Fprintf(conn, "POST /v1/exec HTTP/1.1\r\nHost: hutch\r\n%s: stream\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", StdinHeader, len(head)+len(stdin), head)
+		written := make(chan error, 1)
+		go func() {
+			// The command has long ended by the time most of this is
+			// sent: it reads none of it.
+			time.Sleep(200 * time.Millisecond)
+			_, err := conn.Write(stdin)
+			written <- err
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if err := <-written; err != nil {
+			t.Errorf("round %d: the client could not send its whole stdin: %v", round, err)
+		}
+		if !bytes.Contains(b, []byte(`"type":"result"`)) {
+			t.Errorf("round %d: no result in %q", round, b)
+		}
+		conn.Close()
 	}
 }
