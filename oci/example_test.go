@@ -37,3 +37,37 @@ func ExampleRun() {
 		fmt.Println("not enforced:", u)
 	}
 }
+
+// Export is the bundle form of a policy: config.json with the same view,
+// filter and limits, and one line for each thing of the policy that form
+// cannot say. Form.Write makes the bundle directory for runc, crun or
+// runsc; Pod makes the Kubernetes form of the same policy.
+func ExampleExport() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(ws)
+	p := runtime.DefaultPolicy(ws)
+	p.Pids = 64
+	form, err := oci.Export(p, []string{"sh", "-c", "make test"}, oci.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := form.Spec
+	fmt.Println("args:", s.Process.Args)
+	fmt.Println("read-only root:", s.Root.Readonly, "no new privileges:", s.Process.NoNewPrivileges)
+	fmt.Println("pids limit:", *s.Linux.Resources.Pids.Limit)
+	fmt.Println("seccomp default action:", s.Linux.Seccomp.DefaultAction)
+	netns := false
+	for _, ns := range s.Linux.Namespaces {
+		netns = netns || ns.Type == "network"
+	}
+	fmt.Println("own network namespace:", netns)
+	// Output:
+	// args: [sh -c make test]
+	// read-only root: true no new privileges: true
+	// pids limit: 64
+	// seccomp default action: SCMP_ACT_ERRNO
+	// own network namespace: true
+}

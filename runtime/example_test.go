@@ -210,3 +210,56 @@ func ExampleCheck() {
 	// Writable[0]
 	// true
 }
+
+// A Sandbox's commands get nothing beyond its policy unless they ask
+// (Cmd.Grant), and may ask only for what Policy.Grantable covers. Narrow
+// hands a sub-agent a Sandbox whose ceiling is a part of its parent's:
+// permissions only shrink on the way down.
+func ExampleSandbox_Narrow() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	out, err := os.MkdirTemp("", "hutch-example-out-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(out)
+
+	p := runtime.DefaultPolicy(ws)
+	p.Grantable, _ = runtime.ParseGrant([]string{"write:" + out, "domain:example.com"})
+	sb, err := runtime.New(p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sb.Close()
+
+	written := func() bool { _, err := os.Stat(out + "/a"); return err == nil }
+	// Without asking, the tree outside the workspace is read-only.
+	sb.Command(context.Background(), "sh", "-c", "echo x > "+out+"/a").Run()
+	fmt.Println("written without a grant:", written())
+	// Asking for what the ceiling covers.
+	c := sb.Command(context.Background(), "sh", "-c", "echo x > "+out+"/a")
+	c.Grant, _ = runtime.ParseGrant([]string{"write:" + out})
+	fmt.Println("with its grant:", c.Run(), written())
+
+	// The sub-agent's ceiling is the network to example.com alone.
+	sub, err := sb.Narrow(runtime.Grant{Network: true, Domains: []string{"example.com"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sub.Close()
+	c = sub.Command(context.Background(), "true")
+	c.Grant, _ = runtime.ParseGrant([]string{"write:" + out})
+	var perm *runtime.PermissionError
+	fmt.Println("the sub-agent asks for the write:", errors.As(c.Run(), &perm))
+	// Output:
+	// written without a grant: false
+	// with its grant: <nil> true
+	// the sub-agent asks for the write: true
+}
