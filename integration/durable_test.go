@@ -306,6 +306,9 @@ func restartGaps(p processes.Process) []time.Duration {
 // the waits double up to the cap and stay there; the record's timestamps
 // say so, and Stop ends the loop for good.
 func TestDurableCrashLoopBackoff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out restart backoffs (about 17 s)")
+	}
 	ws, data := dir(t, "durable-ws-"), dir(t, "durable-data-")
 	m := durableManager(t, data)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

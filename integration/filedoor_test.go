@@ -130,6 +130,9 @@ func (fx *raceFixture) verdict(t *testing.T) {
 // the workspace, never write outside it, and name only what they acted
 // on. Thousands of tries, from the library.
 func TestFileDoorDotDotRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a race run for seconds")
+	}
 	fx := newRaceFixture(t)
 	sb := newSandbox(t, fx.ws, func(p *runtime.Policy) { p.Deny = append(p.Deny, fx.outTarget) })
 	defer sb.Close()
@@ -182,6 +185,9 @@ func TestFileDoorDotDotRace(t *testing.T) {
 // swapper a /v1/exec of the same server, the file calls /v1/files/write
 // and /v1/files/read.
 func TestServeFileDoorDotDotRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a race run for seconds")
+	}
 	fx := newRaceFixture(t)
 	s := startServe(t, fx.ws, dir(t, "serve-data-"), "--deny", fx.outTarget)
 	swapped := make(chan string, 1)

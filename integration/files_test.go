@@ -487,6 +487,9 @@ func TestFileDoorRefusals(t *testing.T) {
 // the workspace. Judged on the host: what ReadFile returned, and what the
 // trees outside hold afterwards.
 func TestFileDoorRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a race run for seconds")
+	}
 	fx := newFileFixture(t)
 	x, toSSH, toOut := filepath.Join(fx.ws, "x"), filepath.Join(fx.ws, "x-ssh"), filepath.Join(fx.ws, "x-out")
 	must(os.Mkdir(x, 0o755))

@@ -25,6 +25,9 @@ import (
 // change, ran under that reload's policy (the pool never serves inits of
 // the old one).
 func TestReloadUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reloads under load (about 70 s)")
+	}
 	ws, a, b, secrets := dir(t, "reload-ws-"), dir(t, "reload-a-"), dir(t, "reload-b-"), dir(t, "reload-sec-")
 	for _, d := range []string{a, b} {
 		must(os.Chmod(d, 0o777))

@@ -50,6 +50,9 @@ const (
 // left but its prewarmed inits', its connections' fds must go when the
 // clients hang up, and once stopped nothing of it may remain.
 func TestServeSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a soak of the server (about 100 s)")
+	}
 	ws := dir(t, "soak-ws-")
 	must(os.Mkdir(filepath.Join(ws, "soak"), 0o755))
 	srv := soakStart(t, ws)

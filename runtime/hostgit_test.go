@@ -434,6 +434,9 @@ func runGit(t *testing.T, c *exec.Cmd, stdin string, tty bool) (error, string) {
 // run the planted program (the route is real), git from GitCommand must
 // not, whether it then succeeds or fails.
 func TestGitCommandRunsNothingPlanted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: plain git and hutch git on every planting route (about 25 s)")
+	}
 	isolateGit(t)
 	for _, tt := range gitRoutes {
 		t.Run(tt.name, func(t *testing.T) {
@@ -708,6 +711,9 @@ func TestGitEnviron(t *testing.T) {
 // own reading, in place and by rename. git must read the configuration
 // GitCommand checked: the planted program never runs.
 func TestGitCommandHoldsConfigStill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: git against a writer racing it (about 15 s)")
+	}
 	isolateGit(t)
 	repo := newRepo(t)
 	writeFile(t, filepath.Join(repo, "f"), "changed\n")
