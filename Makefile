@@ -126,7 +126,7 @@ bench: deps
 
 # fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,
 # held to the Go decoder) and of the checks the init and the filesystem
-# executor run on a message before anything of it (init.c's init_check,
+# executor run on a message before anything of it (plan.c's init_check,
 # mounts.c's mnt_check), and the file server's check of a request
 # (files.c's files_check), for FUZZTIME, built with AddressSanitizer so that
 # a read past a message is caught, not only a crash; then the durable

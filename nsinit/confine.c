@@ -12,7 +12,7 @@
  *   STEP_SECCOMP      load a BPF filter on this thread, maybe with a listener
  *
  * Capabilities, no_new_privs, Landlock domains and seccomp filters belong
- * to the calling thread: the init (init.c, single-threaded) calls step_run
+ * to the calling thread: the init (plan.c, single-threaded) calls step_run
  * before it forks the command, which inherits them all. Nothing here
  * decides anything; every value comes from Go.
  */

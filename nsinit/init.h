@@ -1,10 +1,15 @@
 //go:build linux && cgo
 
 /*
- * The sandbox init (init.c): the zygote's child, in its new namespaces,
- * runs it without an exec, so no Go code of the host program ever runs in
- * a sandbox. It executes the plan Go wrote (package nsinit's EncodeConfig)
- * and reports what happened as events; it decides nothing itself.
+ * The sandbox init: the zygote's child, in its new namespaces, runs it
+ * without an exec, so no Go code of the host program ever runs in a
+ * sandbox. It executes the plan Go wrote (package nsinit's EncodeConfig)
+ * and reports what happened as events; it decides nothing itself. Its
+ * files: init.c (the main loop: frames, signals, the command's lifetime),
+ * plan.c (the config's records), report.c (events and what they list),
+ * command.c (from the command frame to the exec), reap.c (emptying the
+ * sandbox); the executors it runs the plan through are confine.c,
+ * identity.c and mounts.c, and files.c is the file server it may become.
  *
  * Fds: 0-2 /dev/null, 3 the control socket (SOCK_STREAM), 4 the status
  * pipe, all close-on-exec; everything else the zygote had is closed before
@@ -115,8 +120,9 @@ void init_signals(sigset_t *set);
 /* init_main runs the whole init and returns its exit status. */
 int init_main(void);
 
-/* init_check decodes a config message and checks every record's shape,
- * running nothing (for the fuzzer); it returns 0, or -1 with *why set. */
+/* init_check (plan.c) decodes a config message and checks every record's
+ * shape, running nothing (for the fuzzer); it returns 0, or -1 with *why
+ * set. */
 int init_check(const uint8_t *msg, size_t len, const char **why);
 
 #endif

@@ -13,7 +13,7 @@ import (
 
 // TestWorkingDirectorySwappedAfterCheck: the host checks a command's Dir
 // before it sends the command; a directory swapped for a symlink after that
-// check is refused by the init (init.c's enter_dir), which looks at where
+// check is refused by the init (command.c's enter_dir), which looks at where
 // its chdir actually landed, and nothing runs. Without a swap the command
 // runs in Dir.
 func TestWorkingDirectorySwappedAfterCheck(t *testing.T) {

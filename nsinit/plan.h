@@ -1,0 +1,29 @@
+//go:build linux && cgo
+
+/*
+ * The init's plan (plan.c): the config message Go wrote (EncodeConfig),
+ * whose records (init.h's INIT_*) the init runs in order. init_check,
+ * the same check without running anything, is declared in init.h for Go.
+ */
+#ifndef HUTCH_PLAN_H
+#define HUTCH_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "confine.h"
+
+/* plan_run checks the config message msg[0:len] whole, keeps it as the
+ * init's plan (msg must live as long as the init: events name layers by
+ * pointers into it), ends the "config" phase, and runs its records in
+ * order. It returns 0 when the sandbox is built, -1 when the init must
+ * end (the error was reported). */
+int plan_run(const uint8_t *msg, size_t len);
+
+/* plan_child_rlimits lowers the plan's INIT_CHILD_RLIMITs on the command
+ * pid, in order. It returns 0, or -1 with *e filled in at the first that
+ * failed (nothing is reported). */
+int plan_child_rlimits(pid_t pid, struct step_err *e);
+
+#endif
