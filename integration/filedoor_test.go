@@ -100,6 +100,23 @@ func (fx *raceFixture) swapArgs(secs int) []string {
 	return []string{"python3", "-c", swapper, filepath.Join(fx.ws, "p"), filepath.Join(fx.ws, "q", "r"), fx.stop, fmt.Sprint(secs)}
 }
 
+// waitSwapping returns once the swapper runs: the chains start moving
+// (the inode at p changes).
+func (fx *raceFixture) waitSwapping(t *testing.T) {
+	t.Helper()
+	pIno := func() uint64 {
+		fi, err := os.Stat(filepath.Join(fx.ws, "p"))
+		if err != nil {
+			return 0
+		}
+		return inode(fi)
+	}
+	first := pIno()
+	if !waitFor(30*time.Second, func() bool { return pIno() != first }) {
+		t.Fatal("the swapper never ran")
+	}
+}
+
 // verdict checks on the host that nothing landed outside the workspace:
 // the masked target holds its secret alone, and no race file exists
 // anywhere above the workspace.
@@ -144,6 +161,9 @@ func TestFileDoorDotDotRace(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The tries start once the race does: on a loaded host they could
+	// all be over before python3 has started.
+	fx.waitSwapping(t)
 	var reads, writes, tries int
 	deadline := time.Now().Add(3 * time.Minute) // a bound for a loaded host, not a target
 	for tries = 0; tries < 3000 && time.Now().Before(deadline); tries++ {
@@ -197,18 +217,7 @@ func TestServeFileDoorDotDotRace(t *testing.T) {
 		out, _ := s.exec(t, mustJSON(map[string]any{"argv": fx.swapArgs(100)}))
 		swapped <- out
 	}()
-	// The swapper is running once the chains start moving.
-	pIno := func() uint64 {
-		fi, err := os.Stat(filepath.Join(fx.ws, "p"))
-		if err != nil {
-			return 0
-		}
-		return inode(fi)
-	}
-	first := pIno()
-	if !waitFor(30*time.Second, func() bool { return pIno() != first }) {
-		t.Fatal("the swapper never ran")
-	}
+	fx.waitSwapping(t)
 	var reads, writes, tries int
 	deadline := time.Now().Add(90 * time.Second) // a bound for a loaded host, not a target
 	for tries = 0; tries < 2000 && time.Now().Before(deadline); tries++ {
