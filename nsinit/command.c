@@ -3,7 +3,7 @@
 /*
  * The sandbox's command (see command.h): the init decodes the command
  * frame, enters the working directory, refusing one that resolved outside
- * the view, into a kernel interface or outside the roots the host checked,
+ * the view, into a tree the plan refuses or outside the roots the host checked,
  * looks the command up in the PATH of its environment, as execvp would,
  * inside the view, then forks it as posix_spawn does (CLONE_VM,
  * CLONE_VFORK): the child gets its stdio, a session of its own and a
@@ -42,10 +42,10 @@ static int within(const char *p, const char *dir)
 
 /* enter_dir enters the command's working directory, which must be a real
  * path of the view: a cwd that resolved outside it (a leaked fd's path)
- * reads as "(unreachable)", and a symlink must not lead into /proc or /dev.
- * With roots, it must lie in one of them: a directory the host checked
- * may have been replaced by a symlink since. */
-static int enter_dir(const char *dir, char *const *roots)
+ * reads as "(unreachable)", and a symlink must not lead into a refused
+ * tree. With roots, it must lie in one of them: a directory the host
+ * checked may have been replaced by a symlink since. */
+static int enter_dir(const char *dir, char *const *roots, char *const *refused)
 {
 	if (chdir(dir) < 0) {
 		report_init_error("filesystem", "chdir", errno, NULL, dir);
@@ -58,10 +58,13 @@ static int enter_dir(const char *dir, char *const *roots)
 		report_init_error("filesystem", "chdir", 0, detail, dir);
 		return -1;
 	}
-	if (within(wd, "/proc") || within(wd, "/dev")) {
-		snprintf(detail, sizeof detail, "working directory \"%s\" (through a symlink) is a kernel interface", wd);
-		report_init_error("filesystem", "chdir", 0, detail, dir);
-		return -1;
+	for (char *const *r = refused; *r != NULL; r++) {
+		if (within(wd, *r)) {
+			snprintf(detail, sizeof detail, "working directory \"%s\" (through a symlink) lies in %s, where no command starts",
+				 wd, *r);
+			report_init_error("filesystem", "chdir", 0, detail, dir);
+			return -1;
+		}
 	}
 	if (roots[0] == NULL)
 		return 0;
@@ -201,17 +204,18 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 	size_t n;
 	const char *why;
 	if (wire_decode(msg, len, &r, 1, &n, &why) < 0 || n != 1 || r.kind != CMD_EXEC || r.nints != 0 ||
-	    r.nblobs != 5 || wire_path(&r, 0) == NULL || wire_path(&r, 1) == NULL) {
+	    r.nblobs != 6 || wire_path(&r, 0) == NULL || wire_path(&r, 1) == NULL) {
 		report_init_error("exec", "read command", EINVAL, "malformed", NULL);
 		return -1;
 	}
 	const char *file = wire_path(&r, 0), *dir = wire_path(&r, 1);
-	char **argv = split(&r.blobs[2]), **env = split(&r.blobs[3]), **roots = split(&r.blobs[4]);
-	if (argv == NULL || env == NULL || roots == NULL) {
-		report_init_error("exec", "read command", EINVAL, "malformed argv, env or roots", NULL);
+	char **argv = split(&r.blobs[2]), **env = split(&r.blobs[3]), **roots = split(&r.blobs[4]),
+	     **refused = split(&r.blobs[5]);
+	if (argv == NULL || env == NULL || roots == NULL || refused == NULL) {
+		report_init_error("exec", "read command", EINVAL, "malformed argv, env, roots or refused trees", NULL);
 		return -1;
 	}
-	if (enter_dir(dir, roots) < 0)
+	if (enter_dir(dir, roots, refused) < 0)
 		return -1;
 	const char *path = look_up(file, env);
 	if (path == NULL)

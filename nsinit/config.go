@@ -124,6 +124,10 @@ type Command struct {
 	// workspace and the writable paths), checked again after the chdir:
 	// the host checked Dir, but the command's trees can change under it.
 	Roots []string
+	// Refused are the trees the working directory may not lie in,
+	// however the chdir got there (a symlink swapped in after the host's
+	// check): Go decides which, the init only compares.
+	Refused []string
 }
 
 // Event kinds, in the order the init sends them.

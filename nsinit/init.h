@@ -75,8 +75,8 @@
 #define HANDOFF_WALL 3
 
 /* The command message: one record. */
-#define CMD_EXEC 0x20 /* blobs: path, dir, argv, env, roots; the last three
-		       * as strings each followed by a NUL */
+#define CMD_EXEC 0x20 /* blobs: path, dir, argv, env, roots, refused; the
+		       * last four as strings each followed by a NUL */
 
 /* The command message that makes the init a file server instead (files.h):
  * no fields, no fds. */

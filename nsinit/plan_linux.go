@@ -352,9 +352,9 @@ func (p *planner) unixWall() {
 	p.add(initUnixWall, nil, []byte(LayerUnixSockets), []byte(UnixWallNotify))
 }
 
-// EncodeCommand writes cmd as the command frame's payload. Args, Env and
-// Roots travel as C strings, each followed by a NUL, so no string of cmd
-// may hold one.
+// EncodeCommand writes cmd as the command frame's payload. Args, Env,
+// Roots and Refused travel as C strings, each followed by a NUL, so no
+// string of cmd may hold one.
 func EncodeCommand(cmd Command) ([]byte, error) {
 	var err error
 	str := func(field, s string) []byte {
@@ -370,7 +370,7 @@ func EncodeCommand(cmd Command) ([]byte, error) {
 		}
 		return b
 	}
-	blobs := [][]byte{str("path", cmd.Path), str("dir", cmd.Dir), list("argument", cmd.Args), list("environment variable", cmd.Env), list("root", cmd.Roots)}
+	blobs := [][]byte{str("path", cmd.Path), str("dir", cmd.Dir), list("argument", cmd.Args), list("environment variable", cmd.Env), list("root", cmd.Roots), list("refused tree", cmd.Refused)}
 	if err != nil {
 		return nil, err
 	}

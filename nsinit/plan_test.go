@@ -400,7 +400,7 @@ func TestEncodeCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Record{{Kind: cmdExec, Blobs: [][]byte{[]byte("sh"), []byte("/w"), []byte("sh\x00-c\x00\x00"), []byte("A=1\x00"), {}}}}
+	want := []Record{{Kind: cmdExec, Blobs: [][]byte{[]byte("sh"), []byte("/w"), []byte("sh\x00-c\x00\x00"), []byte("A=1\x00"), {}, {}}}}
 	if !reflect.DeepEqual(normalize(recs), normalize(want)) {
 		t.Errorf("command %v, want %v", recs, want)
 	}
@@ -413,6 +413,7 @@ func TestEncodeCommand(t *testing.T) {
 		{Command{Path: "sh", Args: []string{"a", "b\x00"}}, "argument"},
 		{Command{Path: "sh", Env: []string{"A=\x00"}}, "environment variable"},
 		{Command{Path: "sh", Roots: []string{"/w\x00"}}, "root"},
+		{Command{Path: "sh", Refused: []string{"/proc\x00"}}, "refused tree"},
 	} {
 		if _, err := EncodeCommand(tt.cmd); err == nil || !strings.Contains(err.Error(), "command "+tt.field+" ") {
 			t.Errorf("%+v: err = %v, want one naming the %s", tt.cmd, err, tt.field)

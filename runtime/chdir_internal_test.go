@@ -25,7 +25,8 @@ func TestWorkingDirectorySwappedAfterCheck(t *testing.T) {
 	}{
 		{"no swap", "", ""},
 		{"outside the trees", "/etc", "outside the workspace and the writable paths"},
-		{"a kernel interface", "/proc/self", "is a kernel interface"},
+		{"a kernel interface", "/proc/self", "lies in /proc, where no command starts"},
+		{"a device tree", "/dev", "lies in /dev, where no command starts"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := t.TempDir()

@@ -636,6 +636,13 @@ func workDir(dir, ws string, writable []string) (string, error) {
 	return "", &PolicyError{Field: "Cmd.Dir", Value: dir, Reason: "points to " + where + " outside the workspace " + ws + " and the writable paths"}
 }
 
+// cwdRefused are the trees a command's working directory may not lie
+// in, however its chdir got there: the kernel's interfaces of its own
+// /proc and /dev, where a symlink swapped in after workDir's check (which
+// keeps Dir in the workspace and the writable trees) would have it start.
+// The init compares where its chdir landed with them (nsinit.Command).
+var cwdRefused = []string{"/proc", "/dev"}
+
 // hostHome is the home directory "~" stands for in deny paths.
 func hostHome() string {
 	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
