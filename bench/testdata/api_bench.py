@@ -2,7 +2,7 @@
 by round (see bench/api_test.go, BenchmarkAPIExec/python):
 
   api    POST /v1/exec {"argv": ["true"]} to `hutch serve` through
-         clients/python/hutch_client.py (http.client over AF_UNIX, a
+         the hutch_client package in clients/python (http.client over AF_UNIX, a
          connection per call, as the client makes them), until the
          result event;
   bare   subprocess.run(["true"]);
@@ -10,7 +10,7 @@ by round (see bench/api_test.go, BenchmarkAPIExec/python):
 
     python3 api_bench.py CONFIG_JSON
 
-CONFIG_JSON: {"socket": path, "client_dir": dir of hutch_client.py,
+CONFIG_JSON: {"socket": path, "client_dir": the directory holding the hutch_client package,
 "rounds": N, "warmup": W, "bwrap": [argv...] or null}. Prints one JSON
 object: {"client", "version", "rounds", "methods": {name: {"p50_ms",
 "p90_ms", "samples_ms"}}}. Standard library only.
