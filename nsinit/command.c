@@ -48,21 +48,21 @@ static int within(const char *p, const char *dir)
 static int enter_dir(const char *dir, char *const *roots, char *const *refused)
 {
 	if (chdir(dir) < 0) {
-		report_init_error("filesystem", "chdir", errno, NULL, dir);
+		report_init_error("chdir", errno, NULL, dir);
 		return -1;
 	}
 	static char wd[PATH_MAX + 64];
 	char detail[PATH_MAX + 160];
 	if (syscall(SYS_getcwd, wd, sizeof wd) < 0 || wd[0] != '/') {
 		snprintf(detail, sizeof detail, "working directory \"%s\" is outside the sandbox", wd[0] ? wd : dir);
-		report_init_error("filesystem", "chdir", 0, detail, dir);
+		report_init_error("chdir", 0, detail, dir);
 		return -1;
 	}
 	for (char *const *r = refused; *r != NULL; r++) {
 		if (within(wd, *r)) {
 			snprintf(detail, sizeof detail, "working directory \"%s\" (through a symlink) lies in %s, where no command starts",
 				 wd, *r);
-			report_init_error("filesystem", "chdir", 0, detail, dir);
+			report_init_error("chdir", 0, detail, dir);
 			return -1;
 		}
 	}
@@ -73,7 +73,7 @@ static int enter_dir(const char *dir, char *const *roots, char *const *refused)
 			return 0;
 	snprintf(detail, sizeof detail,
 		 "working directory \"%s\" (through a symlink) is outside the workspace and the writable paths", wd);
-	report_init_error("filesystem", "chdir", 0, detail, dir);
+	report_init_error("chdir", 0, detail, dir);
 	return -1;
 }
 
@@ -83,7 +83,7 @@ static const char *look_up(const char *file, char *const *env)
 {
 	if (strchr(file, '/') != NULL) {
 		if (access(file, X_OK) < 0) {
-			report_init_error("exec", "look up command", errno, NULL, file);
+			report_init_error("look up command", errno, NULL, file);
 			return NULL;
 		}
 		return file;
@@ -113,7 +113,7 @@ static const char *look_up(const char *file, char *const *env)
 	}
 	char detail[PATH_MAX + 64];
 	snprintf(detail, sizeof detail, "\"%s\" not found in PATH", file);
-	report_init_error("exec", "look up command", ENOENT, detail, file);
+	report_init_error("look up command", ENOENT, detail, file);
 	return NULL;
 }
 
@@ -205,14 +205,14 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 	const char *why;
 	if (wire_decode(msg, len, &r, 1, &n, &why) < 0 || n != 1 || r.kind != CMD_EXEC || r.nints != 0 ||
 	    r.nblobs != 6 || wire_path(&r, 0) == NULL || wire_path(&r, 1) == NULL) {
-		report_init_error("exec", "read command", EINVAL, "malformed", NULL);
+		report_init_error("read command", EINVAL, "malformed", NULL);
 		return -1;
 	}
 	const char *file = wire_path(&r, 0), *dir = wire_path(&r, 1);
 	char **argv = split(&r.blobs[2]), **env = split(&r.blobs[3]), **roots = split(&r.blobs[4]),
 	     **refused = split(&r.blobs[5]);
 	if (argv == NULL || env == NULL || roots == NULL || refused == NULL) {
-		report_init_error("exec", "read command", EINVAL, "malformed argv, env, roots or refused trees", NULL);
+		report_init_error("read command", EINVAL, "malformed argv, env, roots or refused trees", NULL);
 		return -1;
 	}
 	if (enter_dir(dir, roots, refused) < 0)
@@ -222,7 +222,7 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 		return -1;
 	int errp[2];
 	if (pipe2(errp, O_CLOEXEC) < 0) {
-		report_init_error("exec", "exec", errno, "pipe", path);
+		report_init_error("exec", errno, "pipe", path);
 		return -1;
 	}
 	/* As posix_spawn does: the child borrows the init's memory until its
@@ -235,7 +235,7 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 	close_all(stdio, 3); /* the init keeps no copy: output reaches EOF with the command's tree */
 	if (pid < 0) {
 		close(errp[0]);
-		report_init_error("exec", "exec", err, "fork", path);
+		report_init_error("exec", err, "fork", path);
 		return -1;
 	}
 	struct exec_err ee;
@@ -246,7 +246,7 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 	if (got == (ssize_t)sizeof ee) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		report_init_error("exec", ee.step == 0 ? "set up stdio" : "exec", ee.err, NULL, path);
+		report_init_error(ee.step == 0 ? "set up stdio" : "exec", ee.err, NULL, path);
 		return -1;
 	}
 	return pid;

@@ -119,7 +119,7 @@ static int build(void)
 	int fds[INIT_MAX_FDS];
 	int rc = read_frame(&msg, &len, fds, INIT_MAX_FDS, &nfds);
 	if (rc != 0) {
-		report_init_error("filesystem", "read config", rc > 0 ? EPIPE : errno, NULL, NULL);
+		report_init_error("read config", rc > 0 ? EPIPE : errno, NULL, NULL);
 		return -1;
 	}
 	/* The plan names the frame's fds INIT_FD_BASE + i: out of the way of
@@ -127,14 +127,14 @@ static int build(void)
 	for (size_t i = 0; i < nfds; i++) {
 		int high = fcntl(fds[i], F_DUPFD_CLOEXEC, INIT_FD_BASE + INIT_MAX_FDS);
 		if (high < 0 || close(fds[i]) < 0) {
-			report_init_error("filesystem", "read config", errno, "place its fds", NULL);
+			report_init_error("read config", errno, "place its fds", NULL);
 			return -1;
 		}
 		fds[i] = high;
 	}
 	for (size_t i = 0; i < nfds; i++) {
 		if (dup3(fds[i], INIT_FD_BASE + (int)i, O_CLOEXEC) < 0 || close(fds[i]) < 0) {
-			report_init_error("filesystem", "read config", errno, "place its fds", NULL);
+			report_init_error("read config", errno, "place its fds", NULL);
 			return -1;
 		}
 	}
@@ -172,7 +172,7 @@ static int run(int sfd)
 		return files_serve(CONTROL_FD);
 	}
 	if (rc < 0 || nfds != 3) {
-		report_init_error("exec", "read command", rc < 0 ? errno : EINVAL, nfds != 3 ? "want 3 fds" : NULL,
+		report_init_error("read command", rc < 0 ? errno : EINVAL, nfds != 3 ? "want 3 fds" : NULL,
 				  NULL);
 		return 1;
 	}
@@ -185,7 +185,7 @@ static int run(int sfd)
 	struct step_err e;
 	if (plan_child_rlimits(pid, &e) < 0) {
 		kill(pid, SIGKILL);
-		report_error("rlimits", "set the command's rlimits", e.err, EV_EXEC_STEPS, e.op, e.path);
+		report_error("set the command's rlimits", e.err, EV_EXEC_STEPS, e.op, e.path);
 		reap_sandbox();
 		return 1;
 	}
@@ -202,7 +202,7 @@ static int run(int sfd)
 		if (s < 0 && errno == EINTR)
 			continue;
 		if (s != (ssize_t)sizeof si) {
-			report_init_error("exec", "wait", s < 0 ? errno : EIO, "signalfd", NULL);
+			report_init_error("wait", s < 0 ? errno : EIO, "signalfd", NULL);
 			kill(pid, SIGKILL);
 			reap_sandbox();
 			return 1;
@@ -251,7 +251,7 @@ int init_main(void)
 	init_signals(&set);
 	int sfd;
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		report_init_error("exec", "block signals", errno, NULL, NULL);
+		report_init_error("block signals", errno, NULL, NULL);
 		return 1;
 	}
 	if (build() < 0)

@@ -251,7 +251,7 @@ int plan_run(const uint8_t *msg, size_t len)
 	const char *why = NULL;
 	struct wire_record *recs = decode_plan(msg, len, &plan.nrecs, &why);
 	if (recs == NULL) {
-		report_init_error("filesystem", "read config", EINVAL, why, NULL);
+		report_init_error("read config", EINVAL, why, NULL);
 		return -1;
 	}
 	plan.recs = recs; /* kept, with msg: events name layers by pointers into them */

@@ -467,6 +467,22 @@ func (p *Plan) event(recs []Record) (Event, error) {
 	return ev, nil
 }
 
+// initOpLayers are the layers of the init's own operations, which it
+// reports by name alone (report_init_error, report_error): reading its
+// configuration and entering the working directory are the filesystem's;
+// the child's rlimits, the rlimits'; the rest concerns the command itself.
+var initOpLayers = map[string]Layer{
+	"read config":               LayerFilesystem,
+	"chdir":                     LayerFilesystem,
+	"set the command's rlimits": LayerRlimits,
+	"read command":              LayerExec,
+	OpLookPath:                  LayerExec,
+	OpExec:                      LayerExec,
+	"set up stdio":              LayerExec,
+	"wait":                      LayerExec,
+	"block signals":             LayerExec,
+}
+
 // setupError reads an EV_ERROR record: the layer and op of the plan's
 // step (or the init's own), and what its executor said, worded as the
 // executor's Go side words it (a *mounts.Error naming the plan's Mount, a
@@ -476,6 +492,10 @@ func (p *Plan) setupError(r Record) *SetupError {
 	index := int(int64(r.Ints[2]))
 	detail := string(r.Blobs[2])
 	se := &SetupError{Layer: Layer(r.Blobs[0]), Op: string(r.Blobs[1]), Path: string(r.Blobs[3])}
+	if se.Layer == "" {
+		// The init's own operations name no layer: Go decides.
+		se.Layer = initOpLayers[se.Op]
+	}
 	var err error
 	switch r.Ints[1] {
 	case evExecMounts:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"reflect"
 	"slices"
 	"strings"
@@ -478,12 +479,14 @@ func TestReadEvent(t *testing.T) {
 		}},
 		{"exited", []Record{{Kind: evExited, Ints: []uint64{3 << 8}}}, Event{Kind: EventExited, ExitCode: 3}},
 		{"killed", []Record{{Kind: evExited, Ints: []uint64{uint64(unix.SIGKILL)}}}, Event{Kind: EventExited, ExitCode: -1, Signal: int(unix.SIGKILL)}},
-		{"not found", []Record{errorRecord(unix.ENOENT, evExecInit, 0, LayerExec, OpLookPath, `"nope" not found in PATH`, "nope")},
+		{"not found", []Record{errorRecord(unix.ENOENT, evExecInit, 0, "", OpLookPath, `"nope" not found in PATH`, "nope")},
 			Event{Kind: EventError, Error: &SetupError{Layer: LayerExec, Op: OpLookPath, Path: "nope", Errno: int(unix.ENOENT), Msg: `"nope" not found in PATH: no such file or directory`}}},
-		{"exec", []Record{errorRecord(unix.EACCES, evExecInit, 0, LayerExec, OpExec, "", "/w/x")},
+		{"exec", []Record{errorRecord(unix.EACCES, evExecInit, 0, "", OpExec, "", "/w/x")},
 			Event{Kind: EventError, Error: &SetupError{Layer: LayerExec, Op: OpExec, Path: "/w/x", Errno: int(unix.EACCES), Msg: "permission denied"}}},
-		{"without errno", []Record{errorRecord(0, evExecInit, 0, LayerFilesystem, "chdir", `working directory "/etc" is outside`, "/w")},
+		{"without errno", []Record{errorRecord(0, evExecInit, 0, "", "chdir", `working directory "/etc" is outside`, "/w")},
 			Event{Kind: EventError, Error: &SetupError{Layer: LayerFilesystem, Op: "chdir", Path: "/w", Msg: `working directory "/etc" is outside`}}},
+		{"child rlimits", []Record{errorRecord(unix.EPERM, evExecSteps, 0, "", "set the command's rlimits", "prlimit RLIMIT_AS", "")},
+			Event{Kind: EventError, Error: &SetupError{Layer: LayerRlimits, Op: "set the command's rlimits", Errno: int(unix.EPERM), Msg: "prlimit RLIMIT_AS: operation not permitted"}}},
 		{"confine step", []Record{errorRecord(unix.EPERM, evExecSteps, 0, LayerCapabilities, "drop privileges", "drop capability 0 from the bounding set", "")},
 			Event{Kind: EventError, Error: &SetupError{Layer: LayerCapabilities, Op: "drop privileges", Errno: int(unix.EPERM), Msg: "drop capability 0 from the bounding set: operation not permitted"}}},
 		{"mount step", []Record{errorRecord(unix.ENOENT, evExecMounts, bindIndex, LayerFilesystem, "build the filesystem view", "open source", "/w")},
@@ -558,5 +561,45 @@ func TestInitConstants(t *testing.T) {
 	}
 	if FirstPhase != "init-start" {
 		t.Errorf("FirstPhase %q", FirstPhase)
+	}
+}
+
+// TestInitOpLayers: every operation the init reports by name alone
+// (report_init_error, report_error in the C sources) has its layer in
+// initOpLayers, and the table names no operation the init never reports.
+func TestInitOpLayers(t *testing.T) {
+	files, err := filepath.Glob("*.c")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no C sources", err)
+	}
+	call := regexp.MustCompile(`report_(?:init_)?error\(([^,]*),`)
+	literal := regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+	reported := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			if strings.HasPrefix(m[1], "const char") {
+				continue // a declaration
+			}
+			for _, l := range literal.FindAllStringSubmatch(m[1], -1) {
+				reported[l[1]] = true
+			}
+		}
+	}
+	if len(reported) < 5 {
+		t.Fatalf("found only %v in the C sources' reports", reported)
+	}
+	for op := range reported {
+		if _, ok := initOpLayers[op]; !ok {
+			t.Errorf("the init reports %q, which initOpLayers gives no layer", op)
+		}
+	}
+	for op := range initOpLayers {
+		if !reported[op] {
+			t.Errorf("initOpLayers has %q, which the init never reports", op)
+		}
 	}
 }

@@ -156,14 +156,14 @@ static void send_error(struct text layer, struct text op, int err, int executor,
 	send_event(&w);
 }
 
-void report_error(const char *layer, const char *op, int err, int executor, const char *step_op, const char *path)
+void report_error(const char *op, int err, int executor, const char *step_op, const char *path)
 {
-	send_error(text(layer), text(op), err, executor, 0, 0, step_op, path);
+	send_error(text(""), text(op), err, executor, 0, 0, step_op, path);
 }
 
-void report_init_error(const char *layer, const char *op, int err, const char *detail, const char *path)
+void report_init_error(const char *op, int err, const char *detail, const char *path)
 {
-	send_error(text(layer), text(op), err, EV_EXEC_INIT, 0, 0, detail, path);
+	send_error(text(""), text(op), err, EV_EXEC_INIT, 0, 0, detail, path);
 }
 
 void report_started(pid_t pid)

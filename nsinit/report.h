@@ -47,9 +47,10 @@ void report_step_done(const struct wire_record *r);
 
 /* report_error reports a failed step (EV_ERROR, no index, not refused):
  * the init ends after it. report_init_error is a failed step of the
- * init's own (EV_EXEC_INIT). */
-void report_error(const char *layer, const char *op, int err, int executor, const char *step_op, const char *path);
-void report_init_error(const char *layer, const char *op, int err, const char *detail, const char *path);
+ * init's own (EV_EXEC_INIT). Both name the operation only: the host says
+ * which layer it belongs to (nsinit's initOpLayers). */
+void report_error(const char *op, int err, int executor, const char *step_op, const char *path);
+void report_init_error(const char *op, int err, const char *detail, const char *path);
 
 /* report_event sends an event of one record with ints and no blobs. */
 void report_event(uint16_t kind, const uint64_t *ints, unsigned nints);
