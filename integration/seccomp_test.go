@@ -195,9 +195,6 @@ func TestRefusedSyscalls(t *testing.T) {
 // TestDeveloperWorkload: ordinary tooling works under the default profile.
 // Each step's effect is checked on the host.
 func TestDeveloperWorkload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: a developer workload (about 60 s)")
-	}
 	ws := dir(t, "ws-")
 	must(os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"built in the sandbox\") }\n"), 0o644))
 	must(os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module example.com/w\n\ngo 1.21\n"), 0o644))
