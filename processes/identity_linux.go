@@ -35,26 +35,35 @@ func Identify(pid int) (Identity, error) {
 	return Identity{Pid: pid, StartTime: st, BootID: boot}, nil
 }
 
+// statFields are the fields of /proc/<pid>/stat after the command's name
+// (field 3 on), or ErrGone.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, fmt.Errorf("processes: pid %d: %w", pid, ErrGone)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("processes: /proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(b[i+1:])), nil
+}
+
 // startTime is field 22 of /proc/<pid>/stat; a zombie has none (ErrGone):
 // it has ended, only its parent has not reaped it.
 func startTime(pid int) (uint64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("processes: pid %d: %w", pid, ErrGone)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-		return 0, fmt.Errorf("processes: pid %d: %w", pid, ErrGone)
-	}
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("processes: /proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), so field 22 is f[19].
 	if len(f) < 20 {
 		return 0, fmt.Errorf("processes: /proc/%d/stat: %d fields", pid, len(f)+2)

@@ -3,10 +3,8 @@
 package processes
 
 import (
-	"bytes"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -70,16 +68,8 @@ func killChildren() {
 
 // parentPid is field 4 of /proc/<pid>/stat, or -1.
 func parentPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
 		return -1
 	}
 	ppid, err := strconv.Atoi(f[1])
