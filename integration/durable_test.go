@@ -36,6 +36,7 @@ func durableHost() int {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		return 1
 	}
+	m.Supervisor = os.Getenv("HUTCH_BIN")
 	var spec processes.Spec
 	b, err := os.ReadFile(os.Getenv("HUTCH_IT_DURABLE_SPEC"))
 	if err == nil {
@@ -66,7 +67,7 @@ func startDurableHost(t *testing.T, dataDir string, spec processes.Spec) (*exec.
 	self, err := os.Executable()
 	must(err)
 	host := exec.Command(self)
-	host.Env = append(os.Environ(), durableHostEnv+"="+dataDir, "HUTCH_IT_DURABLE_SPEC="+specFile)
+	host.Env = append(os.Environ(), durableHostEnv+"="+dataDir, "HUTCH_IT_DURABLE_SPEC="+specFile, "HUTCH_BIN="+hutchBin)
 	var stderr strings.Builder
 	host.Stderr = &stderr
 	out, err := host.StdoutPipe()
@@ -91,6 +92,7 @@ func durableManager(t *testing.T, dataDir string) *processes.Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.Supervisor = hutchBin
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

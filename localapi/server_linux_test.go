@@ -30,6 +30,7 @@ import (
 const helperEnv = "HUTCH_LOCALAPI_HELPER"
 
 func TestMain(m *testing.M) {
+	processes.SupervisorMain() // TestProcessRoutes' supervisors
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(helper(h))
 	}
@@ -557,6 +558,7 @@ func TestProcessRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.Supervisor, _ = os.Executable() // this binary: TestMain
 	t.Cleanup(func() {
 		m.StopAll(context.Background())
 		m.Close()

@@ -3,6 +3,7 @@
 // them, are adopted by the next one, and are restarted with backoff.
 //
 //	m, err := processes.Open(dataDir)
+//	m.Supervisor = "/usr/local/bin/hutch" // empty: the hutch on $PATH
 //	p, err := m.Start(ctx, processes.Spec{Policy: runtime.DefaultPolicy(ws), Args: []string{"npm", "run", "dev"}})
 //	// ... the host may exit or die; later, in any host program:
 //	m, err = processes.Open(dataDir)
@@ -11,16 +12,22 @@
 //
 // # Who supervises
 //
-// Each durable process has a supervisor of its own: the host's binary
-// started again with a role marker (this package's init takes the process
-// over before main runs), detached in a session of its own, as conmon or
-// containerd's shim keep a container. It holds the process's
+// Each durable process has a supervisor of its own: a hutch binary
+// (Manager.Supervisor) started with a role marker that its main hands to
+// SupervisorMain, detached in a session of its own, as conmon or
+// containerd's shim keep a container. It is a program of its own, never
+// the host program started again: none of the host's code (the init
+// function of each package it links) runs in a process that outlives it
+// and holds its sandbox. It holds the process's
 // runtime.Sandbox for the process's whole life, so every run, restarts
 // included, gets that one resolved policy, cgroup limits and egress proxy;
 // it runs the command, copies its output into the log, restarts it with
 // backoff, and stops it when told. Why not the others:
 //   - the host program: it is the thing that may die, and restarts must
 //     go on while no host runs;
+//   - the host program's binary started again (as this package once did):
+//     every package init the agent links would run in it again, with
+//     its side effects, for as long as the process lives;
 //   - the sandbox's own init (pid 1 of its namespace): it runs inside the
 //     boundary, it would write the log from there, and the egress proxy
 //     of an allow-list policy lives on the host side anyway;

@@ -10,6 +10,10 @@ import (
 	"github.com/hutchbox/hutch/runtime"
 )
 
+// hutch is the supervisor program: a hutch binary. Here it is this test
+// binary, whose TestMain calls processes.SupervisorMain as hutch's main does.
+var hutch, _ = os.Executable()
+
 // A dev server that outlives the agent: started in the workspace's
 // sandbox, found again by a later Open (in this program or another), and
 // stopped.
@@ -24,6 +28,7 @@ func ExampleManager() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	m.Supervisor = hutch // empty: the hutch on $PATH
 	p, err := m.Start(ctx, processes.Spec{
 		Name:   "dev-server",
 		Policy: runtime.DefaultPolicy(workspace),

@@ -29,6 +29,13 @@ import (
 // or several, may have the same directory open: records change only under
 // their lock, and each process has exactly one supervisor.
 type Manager struct {
+	// Supervisor is the program started as each new process's supervisor:
+	// a hutch binary (any program whose main calls SupervisorMain first),
+	// of the same version as this package. Empty means the hutch found on
+	// $PATH. Set it before Start; a Manager never starts the host program
+	// itself as a supervisor (see SupervisorMain).
+	Supervisor string
+
 	store store
 
 	mu sync.Mutex
@@ -214,6 +221,10 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	if spec.Policy, err = m.policy(spec.Policy, spec.Dir); err != nil {
 		return nil, err
 	}
+	prog, err := m.supervisorProgram()
+	if err != nil {
+		return nil, err
+	}
 	id, err := newID()
 	if err != nil {
 		return nil, err
@@ -222,7 +233,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p, ready, sup, err := m.launch(id, spec)
+	p, ready, sup, err := m.launch(id, spec, prog)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -309,9 +320,9 @@ func newID() (string, error) {
 }
 
 // launch writes id's sandbox.json and first record and starts its
-// supervisor, all under the record's lock: no other manager sees a
-// record without its supervisor's identity.
-func (m *Manager) launch(id string, spec Spec) (Process, *os.File, *exec.Cmd, error) {
+// supervisor, the program prog, all under the record's lock: no other
+// manager sees a record without its supervisor's identity.
+func (m *Manager) launch(id string, spec Spec, prog string) (Process, *os.File, *exec.Cmd, error) {
 	dir := m.store.dir(id)
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
@@ -335,7 +346,7 @@ func (m *Manager) launch(id string, spec Spec) (Process, *os.File, *exec.Cmd, er
 		return p, nil, nil, err
 	}
 	defer readyW.Close()
-	sup, err := startSupervisor(dir, readyW)
+	sup, err := startSupervisor(prog, dir, readyW)
 	if err != nil {
 		ready.Close()
 		return p, nil, nil, err
@@ -351,18 +362,32 @@ func (m *Manager) launch(id string, spec Spec) (Process, *os.File, *exec.Cmd, er
 	return p, ready, sup, m.store.write(id, p)
 }
 
-// startSupervisor starts the host's own binary again as id's supervisor
-// (supervisorArg0, taken over in this package's init): in a session of
-// its own, so that the host's terminal and process group do not reach it,
-// with its diagnostics in supervisor.log and ready as fd 3.
-func startSupervisor(dir string, ready *os.File) (*exec.Cmd, error) {
+// supervisorProgram is the program Start runs as a supervisor: Supervisor,
+// or the hutch on $PATH.
+func (m *Manager) supervisorProgram() (string, error) {
+	if m.Supervisor != "" {
+		return m.Supervisor, nil
+	}
+	path, err := exec.LookPath("hutch")
+	if err != nil {
+		return "", fmt.Errorf("processes: no supervisor program: Manager.Supervisor is empty and %w (install hutch: go install github.com/hutchbox/hutch/cmd/hutch)", err)
+	}
+	return path, nil
+}
+
+// startSupervisor starts the supervisor program prog (supervisorArg0,
+// taken over by its SupervisorMain) as the supervisor of the process in
+// dir: in a session of its own, so that the host's terminal and process
+// group do not reach it, with its diagnostics in supervisor.log and ready
+// as fd 3.
+func startSupervisor(prog, dir string, ready *os.File) (*exec.Cmd, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, supervisorLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
+		Path:        prog,
 		Args:        []string{supervisorArg0, dir},
 		Env:         os.Environ(),
 		Dir:         "/",

@@ -2,6 +2,7 @@ package processes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ func openManager(t *testing.T) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.Supervisor = testSupervisor
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -114,6 +116,7 @@ func TestDataDirInWorkspaceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	m.Supervisor = testSupervisor
 	_, err = m.Start(context.Background(), Spec{Policy: runtime.DefaultPolicy(ws), Args: []string{"true"}})
 	var pe *runtime.PolicyError
 	if !errors.As(err, &pe) || pe.Field != "Spec.Policy" || !strings.Contains(err.Error(), "data directory") {
@@ -383,4 +386,56 @@ func TestStopLeavesNothingRunning(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNoSupervisorProgram: with Manager.Supervisor empty and no hutch on
+// $PATH, Start refuses, naming the field, and leaves nothing in the data
+// directory: the host program is never started as a supervisor instead.
+func TestNoSupervisorProgram(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	data := t.TempDir()
+	m, err := Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Start(context.Background(), Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "Manager.Supervisor") || !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("Start: %v, want no supervisor program, naming Manager.Supervisor", err)
+	}
+	left, err := os.ReadDir(filepath.Join(data, "processes"))
+	if err != nil || len(left) != 0 {
+		t.Errorf("the data directory holds %v (%v), want nothing", left, err)
+	}
+}
+
+// TestSpecFromAnotherVersion: a sandbox.json with a field this build does
+// not know (written by a newer manager) is refused by the supervisor, not
+// run with the field dropped.
+func TestSpecFromAnotherVersion(t *testing.T) {
+	dir := t.TempDir()
+	spec, err := Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"true"}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSpec(writeSpec(t, dir, b)); err != nil {
+		t.Fatalf("this build's own Spec: %v", err)
+	}
+	newer := append(b[:len(b)-1:len(b)-1], []byte(`,"policy_v9_field":true}`)...)
+	if _, err := readSpec(writeSpec(t, dir, newer)); err == nil || !strings.Contains(err.Error(), "policy_v9_field") {
+		t.Errorf("a Spec with an unknown field: %v, want it refused, named", err)
+	}
+}
+
+// writeSpec writes b as dir's sandbox.json, and returns dir.
+func writeSpec(t *testing.T, dir string, b []byte) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, sandboxFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

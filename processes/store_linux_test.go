@@ -13,13 +13,20 @@ import (
 
 const storeHelperEnv = "HUTCH_PROCESSES_STORE_HELPER"
 
-// TestMain lets the test binary act as a second process updating a record.
+// TestMain lets the test binary act as a second process updating a
+// record, and as the supervisor of the processes its tests start
+// (testSupervisor).
 func TestMain(m *testing.M) {
+	SupervisorMain()
 	if v := os.Getenv(storeHelperEnv); v != "" {
 		os.Exit(storeHelper(v))
 	}
 	os.Exit(m.Run())
 }
+
+// testSupervisor is the supervisor program of the tests' managers: this
+// test binary, whose TestMain calls SupervisorMain.
+var testSupervisor, _ = os.Executable()
 
 // storeHelper adds 1 to the record's Restarts n times: "root id n".
 func storeHelper(v string) int {

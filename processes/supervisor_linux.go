@@ -18,12 +18,20 @@ import (
 	"github.com/hutchbox/hutch/runtime"
 )
 
-// supervisorArg0 is the role marker the manager starts the host's binary
-// with: this package's init sees it and runs the supervisor instead of
-// the host program.
+// supervisorArg0 is the role marker the manager starts the supervisor
+// program (Manager.Supervisor) with: its SupervisorMain sees it.
 const supervisorArg0 = "hutch-supervisor"
 
-func init() {
+// SupervisorMain makes this process a durable process's supervisor, and
+// exits when that ends, if a Manager started it as one; otherwise it
+// returns at once. A program that is to serve as Manager.Supervisor calls
+// it first thing in main, as hutch does.
+//
+// Nothing else in this package starts a supervisor: a host program that
+// imports processes never runs as one, so that none of its own code (the
+// init functions of every package it links, which may write files or dial
+// out) runs in a process that outlives it and holds a sandbox.
+func SupervisorMain() {
 	if len(os.Args) == 2 && os.Args[0] == supervisorArg0 {
 		os.Exit(supervise(os.Args[1]))
 	}
@@ -42,6 +50,26 @@ type supervisor struct {
 	log   *slog.Logger
 	stop  chan os.Signal
 	ready *os.File // until the first run is reported
+}
+
+// readSpec reads the Spec a manager wrote for dir's supervisor. The
+// supervisor may be another build than the manager's (Manager.Supervisor
+// names a program): a field it does not know is an error, never dropped,
+// so that a policy this build cannot read whole is not run with a part of
+// it missing.
+func readSpec(dir string) (Spec, error) {
+	var spec Spec
+	f, err := os.Open(filepath.Join(dir, sandboxFile))
+	if err != nil {
+		return spec, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("read %s: %w (the supervisor program is another version than the program that started the process: give Manager.Supervisor a hutch built from the same version)", sandboxFile, err)
+	}
+	return spec, nil
 }
 
 // supervise is the supervisor process's whole life; dir is the process's
@@ -80,12 +108,8 @@ func supervise(dir string) int {
 	if _, err := s.store.update(s.id, func(p *Process) error { p.Supervisor = &me; return nil }); err != nil {
 		return s.fail(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, sandboxFile))
-	if err == nil {
-		err = json.Unmarshal(b, &s.spec)
-	}
-	if err != nil {
-		return s.fail(fmt.Errorf("read %s: %w", sandboxFile, err))
+	if s.spec, err = readSpec(dir); err != nil {
+		return s.fail(err)
 	}
 	sb, err := runtime.New(s.spec.Policy)
 	if err != nil {

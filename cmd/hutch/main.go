@@ -51,6 +51,7 @@ const (
 )
 
 func main() {
+	superviseIfAsked() // before anything else: it exits if it runs
 	os.Exit(execute(os.Args[1:]))
 }
 

@@ -41,6 +41,7 @@ logs live in --data-dir/processes/<id>/. Every subcommand prints JSON.`,
 		if err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", quote(dir), err)
 		}
+		m.Supervisor = selfSupervisor
 		return m, nil
 	}
 	withManager := func(do func(context.Context, *processes.Manager) (any, error)) error {
@@ -229,11 +230,21 @@ func specFlagError(f runFlags, err error, flags map[string][2]string) error {
 	return f.flagError(err)
 }
 
+// selfSupervisor is the supervisor program of hutch's managers: this
+// binary, the very image running (a hutch upgraded in place since is
+// another version, which might not read the Spec this one writes).
+const selfSupervisor = "/proc/self/exe"
+
+// superviseIfAsked runs this process as a durable process's supervisor
+// if a Manager started it as one (processes.SupervisorMain).
+func superviseIfAsked() { processes.SupervisorMain() }
+
 // openProcesses opens dir's durable-process manager for hutch serve.
 func openProcesses(dir string) (localapi.Processes, func(), error) {
 	m, err := processes.Open(dir)
 	if err != nil {
 		return nil, nil, err
 	}
+	m.Supervisor = selfSupervisor
 	return m, func() { m.Close() }, nil
 }

@@ -23,6 +23,9 @@ func processCommand(*int) *cobra.Command {
 	}
 }
 
+// superviseIfAsked: no durable processes, no supervisors.
+func superviseIfAsked() {}
+
 // openProcesses: no durable processes here; hutch serve says so on
 // their routes.
 func openProcesses(string) (localapi.Processes, func(), error) {
