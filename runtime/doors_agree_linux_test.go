@@ -298,4 +298,3 @@ func judge(t *testing.T, files []string, before map[string]string, read string) 
 	}
 	return got
 }
-
