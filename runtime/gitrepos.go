@@ -36,7 +36,7 @@ import (
 // What no mount can cover is reported instead: a repository the command
 // creates (git init must work) or, with AllowGitWrite, redirects with a
 // commondir or config.worktree that did not exist before. Result.
-// Repositories lists them; GitCommand (hutch git) runs the host's git
+// Repositories lists them; hostgit.Command (hutch git) runs the host's git
 // there with none of it in effect.
 
 // gitCodePaths are the parts of a git directory that git reads as
@@ -68,7 +68,7 @@ type gitRepo struct {
 	// file or symlink names, and the common directory a commondir names.
 	Dirs []string
 	// Trees are those of the same that are writable trees themselves (a
-	// worktree workspace's own git directory, see Worktree): writable as
+	// worktree workspace's own git directory, see hostgit.Worktree): writable as
 	// the caller asked, but for their gitCodePaths, read-only whatever
 	// AllowGitWrite says.
 	Trees []string
@@ -293,7 +293,7 @@ func makeGitCodeDirs(repos []gitRepo, allowWrite bool) {
 
 // RepositoryChange is a git repository in a writable tree whose
 // configuration a command may have written: the host's git run there reads
-// it, and would run what it names. Run git there with GitCommand.
+// it, and would run what it names. Run git there with hostgit.Command.
 type RepositoryChange struct {
 	// Path is the repository's .git entry, or for "redirected" the file
 	// that redirects it.

@@ -17,7 +17,7 @@ import (
 // it comes from: Policy.Writable, Home, a grant's write:, a policy layer,
 // the workspace itself. Two kinds of writable tree may lie in a git
 // directory:
-//   - the parts a worktree workspace commits to (Worktree.Apply): its own
+//   - the parts a worktree workspace commits to (hostgit.Worktree.Apply): its own
 //     git directory and its repository's objects, refs and logs;
 //   - with AllowGitWrite, a part of a git directory that neither is nor
 //     holds nor lies in what git reads as configuration or runs as code
@@ -52,8 +52,13 @@ func isBareGitDir(d string) bool {
 	return true
 }
 
-// worktreeParts are the writable trees a linked worktree at ws commits
-// to (see Worktree), read from its .git file: none when ws is not one.
+// worktreeParts are the parts of the common git directory a linked
+// worktree's commands write to: hostgit.Worktree.Apply makes them
+// writable, and the rule above allows exactly these.
+var worktreeParts = []string{"objects", "refs", "logs"}
+
+// worktreeWritable are the writable trees a linked worktree at ws commits
+// to (see hostgit.Worktree), read from its .git file: none when ws is not one.
 func worktreeWritable(ws string) []string {
 	gitDir := readGitPath(filepath.Join(ws, ".git"), "gitdir: ")
 	if gitDir == "" {

@@ -125,7 +125,7 @@ type Result struct {
 	// command created or replaced, or redirected to another
 	// configuration: the host's git run there reads what the command
 	// wrote as configuration and hooks, and runs what they name. Run git
-	// there with GitCommand (hutch git). Repositories present when the
+	// there with hostgit.Command (hutch git). Repositories present when the
 	// command started are read-only to it (see Policy.AllowGitWrite).
 	Repositories []RepositoryChange `json:"repositories,omitempty"`
 	// TreesWalked says why the deny names and repositories in the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/hostgit"
 )
 
 func gitCommand(code *int) *cobra.Command {
@@ -27,7 +27,7 @@ command planted in the repository: hooks, core.fsmonitor, filters, diff
 drivers, pagers, aliases, credential helpers, and the same in submodules.
 hutch git overrides every setting of the repository's own configuration
 except a few that only describe data, and turns off hooks, fsmonitor and
-recursion into submodules (see runtime.GitCommand). Settings no override can
+recursion into submodules (see hostgit.Command). Settings no override can
 disable (remote.<name>.uploadpack, core.worktree, ...) make it refuse to run.
 
 The exit status is git's (128+N when signal N ended it); 125 means hutch
@@ -44,17 +44,17 @@ itself failed. Put -- before ARGS that begin with a flag.`,
 	return c
 }
 
-// runGit runs git through runtime.GitCommand on hutch's own standard
+// runGit runs git through hostgit.Command on hutch's own standard
 // streams and sets code to git's exit status.
 func runGit(ctx context.Context, dir string, args []string, code *int) error {
-	// GitCommand keeps its copy of the repository's configuration in the
+	// hostgit.Command keeps its copy of the repository's configuration in the
 	// temporary directory until ctx is done, and removes it on its own
 	// time; this process may be gone by then, so it removes its copies
 	// itself once git has ended.
 	defer removeGitCopies()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd, err := runtime.GitCommand(ctx, dir, args...)
+	cmd, err := hostgit.Command(ctx, dir, args...)
 	if err != nil {
 		*code = exitHutchFailed
 		return err
@@ -98,7 +98,7 @@ func processStatus(ps *os.ProcessState) int {
 }
 
 // removeGitCopies removes the copies of repositories' configurations
-// runtime.GitCommand made for this process (hutch-git-PID-* in the
+// hostgit.Command made for this process (hutch-git-PID-* in the
 // temporary directory).
 func removeGitCopies() {
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("hutch-git-%d-*", os.Getpid())))

@@ -14,7 +14,7 @@
 //
 // runs the host's git in a workspace a sandboxed command wrote to, with
 // nothing that command planted in the repository able to run
-// (runtime.GitCommand); its exit status is git's.
+// (hostgit.Command); its exit status is git's.
 package main
 
 import (
@@ -36,6 +36,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hutchbox/hutch/hostgit"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/oci"
 	"github.com/hutchbox/hutch/policyfile"
@@ -337,7 +338,7 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 	// noCmdResult is the Result of a run with no Cmd here: through an
 	// OCI runtime, or through the server at HUTCH_SOCKET.
 	var noCmdResult *runtime.Result
-	var wt *runtime.Worktree
+	var wt *hostgit.Worktree
 	// Signals are hutch's before anything is created: one that comes
 	// before the command runs ends the run as it would have ended the
 	// command (128+N), with the --result-json written.
@@ -580,7 +581,7 @@ type resultFile struct {
 	*runtime.Result
 }
 
-// worktreeDoc is a runtime.Worktree in --result-json.
+// worktreeDoc is a hostgit.Worktree in --result-json.
 type worktreeDoc struct {
 	Path   string `json:"path"`
 	Branch string `json:"branch"`
@@ -588,7 +589,7 @@ type worktreeDoc struct {
 }
 
 // writeResult writes the document for a run that exits with code.
-func writeResult(out *os.File, res *runtime.Result, wt *runtime.Worktree, command []string, code int, runErr error) error {
+func writeResult(out *os.File, res *runtime.Result, wt *hostgit.Worktree, command []string, code int, runErr error) error {
 	doc := resultFile{Schema: resultSchema, Version: version(), Argv: os.Args, Command: command}
 	if wt != nil {
 		doc.Worktree = &worktreeDoc{Path: wt.Dir, Branch: wt.Branch, GitDir: wt.GitDir}

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/hostgit"
 )
 
 // addWorktree makes the worktree --worktree asks for, in the data
 // directory's worktrees (kept with the records: a worktree holds what
 // the command did not commit), makes it f's workspace and says on stderr
 // where it is: the user has to find it whatever happens next.
-func addWorktree(ctx context.Context, f *runFlags) (*runtime.Worktree, error) {
+func addWorktree(ctx context.Context, f *runFlags) (*hostgit.Worktree, error) {
 	if f.workspace != "" {
 		return nil, &flagErr{"--worktree", f.worktree, "and --workspace: the worktree is the workspace; give one of them"}
 	}
@@ -27,7 +27,7 @@ func addWorktree(ctx context.Context, f *runFlags) (*runtime.Worktree, error) {
 	if err != nil {
 		return nil, &flagErr{"--worktree", f.worktree, err.Error()}
 	}
-	wt, err := runtime.AddWorktree(ctx, repo, branch, filepath.Join(data, "worktrees"))
+	wt, err := hostgit.AddWorktree(ctx, repo, branch, filepath.Join(data, "worktrees"))
 	if err != nil {
 		return nil, f.flagError(err)
 	}

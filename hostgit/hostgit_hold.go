@@ -1,4 +1,4 @@
-package runtime
+package hostgit
 
 import (
 	"bytes"
@@ -18,11 +18,11 @@ import (
 // Holding a repository's configuration still.
 //
 // A sandboxed command may still be running while the host runs git, and
-// may write the repository (one it made is its own): whatever GitCommand
+// may write the repository (one it made is its own): whatever Command
 // lists, git reads the configuration again when it starts, and again in
 // every git it starts. A check of the files themselves, however careful,
 // is a check of what they held then. So git is not given the repository's
-// configuration file at all: GitCommand copies it, once, into a directory
+// configuration file at all: Command copies it, once, into a directory
 // of its own (heldDir), lists that copy, and points git at it as the
 // repository's common directory (GIT_COMMON_DIR), where git reads config.
 // The copy is the host's; what git reads is what was listed.

@@ -1,4 +1,4 @@
-package runtime
+package hostgit
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// GitCommand returns a command that runs the host's git (the first git in
+// Command returns a command that runs the host's git (the first git in
 // PATH) in dir with args, configured so that nothing a sandboxed command
 // could have planted in dir's repository runs on the host.
 //
@@ -24,10 +24,10 @@ import (
 // configuration by .git/commondir, and git status runs git again inside
 // every submodule, which reads that submodule's own configuration. Result
 // lists the repositories a command created or replaced
-// (Result.Repositories): those are the ones to handle with GitCommand.
+// (Result.Repositories): those are the ones to handle with Command.
 //
 // A command may still be running, and rewriting the repository's
-// configuration, while git starts: GitCommand therefore gives git a copy
+// configuration, while git starts: Command therefore gives git a copy
 // of the repository's configuration file, made once and held where no
 // sandbox can reach it (a directory hutch-git-PID-* in os.TempDir,
 // removed when ctx is done; GIT_COMMON_DIR, with the rest of the repository linked in, and
@@ -41,7 +41,7 @@ import (
 // git is given an empty directory as its repository, so that it finds
 // none a command makes meanwhile.
 //
-// GitCommand first lists that configuration (git config --list
+// Command first lists that configuration (git config --list
 // --show-scope --includes, which runs nothing) and overrides
 // every setting of the repository's own file (the local scope, the
 // configuration of the common directory a commondir redirect points to)
@@ -60,7 +60,7 @@ import (
 //
 // An empty value disables most settings and makes git fail on the rest
 // (a diff driver's textconv, diff.external, core.sshCommand: "cannot run"),
-// which is safe. Where no override can disable a setting, GitCommand
+// which is safe. Where no override can disable a setting, Command
 // returns an error naming it instead of a command: remote.<name>.uploadpack
 // and receivepack (git uses the first value it reads, the repository's),
 // core.worktree (git reads it from the repository's file alone; it could
@@ -69,7 +69,7 @@ import (
 // core.gitProxy is disabled through GIT_PROXY_COMMAND, which git consults
 // first.
 //
-// Starting from the caller's environment, GitCommand removes the variables
+// Starting from the caller's environment, Command removes the variables
 // that would make git read another repository or other files than dir's:
 // GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR, GIT_INDEX_FILE,
 // GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES, GIT_CONFIG (which
@@ -85,11 +85,11 @@ import (
 // there.
 //
 // A missing git is an error wrapping exec.ErrNotFound.
-func GitCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
+func Command(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
 	return gitCommand(ctx, dir, true, args...)
 }
 
-// gitCommand is GitCommand, with the repository's configuration held
+// gitCommand is Command, with the repository's configuration held
 // still or, with hold false, read by git from the repository's own file
 // (listed, then read again by git): for git worktree add alone, which
 // writes the common directory's path into the worktree it makes.
@@ -214,7 +214,7 @@ func alwaysEntries() []configEntry {
 	return e
 }
 
-// A treatment is what GitCommand does with a key the repository's own
+// A treatment is what Command does with a key the repository's own
 // configuration sets.
 type treatment int
 

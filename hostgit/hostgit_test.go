@@ -1,6 +1,6 @@
 //go:build linux
 
-package runtime
+package hostgit
 
 import (
 	"bytes"
@@ -131,7 +131,7 @@ type gitRoute struct {
 	args    []string
 	stdin   string
 	tty     bool   // git's stdout is a terminal (pagers)
-	refused string // GitCommand returns an error holding this
+	refused string // Command returns an error holding this
 	skip    func(t *testing.T)
 }
 
@@ -431,7 +431,7 @@ func runGit(t *testing.T, c *exec.Cmd, stdin string, tty bool) (error, string) {
 }
 
 // TestGitCommandRunsNothingPlanted plants each route twice: plain git must
-// run the planted program (the route is real), git from GitCommand must
+// run the planted program (the route is real), git from Command must
 // not, whether it then succeeds or fails.
 func TestGitCommandRunsNothingPlanted(t *testing.T) {
 	if testing.Short() {
@@ -460,21 +460,21 @@ func TestGitCommandRunsNothingPlanted(t *testing.T) {
 			prog, marker = plantedProg(t)
 			tt.plant(t, repo, prog)
 			dir := filepath.Join(repo, tt.dir)
-			cmd, err := GitCommand(ctx, dir, tt.args...)
+			cmd, err := Command(ctx, dir, tt.args...)
 			if tt.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.refused) || !strings.Contains(err.Error(), dir) {
-					t.Errorf("GitCommand: %v, want an error naming %s and %s", err, tt.refused, dir)
+					t.Errorf("Command: %v, want an error naming %s and %s", err, tt.refused, dir)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("GitCommand: %v", err)
+				t.Fatalf("Command: %v", err)
 			}
 			err, out = runGit(t, cmd, tt.stdin, tt.tty)
 			if b, statErr := os.ReadFile(marker); statErr == nil {
-				t.Errorf("git %s from GitCommand ran the planted program (%s): %v\n%s", strings.Join(tt.args, " "), bytes.TrimSpace(b), err, out)
+				t.Errorf("git %s from Command ran the planted program (%s): %v\n%s", strings.Join(tt.args, " "), bytes.TrimSpace(b), err, out)
 			}
-			t.Logf("git %s from GitCommand: %v\n%s", strings.Join(tt.args, " "), err, out)
+			t.Logf("git %s from Command: %v\n%s", strings.Join(tt.args, " "), err, out)
 		})
 	}
 }
@@ -489,9 +489,9 @@ func TestGitCommandRefusesCoreWorktree(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != elsewhere {
 		t.Fatalf("plain git's work tree: %q, %v; want %s", out, err, elsewhere)
 	}
-	_, err = GitCommand(context.Background(), repo, "status")
+	_, err = Command(context.Background(), repo, "status")
 	if err == nil || !strings.Contains(err.Error(), "core.worktree") || !strings.Contains(err.Error(), repo) {
-		t.Errorf("GitCommand: %v, want an error naming core.worktree and %s", err, repo)
+		t.Errorf("Command: %v, want an error naming core.worktree and %s", err, repo)
 	}
 }
 
@@ -516,9 +516,9 @@ func TestGitCommandEverydayWork(t *testing.T) {
 		{[]string{"status", "--porcelain"}, ""},
 	}
 	for _, s := range steps {
-		cmd, err := GitCommand(context.Background(), repo, s.args...)
+		cmd, err := Command(context.Background(), repo, s.args...)
 		if err != nil {
-			t.Fatalf("GitCommand(%q): %v", s.args, err)
+			t.Fatalf("Command(%q): %v", s.args, err)
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), s.want) || s.want == "" && len(out) != 0 {
@@ -528,10 +528,10 @@ func TestGitCommandEverydayWork(t *testing.T) {
 }
 
 // TestGitCommandOutsideRepository: git config --list works outside any
-// repository, and so does GitCommand.
+// repository, and so does Command.
 func TestGitCommandOutsideRepository(t *testing.T) {
 	isolateGit(t)
-	cmd, err := GitCommand(context.Background(), t.TempDir(), "version")
+	cmd, err := Command(context.Background(), t.TempDir(), "version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,13 +545,13 @@ func TestGitCommandErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	writeFile(t, file, "")
 	for _, dir := range []string{"/nonexistent/hutch", file} {
-		if _, err := GitCommand(context.Background(), dir, "status"); err == nil || !strings.Contains(err.Error(), dir) {
-			t.Errorf("GitCommand(%q): %v, want an error naming it", dir, err)
+		if _, err := Command(context.Background(), dir, "status"); err == nil || !strings.Contains(err.Error(), dir) {
+			t.Errorf("Command(%q): %v, want an error naming it", dir, err)
 		}
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := GitCommand(context.Background(), t.TempDir(), "status"); !errors.Is(err, exec.ErrNotFound) {
-		t.Errorf("GitCommand without git in PATH: %v, want exec.ErrNotFound", err)
+	if _, err := Command(context.Background(), t.TempDir(), "status"); !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("Command without git in PATH: %v, want exec.ErrNotFound", err)
 	}
 }
 
@@ -707,9 +707,9 @@ func TestGitEnviron(t *testing.T) {
 
 // TestGitCommandHoldsConfigStill: a sandboxed command that can write a
 // repository (one it made) rewrites its configuration while hutch git
-// runs, swapping in diff.external between GitCommand's listing and git's
+// runs, swapping in diff.external between Command's listing and git's
 // own reading, in place and by rename. git must read the configuration
-// GitCommand checked: the planted program never runs.
+// Command checked: the planted program never runs.
 func TestGitCommandHoldsConfigStill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: git against a writer racing it (about 15 s)")
@@ -751,7 +751,7 @@ func TestGitCommandHoldsConfigStill(t *testing.T) {
 	runs := 0
 	for ; runs < 300 && time.Now().Before(deadline); runs++ {
 		ctx, cancel := context.WithCancel(context.Background())
-		cmd, err := GitCommand(ctx, repo, "diff")
+		cmd, err := Command(ctx, repo, "diff")
 		if err == nil {
 			cmd.Run()
 		} // else a listing that met a half-written file
@@ -763,21 +763,21 @@ func TestGitCommandHoldsConfigStill(t *testing.T) {
 	close(stop)
 	<-done
 	if b, err := os.ReadFile(marker); err == nil {
-		t.Fatalf("after %d runs, git from GitCommand ran diff.external swapped in after its listing: %s", runs+1, b)
+		t.Fatalf("after %d runs, git from Command ran diff.external swapped in after its listing: %s", runs+1, b)
 	}
 	t.Logf("%d runs", runs)
 }
 
-// TestGitCommandAnyLocale: GitCommand tells a directory in no repository
+// TestGitCommandAnyLocale: Command tells a directory in no repository
 // (and a bare one) from an error by what git says, which git translates:
 // in a German locale it must still run git version outside a repository.
 func TestGitCommandAnyLocale(t *testing.T) {
 	isolateGit(t)
 	t.Setenv("LANGUAGE", "de")
 	t.Setenv("LC_ALL", "C.UTF-8")
-	cmd, err := GitCommand(context.Background(), t.TempDir(), "version")
+	cmd, err := Command(context.Background(), t.TempDir(), "version")
 	if err != nil {
-		t.Fatalf("GitCommand outside a repository, LANGUAGE=de: %v", err)
+		t.Fatalf("Command outside a repository, LANGUAGE=de: %v", err)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "git version") {
 		t.Errorf("git version: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package runtime
+package hostgit
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hutchbox/hutch/mounts"
+	"github.com/hutchbox/hutch/runtime"
 )
 
 // Worktree is a linked worktree of a repository on the host, made by
@@ -51,7 +52,9 @@ type Worktree struct {
 }
 
 // worktreeParts are the parts of the common git directory a worktree's
-// commands write to.
+// commands write to: exactly what runtime's rule for writable trees in a
+// git directory allows a worktree workspace (TestAddWorktree has New
+// accept the policy Apply makes).
 var worktreeParts = []string{"objects", "refs", "logs"}
 
 // AddWorktree adds a linked worktree of the repository at repo (any
@@ -64,18 +67,18 @@ var worktreeParts = []string{"objects", "refs", "logs"}
 // belongs where state is kept, not in /tmp, which is emptied at boot
 // (and inside a sandbox is a private one).
 //
-// git runs as GitCommand runs it (but for worktree add, with the
+// git runs as Command runs it (but for worktree add, with the
 // configuration read by git itself): the repository's own configuration and
 // hooks (post-checkout runs on worktree add) may have been planted by an
 // earlier sandboxed command, and none of it runs. A repo that is not a git
 // repository, a branch that is not a valid branch name or one checked out
-// in another worktree are refused with a *PolicyError for "Worktree".
+// in another worktree are refused with a *runtime.PolicyError for "Worktree".
 func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, error) {
 	if parent == "" {
-		return nil, &PolicyError{Field: "AddWorktree parent", Reason: "empty: the directory to make the worktree in"}
+		return nil, &runtime.PolicyError{Field: "AddWorktree parent", Reason: "empty: the directory to make the worktree in"}
 	}
 	refuse := func(value, reason string) error {
-		return &PolicyError{Field: "Worktree", Value: value, Reason: reason}
+		return &runtime.PolicyError{Field: "Worktree", Value: value, Reason: reason}
 	}
 	abs, err := filepath.Abs(repo)
 	if err != nil {
@@ -138,9 +141,9 @@ func AddWorktree(ctx context.Context, repo, branch, parent string) (*Worktree, e
 // Apply makes w p's workspace, and what git writes in the repository
 // writable (see Worktree); call it when p's other writable trees are set.
 // One of them that holds CommonDir would make the whole repository
-// writable, hooks and config included: it is refused with a *PolicyError
+// writable, hooks and config included: it is refused with a *runtime.PolicyError
 // naming it.
-func (w *Worktree) Apply(p *Policy) error {
+func (w *Worktree) Apply(p *runtime.Policy) error {
 	for i, t := range p.Writable {
 		abs, err := filepath.Abs(t)
 		if err != nil {
@@ -150,7 +153,7 @@ func (w *Worktree) Apply(p *Policy) error {
 			abs = real
 		}
 		if mounts.Within(w.CommonDir, abs) {
-			return &PolicyError{Field: fmt.Sprintf("Writable[%d]", i), Value: t, Reason: "holds the repository of the worktree workspace (" + w.CommonDir + "): its hooks and config would be writable"}
+			return &runtime.PolicyError{Field: fmt.Sprintf("Writable[%d]", i), Value: t, Reason: "holds the repository of the worktree workspace (" + w.CommonDir + "): its hooks and config would be writable"}
 		}
 	}
 	p.Workspace = w.Dir
@@ -161,7 +164,7 @@ func (w *Worktree) Apply(p *Policy) error {
 	return nil
 }
 
-// hostGit runs the host's git in dir as GitCommand makes it, and returns
+// hostGit runs the host's git in dir as Command makes it, and returns
 // its output trimmed, or an error with what it said.
 func hostGit(ctx context.Context, dir string, args ...string) (string, error) {
 	return runHostGit(ctx, dir, true, args...)

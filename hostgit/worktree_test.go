@@ -1,8 +1,9 @@
-package runtime
+package hostgit
 
 import (
 	"context"
 	"errors"
+	"github.com/hutchbox/hutch/runtime"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +52,15 @@ func TestAddWorktree(t *testing.T) {
 		t.Errorf("checked out %q (%v); want %s", b, err, w.Branch)
 	}
 
-	p := Policy{Writable: []string{t.TempDir()}}
+	p := runtime.DefaultPolicy("")
+	p.Writable = []string{t.TempDir()}
 	if err := w.Apply(&p); err != nil {
 		t.Fatal(err)
+	}
+	// The git rule of runtime allows the parts Apply makes writable:
+	// the two lists of them agree.
+	if _, err := runtime.Check(p); err != nil {
+		t.Errorf("Check of the policy Apply made: %v", err)
 	}
 	want := []string{p.Writable[0], filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs"), w.GitDir}
 	if p.Workspace != w.Dir || !slices.Equal(p.Writable, want) {
@@ -67,7 +74,7 @@ func TestAddWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _ := hostGit(ctx, repo, "rev-parse", w.Branch)
-	var pe *PolicyError
+	var pe *runtime.PolicyError
 	if _, err := AddWorktree(ctx, repo, w.Branch, parent); !errors.As(err, &pe) || pe.Field != "Worktree" {
 		t.Errorf("a branch checked out in another worktree: %v; want a PolicyError for Worktree", err)
 	}
@@ -90,7 +97,9 @@ func TestAddWorktreeRefused(t *testing.T) {
 	ctx := context.Background()
 	plain := t.TempDir()
 	file := filepath.Join(plain, "f")
-	must(t, os.WriteFile(file, nil, 0o644))
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		repo, branch, value, reason string
 	}{
@@ -102,7 +111,7 @@ func TestAddWorktreeRefused(t *testing.T) {
 	} {
 		parent := t.TempDir()
 		_, err := AddWorktree(ctx, tt.repo, tt.branch, parent)
-		var pe *PolicyError
+		var pe *runtime.PolicyError
 		if !errors.As(err, &pe) || pe.Field != "Worktree" || pe.Value != tt.value || !strings.Contains(pe.Reason, tt.reason) {
 			t.Errorf("AddWorktree(%q, %q): %v; want a PolicyError for Worktree %q: %s", tt.repo, tt.branch, err, tt.value, tt.reason)
 		}
@@ -111,7 +120,7 @@ func TestAddWorktreeRefused(t *testing.T) {
 		}
 	}
 
-	var noParent *PolicyError
+	var noParent *runtime.PolicyError
 	if _, err := AddWorktree(ctx, repo, "", ""); !errors.As(err, &noParent) || noParent.Field != "AddWorktree parent" {
 		t.Errorf("AddWorktree with no parent: %v; want a PolicyError naming it", err)
 	}
@@ -120,8 +129,8 @@ func TestAddWorktreeRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Policy{Writable: []string{t.TempDir(), filepath.Dir(repo)}}
-	var pe *PolicyError
+	p := runtime.Policy{Writable: []string{t.TempDir(), filepath.Dir(repo)}}
+	var pe *runtime.PolicyError
 	if err := w.Apply(&p); !errors.As(err, &pe) || pe.Field != "Writable[1]" || p.Workspace != "" {
 		t.Errorf("Apply with a writable tree holding the repository: %v, workspace %q; want a PolicyError for Writable[1] and p unchanged", err, p.Workspace)
 	}
