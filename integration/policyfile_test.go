@@ -3,12 +3,14 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hutchbox/hutch/policyfile"
+	"github.com/hutchbox/hutch/runtime"
 )
 
 // TestPolicyFileCLI (issue 18, the policy file): hutch run --policy reads
@@ -96,6 +98,20 @@ read_only = ["docs"]
 	}
 	if p.Memory != 1<<30 || len(p.Writable) != 1 || p.Writable[0] != extra || len(p.ReadOnly) != 1 || !strings.HasSuffix(p.ReadOnly[0], "/docs") {
 		t.Errorf("policy show gave %+v", p)
+	}
+	// --json prints the whole decision, which reads back as the
+	// runtime.Resolved a durable process's supervisor runs: the same
+	// policy, at the level this host gives.
+	r = runCLIArgs(t, "policy", "show", "--json", "--workspace", ws, "--policy", file, "--profile", "readonly-docs", "--memory", "1GiB")
+	var decided runtime.Resolved
+	if err := json.Unmarshal([]byte(r.stdout), &decided); r.code != 0 || err != nil {
+		t.Fatalf("policy show --json: %v\n%s", err, r)
+	}
+	if dp := decided.Policy(); dp.Memory != 1<<30 || len(dp.Writable) != 1 || dp.Writable[0] != extra || dp.Workspace != ws {
+		t.Errorf("policy show --json gave %+v", dp)
+	}
+	if want, err := runtime.Check(runtime.DefaultPolicy(ws)); err != nil || decided.Level() != want.Level() {
+		t.Errorf("policy show --json: level %s, this host gives %v (%v)", decided.Level(), want, err)
 	}
 	if r := runCLIArgs(t, "policy", "default"); r.code != 0 || string(policyfile.DefaultTOML()) != r.stdout {
 		t.Errorf("policy default: %s", r)

@@ -57,10 +57,11 @@
 //
 // <data dir>/processes/<id>/ holds record.json (the Process: desired
 // state, status, pids, restart policy, backoff state, the last runs),
-// sandbox.json (the Spec, its Policy included, that the supervisor
-// runs), process.log and process.log.1 (the command's stdout and stderr,
-// rotated at Spec.LogMaxBytes), and supervisor.log (the supervisor's own
-// messages). The command never holds the log: its output reaches the
+// sandbox.json (the Spec, and the manager's decision on its Policy: a
+// versioned runtime.Resolved, which the supervisor runs whole through
+// runtime.NewResolved instead of deciding again), process.log and
+// process.log.1 (the command's stdout and stderr, rotated at
+// Spec.LogMaxBytes), and supervisor.log (the supervisor's own messages). The command never holds the log: its output reaches the
 // supervisor through pipes, and the data directory is masked in every
 // durable sandbox and refused inside its writable trees. record.json
 // changes only under a flock of the directory's lock file and is replaced

@@ -218,9 +218,11 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Policy, err = m.policy(spec.Policy, spec.Dir); err != nil {
+	resolved, err := m.policy(spec.Policy, spec.Dir)
+	if err != nil {
 		return nil, err
 	}
+	spec.Policy = resolved.Policy()
 	prog, err := m.supervisorProgram()
 	if err != nil {
 		return nil, err
@@ -233,7 +235,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p, ready, sup, err := m.launch(id, spec, prog)
+	p, ready, sup, err := m.launch(id, spec, resolved, prog)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -271,16 +273,17 @@ func (m *Manager) abandon(id string, sup Identity, grace time.Duration, cancelle
 	os.RemoveAll(m.store.dir(id))
 }
 
-// policy is the sandbox's policy for a durable process: the caller's,
-// checked by runtime.New as for any command, with the output going to the
-// log instead of a capped buffer and this manager's records hidden from
-// it. The records must not lie where the command could write: it could
+// policy decides the sandbox of a durable process: the caller's policy,
+// checked by runtime.Check as for any command, with the output going to
+// the log instead of a capped buffer and this manager's records hidden
+// from it. Its supervisor runs that decision (runtime.NewResolved), not
+// the policy decided again. The records must not lie where the command could write: it could
 // move or replace them under its supervisor.
 //
 // dir, the Spec's working directory, is checked against it as Start
 // checks a Cmd.Dir: a refusal is the caller's, named Spec.Dir, before any
 // supervisor starts.
-func (m *Manager) policy(p runtime.Policy, dir string) (runtime.Policy, error) {
+func (m *Manager) policy(p runtime.Policy, dir string) (*runtime.Resolved, error) {
 	p.OutputLimit = runtime.Unlimited
 	// One command at a time, restarted after seconds: a pool of inits
 	// (a server's --prewarm) would sit idle for the process's life.
@@ -288,27 +291,27 @@ func (m *Manager) policy(p runtime.Policy, dir string) (runtime.Policy, error) {
 	p.Deny = append(slices.Clone(p.Deny), m.store.root)
 	checked, err := runtime.Check(p)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	resolved := checked.Policy()
 	_, err = checked.WorkDir(dir)
 	var pe *runtime.PolicyError
 	if errors.As(err, &pe) {
-		return p, &runtime.PolicyError{Field: "Spec.Dir", Value: pe.Value, Reason: pe.Reason}
+		return nil, &runtime.PolicyError{Field: "Spec.Dir", Value: pe.Value, Reason: pe.Reason}
 	}
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	root, err := filepath.EvalSymlinks(m.store.root)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	for _, tree := range append([]string{resolved.Workspace, resolved.Home}, resolved.Writable...) {
 		if tree != "" && (mounts.Within(root, tree) || mounts.Within(tree, root)) {
-			return p, &runtime.PolicyError{Field: "Spec.Policy", Value: tree, Reason: fmt.Sprintf("writable in the sandbox, and the data directory %s is within it or it within the data directory", filepath.Dir(root))}
+			return nil, &runtime.PolicyError{Field: "Spec.Policy", Value: tree, Reason: fmt.Sprintf("writable in the sandbox, and the data directory %s is within it or it within the data directory", filepath.Dir(root))}
 		}
 	}
-	return p, nil
+	return checked, nil
 }
 
 func newID() (string, error) {
@@ -319,12 +322,13 @@ func newID() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// launch writes id's sandbox.json and first record and starts its
-// supervisor, the program prog, all under the record's lock: no other
-// manager sees a record without its supervisor's identity.
-func (m *Manager) launch(id string, spec Spec, prog string) (Process, *os.File, *exec.Cmd, error) {
+// launch writes id's sandbox.json (spec and the decision r) and first
+// record and starts its supervisor, the program prog, all under the
+// record's lock: no other manager sees a record without its supervisor's
+// identity.
+func (m *Manager) launch(id string, spec Spec, r *runtime.Resolved, prog string) (Process, *os.File, *exec.Cmd, error) {
 	dir := m.store.dir(id)
-	b, err := json.MarshalIndent(spec, "", "  ")
+	b, err := json.MarshalIndent(newSandboxDoc(spec, r), "", "  ")
 	if err != nil {
 		return Process{}, nil, nil, err
 	}

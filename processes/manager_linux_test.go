@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -409,25 +411,50 @@ func TestNoSupervisorProgram(t *testing.T) {
 	}
 }
 
-// TestSpecFromAnotherVersion: a sandbox.json with a field this build does
-// not know (written by a newer manager) is refused by the supervisor, not
-// run with the field dropped.
+// TestSpecFromAnotherVersion: sandbox.json carries the manager's decision
+// whole to the supervisor; one with a field this build does not know
+// (written by a newer manager), or a decision of another format, is
+// refused by the supervisor, not run with the field dropped.
 func TestSpecFromAnotherVersion(t *testing.T) {
 	dir := t.TempDir()
 	spec, err := Spec{Policy: runtime.DefaultPolicy(t.TempDir()), Args: []string{"true"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(spec)
+	r, err := runtime.Check(spec.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readSpec(writeSpec(t, dir, b)); err != nil {
-		t.Fatalf("this build's own Spec: %v", err)
+	b, err := json.Marshal(newSandboxDoc(spec, r))
+	if err != nil {
+		t.Fatal(err)
 	}
-	newer := append(b[:len(b)-1:len(b)-1], []byte(`,"policy_v9_field":true}`)...)
-	if _, err := readSpec(writeSpec(t, dir, newer)); err == nil || !strings.Contains(err.Error(), "policy_v9_field") {
-		t.Errorf("a Spec with an unknown field: %v, want it refused, named", err)
+	var s supervisor
+	got, err := s.readSpec(writeSpec(t, dir, b))
+	if err != nil {
+		t.Fatalf("this build's own sandbox.json: %v", err)
+	}
+	if !reflect.DeepEqual(got.Policy(), r.Policy()) || got.Level() != r.Level() || !reflect.DeepEqual(s.spec.Policy, r.Policy()) || !slices.Equal(s.spec.Args, spec.Args) {
+		t.Errorf("read back: %+v at %s (spec %+v), want %+v at %s", got.Policy(), got.Level(), s.spec, r.Policy(), r.Level())
+	}
+	for name, edit := range map[string]func(doc map[string]any){
+		"a spec field":            func(d map[string]any) { d["spec"].(map[string]any)["policy_v9_field"] = true },
+		"a field beside the spec": func(d map[string]any) { d["policy_v9_field"] = true },
+		"a resolved policy field": func(d map[string]any) {
+			d["resolved"].(map[string]any)["policy"].(map[string]any)["policy_v9_field"] = true
+		},
+		"another resolved format": func(d map[string]any) { d["resolved"].(map[string]any)["format"] = runtime.ResolvedFormat + 1 },
+		"no decision":             func(d map[string]any) { delete(d, "resolved") },
+	} {
+		var d map[string]any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		edit(d)
+		bad, _ := json.Marshal(d)
+		if _, err := s.readSpec(writeSpec(t, dir, bad)); err == nil {
+			t.Errorf("sandbox.json with %s: read, want refused", name)
+		}
 	}
 }
 

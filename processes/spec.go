@@ -1,7 +1,10 @@
 package processes
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -162,4 +165,37 @@ func (r Restart) wantsRestart(code int) bool {
 		return code != 0
 	}
 	return false
+}
+
+// sandboxDoc is sandbox.json: what the supervisor runs. The policy is the
+// decision the manager took (Resolved), carried whole; Spec.Policy is left
+// out of the file, so that the policy is written once.
+type sandboxDoc struct {
+	Spec     Spec              `json:"spec"`
+	Resolved *runtime.Resolved `json:"resolved"`
+}
+
+func newSandboxDoc(spec Spec, r *runtime.Resolved) sandboxDoc {
+	spec.Policy = runtime.Policy{}
+	return sandboxDoc{Spec: spec, Resolved: r}
+}
+
+// readSandboxDoc reads a sandboxDoc, refusing any field it does not know
+// and one without its decision.
+func readSandboxDoc(name string) (sandboxDoc, error) {
+	var doc sandboxDoc
+	f, err := os.Open(name)
+	if err != nil {
+		return doc, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return doc, err
+	}
+	if doc.Resolved == nil {
+		return doc, errors.New("no resolved policy")
+	}
+	return doc, nil
 }

@@ -52,24 +52,20 @@ type supervisor struct {
 	ready *os.File // until the first run is reported
 }
 
-// readSpec reads the Spec a manager wrote for dir's supervisor. The
-// supervisor may be another build than the manager's (Manager.Supervisor
-// names a program): a field it does not know is an error, never dropped,
-// so that a policy this build cannot read whole is not run with a part of
-// it missing.
-func readSpec(dir string) (Spec, error) {
-	var spec Spec
-	f, err := os.Open(filepath.Join(dir, sandboxFile))
+// readSpec reads what a manager wrote for dir's supervisor into s.spec,
+// and returns the decision to run. The supervisor may be another build
+// than the manager's (Manager.Supervisor names a program): a field it
+// does not know, or a resolved policy of another format, is an error,
+// never dropped, so that a policy this build cannot read whole is not run
+// with a part of it missing.
+func (s *supervisor) readSpec(dir string) (*runtime.Resolved, error) {
+	doc, err := readSandboxDoc(filepath.Join(dir, sandboxFile))
 	if err != nil {
-		return spec, err
+		return nil, fmt.Errorf("read %s: %w (the supervisor program is another version than the program that started the process: give Manager.Supervisor a hutch built from the same version)", sandboxFile, err)
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("read %s: %w (the supervisor program is another version than the program that started the process: give Manager.Supervisor a hutch built from the same version)", sandboxFile, err)
-	}
-	return spec, nil
+	s.spec = doc.Spec
+	s.spec.Policy = doc.Resolved.Policy()
+	return doc.Resolved, nil
 }
 
 // supervise is the supervisor process's whole life; dir is the process's
@@ -108,10 +104,11 @@ func supervise(dir string) int {
 	if _, err := s.store.update(s.id, func(p *Process) error { p.Supervisor = &me; return nil }); err != nil {
 		return s.fail(err)
 	}
-	if s.spec, err = readSpec(dir); err != nil {
+	resolved, err := s.readSpec(dir)
+	if err != nil {
 		return s.fail(err)
 	}
-	sb, err := runtime.New(s.spec.Policy)
+	sb, err := runtime.NewResolved(resolved)
 	if err != nil {
 		return s.fail(err)
 	}

@@ -1,14 +1,43 @@
 package runtime
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
 // Resolved is what Check decided for a Policy: the policy in effect, its
 // paths resolved and its defaults filled in, and the level its commands
 // would run at. It holds nothing open and changes nothing; a Sandbox made
 // by New from the same Policy on the same host decides the same.
+//
+// It is immutable, and its JSON form (MarshalJSON) is versioned: a
+// decision taken by one process is carried whole to another (a durable
+// process's supervisor runs the Resolved its manager checked, through
+// NewResolved), and a reader of another version refuses it rather than
+// run a part of it.
 type Resolved struct {
 	policy    Policy
 	level     Level
 	workspace string
 	writable  []string
+}
+
+// ResolvedFormat is the version of Resolved's JSON form that this build
+// writes and reads: a form of another version, or with a field this build
+// does not know, is refused.
+const ResolvedFormat = 1
+
+// resolvedJSON is Resolved's JSON form.
+type resolvedJSON struct {
+	Format int    `json:"format"`
+	Policy Policy `json:"policy"`
+	Level  Level  `json:"level"`
+	// Workspace and Writable are the trees commands may write and
+	// start in, resolved (Cmd.Dir is judged against them).
+	Workspace string   `json:"workspace"`
+	Writable  []string `json:"writable,omitempty"`
 }
 
 // Policy returns the policy in effect, as Sandbox.Policy would.
@@ -21,4 +50,42 @@ func (r *Resolved) Level() Level { return r.level }
 // command given Cmd.Dir dir would start in, or a *PolicyError.
 func (r *Resolved) WorkDir(dir string) (string, error) {
 	return workDir(dir, r.workspace, r.writable)
+}
+
+// MarshalJSON writes r with its format's version (ResolvedFormat).
+func (r *Resolved) MarshalJSON() ([]byte, error) {
+	return json.Marshal(resolvedJSON{Format: ResolvedFormat, Policy: r.policy, Level: r.level, Workspace: r.workspace, Writable: r.writable})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote, refusing another format's
+// version and any field this build does not know.
+func (r *Resolved) UnmarshalJSON(b []byte) error {
+	var v resolvedJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("hutch: a resolved policy this build cannot read whole: %w", err)
+	}
+	if v.Format != ResolvedFormat {
+		return fmt.Errorf("hutch: a resolved policy of format %d; this build reads format %d only", v.Format, ResolvedFormat)
+	}
+	*r = Resolved{policy: v.Policy.clone(), level: v.Level, workspace: v.Workspace, writable: slices.Clone(v.Writable)}
+	return nil
+}
+
+// NewResolved makes the Sandbox of a decision taken before, perhaps by
+// another process (r read from its JSON form): New of r's policy, at r's
+// level. A host that now offers another level than the one r was decided
+// at gets a *LevelError, the Sandbox not made: the decision is carried
+// whole or not at all.
+func NewResolved(r *Resolved) (*Sandbox, error) {
+	sb, err := New(r.policy)
+	if err != nil {
+		return nil, err
+	}
+	if have := sb.decidedLevel(); have != r.level {
+		sb.Close()
+		return nil, &LevelError{Need: r.level, Have: have, Reasons: []string{"the host offers another level than when the policy was checked"}}
+	}
+	return sb, nil
 }

@@ -404,3 +404,6 @@ func initHoldsSetpcap() bool {
 	amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, unix.CAP_SETPCAP, 0, 0)
 	return err == nil && amb == 1
 }
+
+// decidedLevel is the level New chose for sb (NewResolved).
+func (sb *Sandbox) decidedLevel() Level { return sb.level }

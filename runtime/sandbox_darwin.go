@@ -553,3 +553,6 @@ func (c *Cmd) leakStage(name string, dst io.Writer) io.Writer {
 	c.finishes = append(c.finishes, finish)
 	return w
 }
+
+// decidedLevel is the level New chose: macOS has the one.
+func (sb *Sandbox) decidedLevel() Level { return LevelSeatbelt }

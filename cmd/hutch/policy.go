@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -51,11 +52,25 @@ func policyCommand(code *int) *cobra.Command {
 	}
 	check.Flags().StringVar(&profile, "profile", "", "also check the [profiles.NAME] table, applied on top")
 	sf := newRunFlags()
+	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show [run's flags]",
 		Short: "Print the policy run's flags (--policy, --profile and the rest) resolve to, as a policy file",
-		Args:  cobra.NoArgs,
+		Long: `Print the policy run's flags (--policy, --profile and the rest) resolve to, as a
+policy file; with --json, the whole decision as JSON (runtime.Resolved: a
+"format" version, the policy, the isolation level, the writable trees),
+which a durable process's supervisor also runs.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if asJSON {
+				r, err := checkedFrom(sf)
+				if err != nil {
+					return err
+				}
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
 			return resolvedPolicy(sf, func(p runtime.Policy) error {
 				b, err := policyfile.Format(p)
 				if err == nil {
@@ -66,6 +81,7 @@ func policyCommand(code *int) *cobra.Command {
 		},
 	}
 	addRunFlags(show.Flags(), &sf)
+	show.Flags().BoolVar(&asJSON, "json", false, "print the whole decision as JSON instead of a policy file")
 	pol.AddCommand(def, check, show)
 	return pol
 }
