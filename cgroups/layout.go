@@ -28,6 +28,7 @@ const (
 	Hybrid
 )
 
+// String implements fmt.Stringer.
 func (l Layout) String() string {
 	switch l {
 	case None:

@@ -28,10 +28,12 @@ type UnavailableError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *UnavailableError) Error() string {
 	return "cgroups unavailable (" + e.Layout.String() + " layout): " + e.Reason
 }
 
+// Is makes an UnavailableError match ErrUnavailable (errors.Is).
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // ctl indexes the controllers hutch uses.

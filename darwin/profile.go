@@ -374,6 +374,7 @@ type FieldError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("darwin: %s %q: %s", e.Field, e.Value, e.Reason)
 }

@@ -185,6 +185,7 @@ type Error struct {
 	Field string `json:"field,omitempty"`
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	if e.Field != "" {
 		return e.Field + ": " + e.Message

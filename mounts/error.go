@@ -12,8 +12,10 @@ type Error struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	return fmt.Sprintf("mounts: %s %s: %s %s: %v", e.Step.Kind, e.Step.Target, e.Op, e.Path, e.Err)
 }
 
+// Unwrap returns the error underneath, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }

@@ -68,6 +68,7 @@ type Mount struct {
 	Optional bool `json:"optional,omitempty"`
 }
 
+// String implements fmt.Stringer.
 func (m Mount) String() string {
 	s := string(m.Kind) + " " + m.Target
 	if m.Source != "" && m.Source != m.Target {

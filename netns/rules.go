@@ -31,6 +31,7 @@ type RuleError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *RuleError) Error() string { return fmt.Sprintf("netns: %q: %s", e.Input, e.Reason) }
 
 // rule is one parsed allow-list entry.

@@ -92,6 +92,7 @@ type AddrError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *AddrError) Error() string { return fmt.Sprintf("netns: %s: %s", e.Addr, e.Reason) }
 
 // CheckAddr refuses an address the egress proxy would never dial for an

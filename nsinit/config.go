@@ -176,6 +176,7 @@ type SetupError struct {
 	Msg   string
 }
 
+// Error implements error.
 func (e *SetupError) Error() string {
 	s := string(e.Layer) + ": " + e.Op
 	if e.Path != "" {

@@ -40,6 +40,7 @@ type StepError struct {
 	Errno    syscall.Errno
 }
 
+// Error implements error.
 func (e *StepError) Error() string {
 	if e.Path != "" {
 		return e.Op + " " + e.Path + ": " + e.Errno.Error()
@@ -47,6 +48,7 @@ func (e *StepError) Error() string {
 	return e.Op + ": " + e.Errno.Error()
 }
 
+// Unwrap returns the error underneath, for errors.Is and errors.As.
 func (e *StepError) Unwrap() error { return e.Errno }
 
 // runSteps has the C execute recs, in order, on the calling thread, as

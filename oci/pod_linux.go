@@ -58,6 +58,7 @@ type PodOptionError struct {
 	Field, Value, Reason string
 }
 
+// Error implements error.
 func (e *PodOptionError) Error() string {
 	return fmt.Sprintf("oci: pod %s %q: %s", e.Field, e.Value, e.Reason)
 }

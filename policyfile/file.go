@@ -110,6 +110,7 @@ type Error struct {
 	Err    error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -123,6 +124,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the error underneath, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // DefaultTOML is the embedded default policy file's text.

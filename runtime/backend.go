@@ -53,10 +53,12 @@ type BackendError struct {
 	Reason  string
 }
 
+// Error implements error.
 func (e *BackendError) Error() string {
 	return fmt.Sprintf("hutch: backend %s: %s", e.Backend, e.Reason)
 }
 
+// Is makes a BackendError match ErrBackendUnavailable (errors.Is).
 func (e *BackendError) Is(target error) bool { return target == ErrBackendUnavailable }
 
 // resolveBackend checks Backend against MinLevel and the platform's

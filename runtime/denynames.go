@@ -177,6 +177,7 @@ func (e *MaskLimitError) Cause() string {
 	return s + fmt.Sprintf(": more than %d cannot be masked (each is a mount at every command's start)", e.Limit)
 }
 
+// Error implements error.
 func (e *MaskLimitError) Error() string {
 	return "hutch: " + e.Cause() + "; remove them, or set NoDefaultDeny and list in DenyNames only the names to mask"
 }

@@ -326,6 +326,7 @@ type FilePathError struct {
 	Field, Path, Reason string
 }
 
+// Error implements error.
 func (e *FilePathError) Error() string {
 	return fmt.Sprintf("hutch: %s %q: %s", e.Field, e.Path, e.Reason)
 }

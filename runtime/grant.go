@@ -106,10 +106,12 @@ type PermissionError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *PermissionError) Error() string {
 	return fmt.Sprintf("hutch: %s is not permitted: %s", e.Tag, e.Reason)
 }
 
+// Is makes a PermissionError match ErrNotPermitted (errors.Is).
 func (e *PermissionError) Is(target error) bool { return target == ErrNotPermitted }
 
 // ceiling is a Sandbox's Grantable, checked and resolved by New: what

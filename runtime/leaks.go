@@ -54,6 +54,7 @@ type LeakError struct {
 	Encoding leaks.Encoding
 }
 
+// Error implements error.
 func (e *LeakError) Error() string {
 	return fmt.Sprintf("hutch: %s holds a secret (%s): refused (Policy.Leaks off allows it)", e.Where, e.What())
 }
@@ -71,6 +72,7 @@ func (e *LeakError) What() string {
 	return what
 }
 
+// Is makes a LeakError match ErrLeak (errors.Is).
 func (e *LeakError) Is(target error) bool { return target == ErrLeak }
 
 // Leak is a secret found in a command's output or a file read: where

@@ -60,6 +60,7 @@ func (e *LevelError) Is(target error) bool {
 	return target == ErrBackendUnavailable && e.Backend != ""
 }
 
+// Error implements error.
 func (e *LevelError) Error() string {
 	have := string(e.Have)
 	if have == "" {

@@ -428,6 +428,7 @@ type PolicyError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *PolicyError) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("hutch: %s: %s", e.Field, e.Reason)

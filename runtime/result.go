@@ -212,6 +212,8 @@ func (timeoutError) Is(target error) bool { return target == context.DeadlineExc
 // Success reports whether the command exited with status 0.
 func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 && r.Signal == 0 }
 
+// String says in one line how the command ended: its exit status or
+// signal, and why it was killed when hutch killed it.
 func (r *Result) String() string {
 	var s string
 	switch {
@@ -246,6 +248,7 @@ type ExitError struct {
 	ioErr   error
 }
 
+// Error implements error.
 func (e *ExitError) Error() string {
 	if e.ioErr != nil {
 		return e.Result.String() + "; " + e.ioErr.Error()
@@ -285,6 +288,7 @@ type SetupError struct {
 	Err   error
 }
 
+// Error implements error.
 func (e *SetupError) Error() string {
 	s := "hutch: " + string(e.Layer) + ": " + e.Op
 	if e.Path != "" {
@@ -293,6 +297,7 @@ func (e *SetupError) Error() string {
 	return s + ": " + e.Err.Error()
 }
 
+// Unwrap returns the error underneath, for errors.Is and errors.As.
 func (e *SetupError) Unwrap() error { return e.Err }
 
 // newSetupError is a failed step reported as its message and errno (by
@@ -339,6 +344,7 @@ type LayerError struct {
 	Remedy string
 }
 
+// Error implements error.
 func (e *LayerError) Error() string {
 	s := fmt.Sprintf("hutch: %s unavailable: %s", e.Layer, e.Reason)
 	if e.Remedy != "" {
