@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchbox/hutch/doctor"
 	"github.com/hutchbox/hutch/landlock"
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -22,7 +23,7 @@ func TestDoctorJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var rep runtime.HostReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}

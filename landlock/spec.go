@@ -64,6 +64,11 @@ const (
 	scopeSignal      = 1 << 1
 )
 
+// ReferABI is the first ABI whose rulesets allow renames and links
+// across directories (LANDLOCK_ACCESS_FS_REFER): below it, a ruleset
+// refuses every such rename, which breaks ordinary tools.
+const ReferABI = 2
+
 // ResolveUnixABI is the first ABI whose rulesets guard pathname unix
 // sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX): connect(2) and sendmsg(2) reach
 // a socket file only beneath a tree granted that right (a writable tree

@@ -5,23 +5,10 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"os"
-	"slices"
-	"strings"
 
+	"github.com/hutchbox/hutch/internal/hostprobe"
 	"github.com/hutchbox/hutch/landlock"
 )
-
-// simulateEnv makes hutch treat the host as lacking a feature it has, to
-// test the lower rungs on a capable machine: a comma-separated list of
-// "no-userns", "no-proc" and "no-landlock". It can only lower the level,
-// never below the policy's MinLevel, so it cannot weaken what a policy
-// accepts.
-const simulateEnv = "HUTCH_SIMULATE"
-
-func simulated(what string) bool {
-	return slices.Contains(strings.Split(os.Getenv(simulateEnv), ","), what)
-}
 
 // chooseLevel decides, once per Sandbox, the level its commands get.
 func (sb *Sandbox) chooseLevel() error {
@@ -47,12 +34,12 @@ func (sb *Sandbox) chooseLevel() error {
 	userns := errLandlockChosen
 	if sb.policy.Backend != BackendLandlock {
 		userns = probeUserNS(sb.uid)
-		if userns == nil && simulated("no-userns") {
-			userns = &LayerError{Layer: LayerUserNS, Reason: simulateEnv + " says no user namespaces"}
+		if userns == nil && hostprobe.Simulated("no-userns") {
+			userns = &LayerError{Layer: LayerUserNS, Reason: hostprobe.SimulateEnv + " says no user namespaces"}
 		}
 	}
 	if userns == nil {
-		if err := procMountable(); err != nil {
+		if err := hostprobe.ProcMountable(); err != nil {
 			reasons = append(reasons, "no fresh /proc: "+err.Error())
 			remedy = "in Docker: --security-opt systempaths=unconfined"
 			have = LevelNamespacesNoProc
@@ -70,7 +57,7 @@ func (sb *Sandbox) chooseLevel() error {
 		default:
 			reasons = append(reasons, "no user namespaces: "+userns.Error())
 		}
-		if abi := landlock.ABI(); abi >= 1 && !simulated("no-landlock") {
+		if abi := landlock.ABI(); abi >= 1 && !hostprobe.Simulated("no-landlock") {
 			have = LevelLandlock
 		} else {
 			reasons = append(reasons, "no Landlock (Linux 5.13+ with landlock in the lsm= list)")
@@ -86,43 +73,6 @@ func (sb *Sandbox) chooseLevel() error {
 // errLandlockChosen stands for the namespaces not taken under
 // BackendLandlock.
 var errLandlockChosen = errors.New("backend landlock: chosen, no namespaces")
-
-// procMountable reports whether a fresh procfs can be mounted in the
-// sandbox's namespaces. The kernel refuses one ("mount too revealing")
-// when the procfs this process sees has something mounted over part of
-// it, as container runtimes do to mask /proc/kcore and friends; hutch
-// reads that from the mount table rather than spending a probe process.
-func procMountable() error {
-	if simulated("no-proc") {
-		return errors.New(simulateEnv + " says /proc cannot be mounted")
-	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil // no way to tell: try, and fail loudly at mount time
-	}
-	return procMasked(b)
-}
-
-// procMasked finds, in a mountinfo table, a mount over part of /proc that
-// makes the kernel refuse a fresh procfs.
-func procMasked(mountinfo []byte) error {
-	for _, l := range strings.Split(string(mountinfo), "\n") {
-		f := strings.Fields(l)
-		_, after, ok := strings.Cut(l, " - ")
-		if len(f) < 5 || !ok || !strings.HasPrefix(f[4], "/proc/") {
-			continue
-		}
-		// The kernel allows mounts on procfs's permanently empty
-		// directories: binfmt_misc (or systemd's autofs for it) and nfsd.
-		// Anything else over /proc masks part of it.
-		switch fstype := strings.Fields(after)[0]; fstype {
-		case "binfmt_misc", "autofs", "nfsd":
-			continue
-		}
-		return fmt.Errorf("%s is mounted over part of this /proc (a container's masks)", f[4])
-	}
-	return nil
-}
 
 // levelState is the part of a Sandbox the ladder owns.
 type levelState struct {

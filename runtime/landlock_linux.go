@@ -16,7 +16,7 @@ import (
 // minLandlockABI is the oldest Landlock ABI hutch enforces inside the
 // namespaces: ABI 1 has no REFER right, so every rename or link across
 // directories would fail (EXDEV) whatever the rules.
-const minLandlockABI = 2
+const minLandlockABI = landlock.ReferABI
 
 // setupLandlock builds, once per Sandbox, the Landlock ruleset of the view
 // the mounts make: the new root readable except the deny-list outside the

@@ -18,10 +18,11 @@ import (
 // NewResolved), and a reader of another version refuses it rather than
 // run a part of it.
 type Resolved struct {
-	policy    Policy
-	level     Level
-	workspace string
-	writable  []string
+	policy       Policy
+	level        Level
+	levelReasons []string
+	workspace    string
+	writable     []string
 }
 
 // ResolvedFormat is the version of Resolved's JSON form that this build
@@ -34,6 +35,8 @@ type resolvedJSON struct {
 	Format int    `json:"format"`
 	Policy Policy `json:"policy"`
 	Level  Level  `json:"level"`
+	// LevelReasons say why no stronger level is reachable here.
+	LevelReasons []string `json:"level_reasons,omitempty"`
 	// Workspace and Writable are the trees commands may write and
 	// start in, resolved (Cmd.Dir is judged against them).
 	Workspace string   `json:"workspace"`
@@ -46,6 +49,10 @@ func (r *Resolved) Policy() Policy { return r.policy.clone() }
 // Level returns the isolation level commands would run at.
 func (r *Resolved) Level() Level { return r.level }
 
+// LevelReasons say why commands would not run at a stronger level than
+// Level: what this host lacks, or what the policy chose.
+func (r *Resolved) LevelReasons() []string { return slices.Clone(r.levelReasons) }
+
 // WorkDir resolves dir as Sandbox.WorkDir would: the working directory a
 // command given Cmd.Dir dir would start in, or a *PolicyError.
 func (r *Resolved) WorkDir(dir string) (string, error) {
@@ -54,7 +61,7 @@ func (r *Resolved) WorkDir(dir string) (string, error) {
 
 // MarshalJSON writes r with its format's version (ResolvedFormat).
 func (r *Resolved) MarshalJSON() ([]byte, error) {
-	return json.Marshal(resolvedJSON{Format: ResolvedFormat, Policy: r.policy, Level: r.level, Workspace: r.workspace, Writable: r.writable})
+	return json.Marshal(resolvedJSON{Format: ResolvedFormat, Policy: r.policy, Level: r.level, LevelReasons: r.levelReasons, Workspace: r.workspace, Writable: r.writable})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote, refusing another format's
@@ -69,7 +76,7 @@ func (r *Resolved) UnmarshalJSON(b []byte) error {
 	if v.Format != ResolvedFormat {
 		return fmt.Errorf("hutch: a resolved policy of format %d; this build reads format %d only", v.Format, ResolvedFormat)
 	}
-	*r = Resolved{policy: v.Policy.clone(), level: v.Level, workspace: v.Workspace, writable: slices.Clone(v.Writable)}
+	*r = Resolved{policy: v.Policy.clone(), level: v.Level, levelReasons: slices.Clone(v.LevelReasons), workspace: v.Workspace, writable: slices.Clone(v.Writable)}
 	return nil
 }
 

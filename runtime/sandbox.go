@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"github.com/hutchbox/hutch/internal/hostprobe"
 	"os"
 	"slices"
 	"strconv"
@@ -194,7 +195,7 @@ func Check(p Policy) (*Resolved, error) {
 	if sb.policy.Unsandboxed {
 		ws, writable = sb.policy.Workspace, sb.policy.Writable
 	}
-	return &Resolved{policy: sb.policy.clone(), level: sb.level, workspace: ws, writable: slices.Clone(writable)}, nil
+	return &Resolved{policy: sb.policy.clone(), level: sb.level, levelReasons: slices.Clone(sb.levelReasons), workspace: ws, writable: slices.Clone(writable)}, nil
 }
 
 // closeTrees stops watching the writable trees.
@@ -245,24 +246,8 @@ func (sb *Sandbox) WorkDir(dir string) (string, error) {
 // probeUserNS checks from the host's sysctls, without starting a process,
 // that user namespaces can be created.
 func probeUserNS(uid int) error {
-	read := func(p string) (int, bool) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return 0, false
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n, err == nil
-	}
-	if n, ok := read("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
-		return &LayerError{Layer: LayerUserNS, Reason: "user.max_user_namespaces is 0", Remedy: "sysctl -w user.max_user_namespaces=15000"}
-	}
-	if uid != 0 {
-		if n, ok := read("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
-			return &LayerError{Layer: LayerUserNS, Reason: "kernel.unprivileged_userns_clone is 0", Remedy: "sysctl -w kernel.unprivileged_userns_clone=1"}
-		}
-		if n, ok := read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n == 1 {
-			return &LayerError{Layer: LayerUserNS, Reason: "AppArmor restricts unprivileged user namespaces", Remedy: "add an AppArmor profile with 'userns,' for this binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"}
-		}
+	if gap := hostprobe.UserNS(uid); gap != nil {
+		return &LayerError{Layer: LayerUserNS, Reason: gap.Reason, Remedy: gap.Remedy}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchbox/hutch/doctor"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -27,14 +28,14 @@ func doctorCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				prof, err := runtime.AppArmorProfile(exe)
+				prof, err := doctor.AppArmorProfile(exe)
 				if err != nil {
 					return err
 				}
 				_, err = io.WriteString(cmd.OutOrStdout(), prof)
 				return err
 			}
-			r, err := runtime.Doctor(cmd.Context())
+			r, err := doctor.Probe(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -44,7 +45,7 @@ func doctorCommand() *cobra.Command {
 				// hutch's version first, then the host's report.
 				return enc.Encode(struct {
 					Version string `json:"hutch_version"`
-					*runtime.HostReport
+					*doctor.Report
 				}{version(), r})
 			}
 			printDoctor(cmd.OutOrStdout(), r)
@@ -56,7 +57,7 @@ func doctorCommand() *cobra.Command {
 	return c
 }
 
-func printDoctor(w io.Writer, r *runtime.HostReport) {
+func printDoctor(w io.Writer, r *doctor.Report) {
 	mark := func(ok bool) string {
 		if ok {
 			return "ok     "

@@ -1,28 +1,29 @@
 //go:build linux
 
-package runtime
+package doctor
 
 import (
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/internal/hostprobe"
 	"github.com/hutchbox/hutch/landlock"
+	"github.com/hutchbox/hutch/runtime"
 )
 
-// HostReport is what this host offers a sandbox, and what it lacks with
+// Report is what this host offers a sandbox, and what it lacks with
 // the remedy for each gap: `hutch doctor`'s content, in the spirit of
 // `runc features`.
-type HostReport struct {
+type Report struct {
 	Kernel   string         `json:"kernel"`
 	Arch     string         `json:"arch"`
 	UID      int            `json:"uid"`
@@ -36,8 +37,8 @@ type HostReport struct {
 	Syscalls map[string]bool `json:"syscalls"`
 	// Level is what `hutch run` gets here with --min-level landlock (the
 	// weakest it accepts); LevelReasons why it is not higher.
-	Level        Level    `json:"level"`
-	LevelReasons []string `json:"level_reasons,omitempty"`
+	Level        runtime.Level `json:"level"`
+	LevelReasons []string      `json:"level_reasons,omitempty"`
 	// Run is the outcome of one real sandboxed command at that level.
 	Run      *RunReport `json:"run,omitempty"`
 	Remedies []Remedy   `json:"remedies,omitempty"`
@@ -85,10 +86,10 @@ type CgroupReport struct {
 
 // RunReport is one real run of `true` at the host's level.
 type RunReport struct {
-	OK      bool     `json:"ok"`
-	Error   string   `json:"error,omitempty"`
-	Layers  []Layer  `json:"layers,omitempty"`
-	Skipped []string `json:"skipped,omitempty"`
+	OK      bool            `json:"ok"`
+	Error   string          `json:"error,omitempty"`
+	Layers  []runtime.Layer `json:"layers,omitempty"`
+	Skipped []string        `json:"skipped,omitempty"`
 	// UnixSocketWall is how the unix-sockets layer was enforced
 	// (Result.UnixSocketWall).
 	UnixSocketWall string `json:"unix_socket_wall,omitempty"`
@@ -100,44 +101,28 @@ type Remedy struct {
 	Fix     string `json:"fix"`
 }
 
-func readSysctl(p string) *int {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil
-	}
-	return &n
-}
-
-// Doctor probes the host: sysctls, the mount table, harmless system calls,
+// Probe probes the host: sysctls, the mount table, harmless system calls,
 // and one real sandboxed command (so it spends a few processes, unlike
-// New, which probes nothing per command).
-func Doctor(ctx context.Context) (*HostReport, error) {
+// runtime.New, which probes nothing per command).
+func Probe(ctx context.Context) (*Report, error) {
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return nil, err
 	}
-	r := &HostReport{Kernel: unix.ByteSliceToString(uts.Release[:]), Arch: runtime.GOARCH, UID: os.Getuid()}
+	r := &Report{Kernel: unix.ByteSliceToString(uts.Release[:]), Arch: goruntime.GOARCH, UID: os.Getuid()}
 
-	r.UserNS.MaxUserNamespaces = readSysctl("/proc/sys/user/max_user_namespaces")
-	r.UserNS.UnprivilegedUsernsClone = readSysctl("/proc/sys/kernel/unprivileged_userns_clone")
-	r.UserNS.AppArmorRestrictUserns = readSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
-	if err := probeUserNS(r.UID); err == nil && simulated("no-userns") {
-		r.UserNS.Reason = simulateEnv + " says no user namespaces"
-	} else if err != nil {
-		var le *LayerError
-		r.UserNS.Reason = err.Error()
-		if errors.As(err, &le) {
-			r.UserNS.Reason = le.Reason
-			r.Remedies = append(r.Remedies, Remedy{Problem: "user namespaces: " + le.Reason, Fix: le.Remedy})
-		}
+	r.UserNS.MaxUserNamespaces = hostprobe.Sysctl("/proc/sys/user/max_user_namespaces")
+	r.UserNS.UnprivilegedUsernsClone = hostprobe.Sysctl("/proc/sys/kernel/unprivileged_userns_clone")
+	r.UserNS.AppArmorRestrictUserns = hostprobe.Sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	if gap := hostprobe.UserNS(r.UID); gap == nil && hostprobe.Simulated("no-userns") {
+		r.UserNS.Reason = hostprobe.SimulateEnv + " says no user namespaces"
+	} else if gap != nil {
+		r.UserNS.Reason = gap.Reason
+		r.Remedies = append(r.Remedies, Remedy{Problem: "user namespaces: " + gap.Reason, Fix: gap.Remedy})
 	} else {
 		r.UserNS.Available = true
 	}
-	if err := procMountable(); err != nil {
+	if err := hostprobe.ProcMountable(); err != nil {
 		r.Proc.Reason = err.Error()
 		r.Remedies = append(r.Remedies, Remedy{Problem: "a fresh /proc cannot be mounted: " + err.Error(), Fix: "in Docker: --security-opt systempaths=unconfined; in Kubernetes: procMount: Unmasked"})
 	} else {
@@ -153,7 +138,7 @@ func Doctor(ctx context.Context) (*HostReport, error) {
 	case r.Landlock.ABI == 0:
 		r.Landlock.Why = "the kernel has no Landlock (Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK, and landlock in the lsm= boot list)"
 		r.Remedies = append(r.Remedies, Remedy{Problem: "no Landlock", Fix: "boot with lsm=landlock,... appended to the kernel's LSM list (see /sys/kernel/security/lsm), on Linux 5.13 or later"})
-	case r.Landlock.ABI < minLandlockABI:
+	case r.Landlock.ABI < landlock.ReferABI:
 		r.Landlock.Why = "ABI 1 cannot allow renames across directories: the namespaces level runs without the Landlock layer"
 	}
 
@@ -171,20 +156,24 @@ func Doctor(ctx context.Context) (*HostReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(ws)
-	p := DefaultPolicy(ws)
-	p.MinLevel = LevelLandlock
-	sb, err := New(p)
+	p := runtime.DefaultPolicy(ws)
+	p.MinLevel = runtime.LevelLandlock
+	decided, err := runtime.Check(p)
+	var sb *runtime.Sandbox
+	if err == nil {
+		sb, err = runtime.NewResolved(decided)
+	}
 	if err != nil {
 		r.Run = &RunReport{Error: err.Error()}
-		var le *LevelError
+		var le *runtime.LevelError
 		if errors.As(err, &le) {
 			r.LevelReasons = le.Reasons
 		}
 		return r, nil
 	}
 	defer sb.Close()
-	r.Level, r.LevelReasons = sb.level, sb.levelReasons
-	if r.Level == LevelLandlock && r.UserNS.AppArmorRestrictUserns != nil && *r.UserNS.AppArmorRestrictUserns == 1 {
+	r.Level, r.LevelReasons = decided.Level(), decided.LevelReasons()
+	if r.Level == runtime.LevelLandlock && r.UserNS.AppArmorRestrictUserns != nil && *r.UserNS.AppArmorRestrictUserns == 1 {
 		exe, _ := os.Executable()
 		r.Remedies = append(r.Remedies, Remedy{Problem: "AppArmor restricts unprivileged user namespaces",
 			Fix: "hutch doctor --apparmor-profile | sudo tee /etc/apparmor.d/hutch && sudo apparmor_parser -r /etc/apparmor.d/hutch (a profile for " + exe + "), or sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"})
@@ -229,7 +218,7 @@ func probeCgroup() CgroupReport {
 		r.Reason = err.Error()
 		return r
 	}
-	m, err := cgroupManager()
+	m, err := cgroups.NewManager()
 	if err == nil {
 		var g *cgroups.Group
 		if g, err = m.Create(cgroups.Limits{Pids: 1}); err == nil {
@@ -279,7 +268,7 @@ func AppArmorProfile(exe string) (string, error) {
 		return "", err
 	}
 	if strings.ContainsAny(path, "\"\\\n\r\x00") || strings.ContainsFunc(path, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return "", &PolicyError{Field: "executable path", Value: path, Reason: "holds a quote, backslash or control character that an AppArmor profile cannot name safely"}
+		return "", &runtime.PolicyError{Field: "executable path", Value: path, Reason: "holds a quote, backslash or control character that an AppArmor profile cannot name safely"}
 	}
 	// AppArmor globbing characters in the path would widen the profile to
 	// other files: escape them.
