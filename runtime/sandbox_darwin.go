@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,36 +142,13 @@ func (sb *Sandbox) retire()              { sb.retired.Store(true); sb.closeGrant
 // Prewarmed is always 0 on macOS: there is nothing to build ahead.
 func (sb *Sandbox) Prewarmed() int { return 0 }
 
-// Cmd is a command to run in a Sandbox, used like exec.Cmd.
-type Cmd struct {
-	// Grant is what this command is given beyond the Sandbox's policy,
-	// as on Linux (see there).
-	Grant Grant
-
-	Path   string
-	Args   []string
-	Env    []string
-	Dir    string
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	// Cancel and WaitDelay are as on Linux (see there), with the limits
-	// of a host without pid namespaces: the SIGKILL after the grace goes
-	// to the command's process group, and a process that left it lives on.
-	// Signal sends any signal.
-	Cancel    func() error
-	WaitDelay time.Duration
-	// Result is set once Wait returns, and once Start returns an error.
-	Result *Result
-
-	sb     *Sandbox
-	ctx    context.Context
+// cmdState is the part of a Cmd that macOS's commands need: the
+// sandbox-exec process, its proxy and its leak stages.
+type cmdState struct {
 	runCtx context.Context // ctx with the policy's timeout
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
 	start  time.Time
-
-	startCalled bool
 
 	proxy     *netns.Proxy
 	netMu     sync.Mutex
@@ -188,11 +164,6 @@ type Cmd struct {
 	ended   bool
 	stopped bool // Stop was called
 	grace   *time.Timer
-}
-
-// Command returns the Cmd to run name with args in the sandbox.
-func (sb *Sandbox) Command(ctx context.Context, name string, args ...string) *Cmd {
-	return &Cmd{Path: name, Args: append([]string{name}, args...), sb: sb, ctx: ctx}
 }
 
 // Start starts the command under sandbox-exec. As on Linux, Result is
@@ -486,38 +457,6 @@ func (c *Cmd) armGrace() {
 	if c.grace == nil && !c.ended {
 		c.grace = time.AfterFunc(c.cmd.WaitDelay, func() { _ = c.Signal(syscall.SIGKILL) })
 	}
-}
-
-// Run starts the command and waits for it.
-func (c *Cmd) Run() error {
-	if err := c.Start(); err != nil {
-		return err
-	}
-	return c.Wait()
-}
-
-// Output runs the command and returns its standard output.
-func (c *Cmd) Output() ([]byte, error) {
-	var out, errb bytes.Buffer
-	c.Stdout = &out
-	if c.Stderr == nil {
-		c.Stderr = &errb
-	}
-	err := c.Run()
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		ee.Stderr = errb.Bytes()
-	}
-	return out.Bytes(), err
-}
-
-// CombinedOutput runs the command and returns its standard output and
-// standard error together.
-func (c *Cmd) CombinedOutput() ([]byte, error) {
-	var b bytes.Buffer
-	c.Stdout, c.Stderr = &b, &b
-	err := c.Run()
-	return b.Bytes(), err
 }
 
 // Pid returns the command's process id once Start has returned; 0 before
