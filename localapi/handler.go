@@ -159,15 +159,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if streamsStdin(r) {
 		// The body is the request, then the command's stdin for as long
-		// as the client sends it: only the request is capped.
-		r.Body = &headLimit{ReadCloser: r.Body, left: h.opts.MaxBody}
-	} else {
-		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
-		// A body is read whole before anything runs: one sent byte by
-		// byte holds a connection and a goroutine, not the server.
-		// (A streamed stdin is the command's, read as long as it runs.)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+		// as the client sends it: only the request is capped. The
+		// response may begin while it is read.
+		hl := &headLimit{ReadCloser: r.Body, left: h.opts.MaxBody}
+		r.Body = hl
+		rc := http.NewResponseController(w)
+		if err := rc.EnableFullDuplex(); err != nil {
+			writeError(w, apiError(err))
+			return
+		}
+		if err := rt.serve(w, r); err != nil {
+			// Refused before its command ran: the client may still be
+			// sending the stdin. Closed on it, the connection would fail
+			// the client's writes, and a client that then drops the
+			// exchange loses the error it was sent: it is read and
+			// dropped, for a bounded time, as after a result.
+			writeError(w, apiError(err))
+			_ = rc.Flush()
+			hl.lifted = true
+			_ = rc.SetReadDeadline(time.Now().Add(stdinDrainTime))
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
+		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	// A body is read whole before anything runs: one sent byte by byte
+	// holds a connection and a goroutine, not the server. (A streamed
+	// stdin is the command's, read as long as it runs.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 	if err := rt.serve(w, r); err != nil {
 		writeError(w, apiError(err))
 	}
@@ -361,9 +380,6 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		hl.lifted = true
-		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
-			return err
-		}
 	} else if req, err = decodeExec(r.Body); err != nil {
 		return err
 	}
@@ -438,8 +454,8 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 }
 
 // stdinDrainTime bounds how long an exec's connection reads a stdin
-// the command left unread, after the result: a client that never ends
-// its stdin has the response's end that much later.
+// the command left unread, after the result or a refusal: a client that
+// never ends its stdin has the response's end that much later.
 const stdinDrainTime = 2 * time.Second
 
 // sharedReader is a streamed stdin, read by the command's copier while

@@ -713,3 +713,40 @@ func TestExecStdinUnreadDrained(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// TestExecRefusedStdinDrained: an exec refused before its command starts
+// (a cwd outside the workspace, a body the API cannot read) answers its
+// error and then reads what the client still streams, so the client's
+// writes of its stdin do not fail and it gets the error, as a client of
+// an exec that ran gets its result.
+func TestExecRefusedStdinDrained(t *testing.T) {
+	sock, _ := server(t)
+	for _, tc := range []struct{ name, head, code string }{
+		{"cwd outside the workspace", `{"argv":["true"],"cwd":"/etc"}`, "bad_request"},
+		{"no argv", `{"argv":[]}`, "bad_request"},
+	} {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdin := bytes.Repeat([]byte("x"), 4<<20)
+		fmt.Fprintf(conn, "POST /v1/exec HTTP/1.1\r\nHost: hutch\r\n%s: stream\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", StdinHeader, len(tc.head)+len(stdin), tc.head)
+		written := make(chan error, 1)
+		go func() {
+			_, err := conn.Write(stdin)
+			written <- err
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if err := <-written; err != nil {
+			t.Errorf("%s: the client could not send its whole stdin: %v", tc.name, err)
+		}
+		if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte(`"code":"`+tc.code+`"`)) {
+			t.Errorf("%s: %d %s, want 400 %s", tc.name, resp.StatusCode, b, tc.code)
+		}
+		conn.Close()
+	}
+}
