@@ -2,7 +2,10 @@
 
 /*
  * The sandbox init: the zygote's child, in its new namespaces, runs it
- * without an exec, so no Go code of the host program ever runs in a
+ * without an exec; or the host starts its own binary in the new
+ * namespaces with argv[0] INIT_ARG0 (zygote.h, package spawn's Direct),
+ * and the pre-runtime stage's constructor runs it before the Go runtime
+ * exists. Either way no Go code of the host program ever runs in a
  * sandbox. It executes the plan Go wrote (package nsinit's EncodeConfig)
  * and reports what happened as events; it decides nothing itself. Its
  * files: init.c (the main loop: frames, signals, the command's lifetime),
@@ -12,10 +15,11 @@
  * identity.c and mounts.c, and files.c is the file server it may become.
  *
  * Fds: 0-2 /dev/null, 3 the control socket (SOCK_STREAM), 4 the status
- * pipe, all close-on-exec; everything else the zygote had is closed before
- * init_main runs, and every fd the init opens is close-on-exec, so no fd
- * of the init's reaches its command but the stdio it dup2s
- * (CVE-2024-21626; TestNoLeakedFds checks it from the host).
+ * pipe, all close-on-exec; everything else the zygote had, or the host
+ * left open across the exec, is closed before init_main runs, and every
+ * fd the init opens is close-on-exec, so no fd of the init's reaches its
+ * command but the stdio it dup2s (CVE-2024-21626; TestNoLeakedFds checks
+ * it from the host).
  *
  * Control socket, host to init: two frames, each a u32 little-endian
  * length and a wire message (wire.h) of that length. The config frame

@@ -28,6 +28,10 @@ import (
 // ZygoteArg0 is the argv[0] that makes the host binary the zygote.
 const ZygoteArg0 = C.ZYGOTE_ARG0
 
+// InitArg0 is the argv[0] that makes the host binary a sandbox init its
+// parent started directly, in its namespaces with fds 0 to 4 in place.
+const InitArg0 = C.INIT_ARG0
+
 // The zygote's protocol (zygote.h): record kinds, flags and fd counts.
 const (
 	ZygoteFd      = C.ZYGOTE_FD

@@ -183,6 +183,19 @@ static void child_wait(int sync_r, int errpipe)
 	close(sync_r);
 }
 
+/* enter_init runs the init (init.c) on fds 0 to 4, every other fd
+ * closed, and exits with its status. The init starts with the signal
+ * state of a fresh process, except for its own signals, blocked
+ * (init_signals), which a zygote's child holds since its clone. */
+static void __attribute__((noreturn)) enter_init(void)
+{
+	sigset_t own;
+	init_signals(&own);
+	sigprocmask(SIG_SETMASK, &own, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	_exit(init_main());
+}
+
 /* child_run becomes the new init: the request's fds as 0 to 4, every
  * other fd of the zygote's closed (its socket to the host above all),
  * then the init itself (init.c), without an exec. errpipe takes a
@@ -201,14 +214,8 @@ static void child_run(const int *fds, int errpipe)
 			child_fail(errpipe, "dup3");
 	if (close_from(ZYG_SPAWN_FDS, errpipe) < 0)
 		child_fail(errpipe, "close the zygote's fds");
-	/* The init starts with the signal state of a fresh process, except
-	 * for its own signals, blocked since the clone (init_signals). */
-	sigset_t own;
-	init_signals(&own);
-	sigprocmask(SIG_SETMASK, &own, NULL);
-	signal(SIGPIPE, SIG_DFL);
 	close(errpipe);
-	_exit(init_main());
+	enter_init();
 }
 
 /* spare_child is a spare until a spawn takes it: it waits on sock for the
@@ -675,9 +682,25 @@ static int serve(void)
 	return 0;
 }
 
+/* direct_init is an init the host started itself (INIT_ARG0): its
+ * parent put it in its namespaces, mapped its ids and gave it fds 0 to 4
+ * before the exec. What else it had open is closed, 0 to 4 made
+ * close-on-exec, as a zygote's child does. Its own signals are blocked
+ * only from here: until then the host sends it none but SIGKILL. */
+static void __attribute__((noreturn)) direct_init(void)
+{
+	if (close_from(ZYG_SPAWN_FDS, -1) < 0 || mark_cloexec(0) < 0)
+		_exit(127);
+	enter_init();
+}
+
 /* The role switch: glibc passes argc and argv to constructors. */
 __attribute__((constructor)) static void zygote_role(int argc, char **argv)
 {
-	if (argc > 0 && argv != NULL && argv[0] != NULL && strcmp(argv[0], ZYGOTE_ARG0) == 0)
+	if (argc <= 0 || argv == NULL || argv[0] == NULL)
+		return;
+	if (strcmp(argv[0], ZYGOTE_ARG0) == 0)
 		_exit(serve());
+	if (strcmp(argv[0], INIT_ARG0) == 0)
+		direct_init();
 }

@@ -9,6 +9,10 @@
 
 /* argv[0] that makes the binary the zygote before the Go runtime starts. */
 #define ZYGOTE_ARG0 "hutch-spawn"
+/* argv[0] that makes the binary a sandbox init the host started itself,
+ * with no zygote (package spawn's Direct): already in its namespaces, its
+ * ids mapped, its fds 0 to 4 in place (init.h). */
+#define INIT_ARG0 "hutch-init"
 /* The zygote's end of its socket with the host. */
 #define ZYGOTE_FD 3
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // fileView names what the file door reached: the mount plan of the
@@ -146,7 +147,7 @@ func (s *fileSession) current() error {
 		return nil
 	}
 	d.stop()
-	in, err := sb.startInit(f)
+	in, err := sb.startInit(f, spawn.Direct)
 	if err != nil {
 		return err
 	}

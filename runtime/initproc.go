@@ -67,9 +67,16 @@ func initStdio() (*os.File, error) {
 	return devNull, devNullErr
 }
 
-// startInit clones a new init and sends it the sandbox configuration. It
-// does not wait for the sandbox to be built.
-func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
+// A spawner starts an init's process: spawn.Default().Spawn, through the
+// spawn server, for commands; spawn.Direct, from this process, for the
+// file door, which needs one init at a time and would otherwise start a
+// server and its spare for it (hutch read) or take the spare a command
+// waits for (hutch serve).
+type spawner func(spawn.Request) (*spawn.Init, error)
+
+// startInit starts a new init through start and sends it the sandbox
+// configuration. It does not wait for the sandbox to be built.
+func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error) {
 	config := sb.config(f)
 	// The command's cgroup exists, limits written, before the init does:
 	// on v2 the init is cloned into it, on v1 its forking thread joins it
@@ -116,14 +123,14 @@ func (sb *Sandbox) startInit(f fresh) (in *sandboxInit, err error) {
 		return nil, err
 	}
 	defer statusW.Close()
-	// The init is cloned while its plan is made: the spawn server's clone
-	// (the namespaces made) and the plan (the carve-out listed, the
-	// host's part of the Landlock ruleset added) take about as long, and
-	// the init waits for its plan on the control socket.
+	// The init is cloned while its plan is made: the clone (the
+	// namespaces made) and the plan (the carve-out listed, the host's part
+	// of the Landlock ruleset added) take about as long, and the init
+	// waits for its plan on the control socket.
 	spawnAt := nsinit.Monotonic()
 	spawned := make(chan spawnResult, 1)
 	go func() {
-		proc, err := spawn.Default().Spawn(spawn.Request{
+		proc, err := start(spawn.Request{
 			Cloneflags: sb.cloneflags(),
 			UID:        sb.uid, GID: sb.gid,
 			Stdin: null, Stdout: null, Stderr: null, Control: initEnd, Status: statusW,

@@ -260,3 +260,56 @@ func waitSpare(server int, want bool) bool {
 	}
 	return false
 }
+
+// TestNewFiles: a Sandbox made for the file operations asks the spawn
+// server for nothing (no init, no spare, no server started, no pool), and
+// its file server is this process's own child, started as
+// spawn.InitArg0; a command started on it still runs, through the spawn
+// server.
+func TestNewFiles(t *testing.T) {
+	c := spawn.Default()
+	spawned, servers, prepared := c.Spawned(), c.ServersStarted(), c.Prepared()
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Prewarm = 1
+	sb, err := runtime.NewFiles(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	ws := sb.Policy().Workspace
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sb.ReadFile("a.txt", runtime.ReadOptions{})
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no file door at this level here")
+	}
+	if err != nil || string(got.Data) != "from the host\n" {
+		t.Fatalf("ReadFile = %q, %v", got.Data, err)
+	}
+	if c.Spawned() != spawned || c.ServersStarted() != servers || c.Prepared() != prepared || sb.Prewarmed() != 0 {
+		t.Errorf("the spawn server was asked for something: spawned %d -> %d, servers %d -> %d, spare %+v -> %+v; pooled %d",
+			spawned, c.Spawned(), servers, c.ServersStarted(), prepared, c.Prepared(), sb.Prewarmed())
+	}
+	// The file server is kept for the next operation: seen now.
+	var server []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && string(cmdline) == spawn.InitArg0+"\x00" {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 && f[1] == fmt.Sprint(os.Getpid()) {
+				server = append(server, e.Name())
+			}
+		}
+	}
+	if len(server) != 1 {
+		t.Errorf("host: %d children of this process run as %s, want the file server: %q", len(server), spawn.InitArg0, server)
+	}
+	if err := sb.Command(context.Background(), "true").Run(); err != nil {
+		t.Errorf("a command on a NewFiles Sandbox: %v", err)
+	}
+	if c.Spawned() != spawned+1 {
+		t.Errorf("the command asked the spawn server for %d inits, want 1", c.Spawned()-spawned)
+	}
+}

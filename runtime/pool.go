@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/spawn"
 )
 
 // pool keeps Policy.Prewarm inits of one Sandbox built and confined,
@@ -53,7 +54,7 @@ func (p *pool) add() {
 	f, err := p.sb.readFresh()
 	var in *sandboxInit
 	if err == nil {
-		in, err = p.sb.startInit(f)
+		in, err = p.sb.startInit(f, spawn.Default().Spawn)
 	}
 	if err == nil {
 		// Pooled means built: wait for the init to say it waits for its
@@ -172,7 +173,7 @@ func (sb *Sandbox) takeInit() (*sandboxInit, error) {
 			return in, nil
 		}
 	}
-	return sb.startInit(f)
+	return sb.startInit(f, spawn.Default().Spawn)
 }
 
 // Close ends the Sandbox's pooled inits and removes what it made on the

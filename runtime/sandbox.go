@@ -114,22 +114,38 @@ func resolvedSandbox(r resolved) *Sandbox {
 // the result. It decides what Check decides, then acts on it: it starts
 // the spawn server and a spare init, and makes what the level needs on
 // the host (the probe cgroup, a private temporary directory, the pool).
-func New(p Policy) (*Sandbox, error) {
-	// Every level here builds its inits through the spawn server: its
-	// start runs beside the rest of the decision and the first command's
-	// setup (about 5 ms for a hutch run) instead of after them.
-	sb, err := decide(p, spawn.Default().Prestart)
+func New(p Policy) (*Sandbox, error) { return newSandbox(p, true) }
+
+// NewFiles is New for a caller that uses only the file operations
+// (ReadFile, WriteFile, ReadDir, Stat, OpenForSend), such as hutch read:
+// it starts nothing ahead for commands (no spawn server, no spare init,
+// no pool of Policy.Prewarm), since the file door starts its own file
+// server, without the spawn server, on any Sandbox. A command started on
+// it still runs, through a spawn server started then.
+func NewFiles(p Policy) (*Sandbox, error) { return newSandbox(p, false) }
+
+// newSandbox is New, and with commands false NewFiles.
+func newSandbox(p Policy, commands bool) (*Sandbox, error) {
+	// Every level here builds its commands' inits through the spawn
+	// server: its start runs beside the rest of the decision and the
+	// first command's setup (about 5 ms for a hutch run) instead of after
+	// them.
+	var prestart func()
+	if commands {
+		prestart = spawn.Default().Prestart
+	}
+	sb, err := decide(p, prestart)
 	if err != nil || sb.policy.Unsandboxed { // or Backend none
 		return sb, err
 	}
-	if flags := sb.cloneflags(); flags != 0 {
+	if flags := sb.cloneflags(); flags != 0 && commands {
 		// Its namespaces made ahead, an init waits in the server for this
 		// Sandbox's next command (the latest Sandbox not closed wins).
 		sb.withdraw = spawn.Default().Prepare(spawn.Ahead{Cloneflags: flags, UID: sb.uid, GID: sb.gid})
 	}
 	// Everything is checked. What follows changes the host, and what it
 	// made is removed again when a later step fails.
-	if err := sb.setup(); err != nil {
+	if err := sb.setup(commands); err != nil {
 		if sb.withdraw != nil {
 			sb.withdraw()
 		}
@@ -207,8 +223,8 @@ func (sb *Sandbox) closeTrees() {
 
 // setup prepares what the checked policy needs on the host: the limits'
 // enforcement, LevelLandlock's private temporary directory, the
-// environment, the Landlock ruleset, the pool.
-func (sb *Sandbox) setup() error {
+// environment, the Landlock ruleset, and for commands the pool.
+func (sb *Sandbox) setup(commands bool) error {
 	if err := sb.setupLimits(); err != nil {
 		return err
 	}
@@ -222,7 +238,7 @@ func (sb *Sandbox) setup() error {
 	if err := sb.setupLandlock(); err != nil {
 		return err
 	}
-	if sb.policy.Prewarm > 0 {
+	if sb.policy.Prewarm > 0 && commands {
 		sb.pool = newPool(sb, sb.policy.Prewarm)
 	}
 	sb.policy.logger().Debug("hutch: sandbox ready", "workspace", sb.policy.Workspace, "level", sb.level,

@@ -42,6 +42,10 @@ type Sandbox struct {
 	leaks *leaks.Scanner
 }
 
+// NewFiles is New: a Seatbelt Sandbox starts nothing ahead of its
+// commands.
+func NewFiles(p Policy) (*Sandbox, error) { return New(p) }
+
 // New validates p and compiles its profile.
 func New(p Policy) (*Sandbox, error) {
 	// The caller's input by the rules every platform shares.

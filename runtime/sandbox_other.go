@@ -24,6 +24,9 @@ func (sb *Sandbox) Reload(Policy) error { return ErrUnsupportedPlatform }
 // New returns ErrUnsupportedPlatform.
 func New(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
 
+// NewFiles returns ErrUnsupportedPlatform.
+func NewFiles(p Policy) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
+
 // Check returns ErrUnsupportedPlatform.
 func Check(p Policy) (*Resolved, error) { return nil, ErrUnsupportedPlatform }
 

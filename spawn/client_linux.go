@@ -33,11 +33,13 @@ type Request struct {
 	Cgroup *os.File
 }
 
-// Init is a running sandbox init, as the server sees it.
+// Init is a running sandbox init, as the server that cloned it sees it,
+// or as the host does when it started the init itself (Direct).
 type Init struct {
 	c      *Client
 	id     uint64
-	Pid    int // host pid of the init
+	proc   *os.Process // set for an init Direct started
+	Pid    int         // host pid of the init
 	done   chan struct{}
 	status syscall.WaitStatus
 	err    error
@@ -60,7 +62,79 @@ func (p *Init) Signal(sig syscall.Signal) error {
 		return nil
 	default:
 	}
+	if p.proc != nil {
+		if err := p.proc.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return err
+		}
+		return nil
+	}
 	return p.c.send(nsinit.Record{Kind: nsinit.ZygKill, Ints: []uint64{p.id, uint64(sig)}}, nil)
+}
+
+// Direct starts a sandbox init as a child of this process, without the
+// spawn server: the host binary is run again with argv[0] InitArg0, in
+// r's new namespaces, r's ids mapped to themselves, and becomes the init
+// before its Go runtime starts (nsinit/zygote.c). It returns once the
+// init's process runs.
+//
+// It costs a clone of this process's page tables (Go cannot vfork into a
+// new user namespace) and an exec, where Spawn costs a message to a
+// server that may first have to be started: it is for a host that starts
+// few inits, or holds a small heap, and would otherwise start a server for
+// one. Neither Spawned nor ServersStarted counts it.
+func Direct(r Request) (*Init, error) {
+	attr := &syscall.SysProcAttr{
+		Cloneflags: r.Cloneflags,
+		Setsid:     true,
+		// Of the thread that starts it, which lives as long as the init
+		// (see below). In a new pid namespace Go's check of the parent
+		// right after the prctl sees none (getppid is 0 there) and sends
+		// the child SIGKILL, which the kernel drops: the child is the
+		// namespace's pid 1 and the signal comes from inside.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if r.Cloneflags&syscall.CLONE_NEWUSER != 0 {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: r.UID, HostID: r.UID, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: r.GID, HostID: r.GID, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+	if r.Cgroup != nil {
+		attr.UseCgroupFD, attr.CgroupFD = true, int(r.Cgroup.Fd())
+	}
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{nsinit.InitArg0},
+		Env:         []string{},
+		Stdin:       r.Stdin,
+		Stdout:      r.Stdout,
+		Stderr:      r.Stderr,
+		ExtraFiles:  []*os.File{r.Control, r.Status},
+		SysProcAttr: attr,
+	}
+	p := &Init{done: make(chan struct{})}
+	started := make(chan error, 1)
+	// As startServer's: the starting thread must outlive the init, since
+	// its exit would send the parent-death signal. The goroutine keeps it
+	// until the init is reaped, then lets it exit.
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		p.proc, p.Pid = cmd.Process, cmd.Process.Pid
+		started <- nil
+		_ = cmd.Wait() // no copying goroutines: r's files are *os.File
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			p.status = ws
+		}
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("spawn: start init: %w", err)
+	}
+	runtime.KeepAlive(r)
+	return p, nil
 }
 
 // Client is the host's handle on the spawn server. One per process is

@@ -1,8 +1,8 @@
 //go:build linux
 
 // Package spawn owns hutch's process model on the host's side: sandboxes
-// are cloned from a small, long-lived zygote, never from the host agent's
-// own process.
+// for commands are cloned from a small, long-lived zygote, never from the
+// host agent's own process.
 //
 // Go cannot use vfork when it creates a user namespace, so a clone from
 // the host copies its page tables: from a host holding a 1 GiB heap a
@@ -24,9 +24,20 @@
 // host: it exits on EOF of its socket, and the kernel sends it SIGKILL
 // (PR_SET_PDEATHSIG) if the host goes first. Each init gets the same from
 // the zygote, and an init's death empties its pid namespace.
+//
+// An init can also start without the zygote (Direct): the host runs its
+// binary again itself, in the init's new namespaces, with argv[0]
+// InitArg0 and the five fds in place, and the same C stage makes that
+// process the init before the Go runtime starts. That costs the host a
+// clone of its own page tables and an exec, but no server and no spare: it
+// is for a host that needs few inits, such as a CLI that reads one file
+// through the file door (see runtime.NewFiles).
 package spawn
 
 import "github.com/hutchbox/hutch/nsinit"
 
 // ServerArg0 is the argv[0] of the zygote process.
 const ServerArg0 = nsinit.ZygoteArg0
+
+// InitArg0 is the argv[0] of an init Direct started.
+const InitArg0 = nsinit.InitArg0

@@ -302,6 +302,25 @@ func spawnWaiting(t *testing.T, c *Client, flags uintptr) (in *Init, end func())
 // unless that is nil.
 func spawnWaitingIn(t *testing.T, c *Client, flags uintptr, cgroup *os.File) (in *Init, end func()) {
 	t.Helper()
+	in, control, status := startWaiting(t, c.Spawn, flags, cgroup)
+	var once sync.Once
+	end = func() {
+		once.Do(func() {
+			control.Close()
+			status.Close()
+			in.Wait()
+		})
+	}
+	t.Cleanup(end)
+	return in, end
+}
+
+// startWaiting starts an init through start (a Client's Spawn, or Direct)
+// with flags, into cgroup unless that is nil, its stdio /dev/null. It
+// returns the init with the host's ends of its control socket and status
+// pipe: the init waits for its config until the control socket closes.
+func startWaiting(t *testing.T, start func(Request) (*Init, error), flags uintptr, cgroup *os.File) (*Init, *os.File, *os.File) {
+	t.Helper()
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -318,22 +337,14 @@ func spawnWaitingIn(t *testing.T, c *Client, flags uintptr, cgroup *os.File) (in
 	}
 	control := os.NewFile(uintptr(pair[1]), "control")
 	defer control.Close()
-	in, err = c.Spawn(Request{Cloneflags: flags, UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w, Cgroup: cgroup})
+	host := os.NewFile(uintptr(pair[0]), "host control")
+	in, err := start(Request{Cloneflags: flags, UID: os.Getuid(), GID: os.Getgid(), Stdin: null, Stdout: null, Stderr: null, Control: control, Status: w, Cgroup: cgroup})
 	if err != nil {
 		r.Close()
-		unix.Close(pair[0])
+		host.Close()
 		t.Fatal(err)
 	}
-	var once sync.Once
-	end = func() {
-		once.Do(func() {
-			unix.Close(pair[0])
-			r.Close()
-			in.Wait()
-		})
-	}
-	t.Cleanup(end)
-	return in, end
+	return in, host, r
 }
 
 // TestSpare: after Prepare the server keeps an init cloned ahead, seen on

@@ -15,7 +15,9 @@ import (
 
 // The file commands give an agent that drives the CLI the library's file
 // door: the same flags as run make the same Sandbox, whose ReadFile,
-// WriteFile, ReadDir and Stat see what its commands would see. Each prints
+// WriteFile, ReadDir and Stat see what its commands would see; made by
+// runtime.NewFiles, it starts no spawn server for commands it will not
+// run, and its file server is the CLI's own child. Each prints
 // one JSON object on stdout; a refusal is an error on stderr with exit
 // status 1 (exitHutchFailed for hutch's own failures).
 
@@ -32,7 +34,7 @@ func fileCommands(code *int) []*cobra.Command {
 		wNoFollow     bool
 	)
 	withSandbox := func(f runFlags, do func(*runtime.Sandbox) (any, error)) error {
-		sb, err := sandboxFrom(f)
+		sb, err := filesSandboxFrom(f)
 		if err != nil {
 			return err
 		}

@@ -247,6 +247,17 @@ func (f runFlags) flagError(err error) error {
 // errors in the command line's words; adjust sets what no flag of run's
 // does (serve's pool).
 func sandboxFrom(f runFlags, adjust ...func(*runtime.Policy)) (*runtime.Sandbox, error) {
+	return sandboxWith(runtime.New, f, adjust...)
+}
+
+// filesSandboxFrom is sandboxFrom for the file commands, which run no
+// command: runtime.NewFiles starts no spawn server and keeps no spare.
+func filesSandboxFrom(f runFlags) (*runtime.Sandbox, error) {
+	return sandboxWith(runtime.NewFiles, f)
+}
+
+// sandboxWith is sandboxFrom, the Sandbox made by newSandbox.
+func sandboxWith(newSandbox func(runtime.Policy) (*runtime.Sandbox, error), f runFlags, adjust ...func(*runtime.Policy)) (*runtime.Sandbox, error) {
 	p, err := policyFrom(f)
 	if err != nil {
 		return nil, f.flagError(err)
@@ -254,7 +265,7 @@ func sandboxFrom(f runFlags, adjust ...func(*runtime.Policy)) (*runtime.Sandbox,
 	for _, a := range adjust {
 		a(&p)
 	}
-	sb, err := runtime.New(p)
+	sb, err := newSandbox(p)
 	if err != nil {
 		return nil, f.flagError(err)
 	}
