@@ -42,6 +42,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -685,11 +686,24 @@ static int serve(void)
 /* direct_init is an init the host started itself (INIT_ARG0): its
  * parent put it in its namespaces, mapped its ids and gave it fds 0 to 4
  * before the exec. What else it had open is closed, 0 to 4 made
- * close-on-exec, as a zygote's child does. Its own signals are blocked
- * only from here: until then the host sends it none but SIGKILL. */
+ * close-on-exec, as a zygote's child does. An exec strips the
+ * capabilities of a uid other than 0, so Direct passes that init its
+ * capabilities in its user namespace as ambient ones: they are kept
+ * permitted and effective, and none is left inheritable or ambient, as in
+ * a zygote's clone. Its own signals are blocked only from here: until
+ * then the host sends it none but SIGKILL. */
 static void __attribute__((noreturn)) direct_init(void)
 {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[2];
 	if (close_from(ZYG_SPAWN_FDS, -1) < 0 || mark_cloexec(0) < 0)
+		_exit(127);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		_exit(127);
+	if (syscall(SYS_capget, &hdr, caps) < 0)
+		_exit(127);
+	caps[0].inheritable = caps[1].inheritable = 0;
+	if (syscall(SYS_capset, &hdr, caps) < 0)
 		_exit(127);
 	enter_init();
 }

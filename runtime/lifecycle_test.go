@@ -284,8 +284,11 @@ func TestNewFiles(t *testing.T) {
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skip("no file door at this level here")
 	}
-	if err != nil || string(got.Data) != "from the host\n" {
-		t.Fatalf("ReadFile = %q, %v", got.Data, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data) != "from the host\n" {
+		t.Fatalf("ReadFile = %q", got.Data)
 	}
 	if c.Spawned() != spawned || c.ServersStarted() != servers || c.Prepared() != prepared || sb.Prewarmed() != 0 {
 		t.Errorf("the spawn server was asked for something: spawned %d -> %d, servers %d -> %d, spare %+v -> %+v; pooled %d",

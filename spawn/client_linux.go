@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -97,6 +99,18 @@ func Direct(r Request) (*Init, error) {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: r.UID, HostID: r.UID, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: r.GID, HostID: r.GID, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		if r.UID != 0 {
+			// The init builds its sandbox with every capability in its
+			// user namespace, as a zygote's clone holds them; an exec
+			// keeps them for uid 0 only, and as ambient ones for any
+			// other. The init clears what is left ambient and
+			// inheritable (nsinit/zygote.c).
+			caps, err := allCaps()
+			if err != nil {
+				return nil, err
+			}
+			attr.AmbientCaps = caps
+		}
 	}
 	if r.Cgroup != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(r.Cgroup.Fd())
@@ -136,6 +150,24 @@ func Direct(r Request) (*Init, error) {
 	runtime.KeepAlive(r)
 	return p, nil
 }
+
+// allCaps lists the capabilities this kernel knows, 0 to cap_last_cap:
+// raising one it does not know fails the start.
+var allCaps = sync.OnceValues(func() ([]uintptr, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	last, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("spawn: cap_last_cap: %w", err)
+	}
+	caps := make([]uintptr, last+1)
+	for c := range caps {
+		caps[c] = uintptr(c)
+	}
+	return caps, nil
+})
 
 // Client is the host's handle on the spawn server. One per process is
 // enough (see Default); it is safe for concurrent use.

@@ -21,12 +21,13 @@ import (
 // of a command, without a pid namespace, and with none (LevelLandlock's),
 // and checks from the host's side: the init is this process's child, the
 // binary re-exec'd as InitArg0 and taken over before the Go runtime
-// started (one thread); it survives Go's parent-death check (in a pid
+// started (one thread), holding capabilities in its user namespace
+// whatever the uid; it survives Go's parent-death check (in a pid
 // namespace of its own, a SIGKILL from itself); it holds fds 0 to 4,
 // close-on-exec, and none of the fds this process left open across the
-// exec; it waits for its config, fails once the host closes the control
-// socket and says so on its status pipe, and is reaped; another is ended
-// by Signal.
+// exec (checked as root: the init makes itself not dumpable); it waits
+// for its config, fails once the host closes the control socket and says
+// so on its status pipe, and is reaped; another is ended by Signal.
 func TestDirect(t *testing.T) {
 	// Not close-on-exec: the exec passes it on, and the init must close it.
 	var p [2]int
@@ -75,11 +76,25 @@ func TestDirect(t *testing.T) {
 				t.Fatalf("init ended before its config: %v", ws)
 			default:
 			}
-			if st, err := os.ReadFile(proc + "/status"); err != nil || !bytes.Contains(st, []byte("\nThreads:\t1\n")) {
+			st, err := os.ReadFile(proc + "/status")
+			if err != nil || !bytes.Contains(st, []byte("\nThreads:\t1\n")) {
 				t.Errorf("init is not single-threaded (%v):\n%s", err, st)
 			}
+			// As a zygote's clone: every capability in its user
+			// namespace, whatever the uid, none inheritable or ambient.
+			if tt.flags&unix.CLONE_NEWUSER != 0 {
+				for _, want := range []string{"CapInh:\t0000000000000000", "CapAmb:\t0000000000000000"} {
+					if !bytes.Contains(st, []byte("\n"+want+"\n")) {
+						t.Errorf("init's status lacks %q:\n%s", want, st)
+					}
+				}
+				if bytes.Contains(st, []byte("\nCapEff:\t0000000000000000\n")) {
+					t.Errorf("init holds no capability in its user namespace:\n%s", st)
+				}
+			}
+			// The init is not dumpable: only root reads its fds.
 			fds, err := os.ReadDir(proc + "/fd")
-			if err != nil {
+			if err != nil && !(os.IsPermission(err) && os.Getuid() != 0) {
 				t.Fatal(err)
 			}
 			for _, e := range fds {
