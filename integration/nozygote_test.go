@@ -43,27 +43,38 @@ func TestFileCommandsStartNoZygote(t *testing.T) {
 		if name == "policy" {
 			name += " " + c.args[1]
 		}
-		stdout, seen, pid := runWatched(t, c.args...)
-		var servers []string
-		bad := map[int]bool{} // each process reported once
-		for _, p := range seen {
-			switch {
-			case bad[p.pid]:
-			case p.argv0 == spawn.ServerArg0 || p.comm == "hutch-spare":
-				t.Errorf("hutch %s: started %s", name, p)
-				bad[p.pid] = true
-			case !c.server:
-				t.Errorf("hutch %s started a process: %s", name, p)
-				bad[p.pid] = true
+		// A poller starved of the CPU on a loaded host can miss the
+		// file server: a few tries, each held to the same rules, and
+		// one of them must see it.
+		var stdout string
+		var seen []watchedProc
+		for try := 0; try < 5; try++ {
+			var pid int
+			stdout, seen, pid = runWatched(t, c.args...)
+			server := false
+			bad := map[int]bool{} // each process reported once
+			for _, p := range seen {
+				switch {
+				case bad[p.pid]:
+				case p.argv0 == spawn.ServerArg0 || p.comm == "hutch-spare":
+					t.Errorf("hutch %s: started %s", name, p)
+					bad[p.pid] = true
+				case !c.server:
+					t.Errorf("hutch %s started a process: %s", name, p)
+					bad[p.pid] = true
+				}
+				// Its argv[0], or once it exited, the name the init
+				// gives itself (init.c): either way the CLI's own child.
+				if (p.argv0 == spawn.InitArg0 || p.comm == "hutch-init") && p.ppid == pid {
+					server = true
+				}
 			}
-			// Its argv[0], or once it exited, the name the init gives
-			// itself (init.c): either way the CLI's own child.
-			if (p.argv0 == spawn.InitArg0 || p.comm == "hutch-init") && p.ppid == pid {
-				servers = append(servers, p.String())
+			if server || !c.server {
+				break
 			}
-		}
-		if c.server && len(servers) == 0 {
-			t.Errorf("hutch %s: no %s seen as the CLI's child (seen: %v)", name, spawn.InitArg0, seen)
+			if try == 4 {
+				t.Errorf("hutch %s: no %s seen as the CLI's child in 5 runs (the last saw: %v)", name, spawn.InitArg0, seen)
+			}
 		}
 		if c.args[0] == "read" {
 			var got struct{ Content string }
