@@ -19,7 +19,6 @@ import (
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
-	"github.com/hutchbox/hutch/spawn"
 )
 
 // fileView names what the file door reached: the mount plan of the
@@ -147,7 +146,7 @@ func (s *fileSession) current() error {
 		return nil
 	}
 	d.stop()
-	in, err := sb.startInit(f, spawn.Direct)
+	in, err := sb.startInit(f, sb.fileSpawn)
 	if err != nil {
 		return err
 	}

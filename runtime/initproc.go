@@ -68,10 +68,11 @@ func initStdio() (*os.File, error) {
 }
 
 // A spawner starts an init's process: spawn.Default().Spawn, through the
-// spawn server, for commands; spawn.Direct, from this process, for the
-// file door, which needs one init at a time and would otherwise start a
-// server and its spare for it (hutch read) or take the spare a command
-// waits for (hutch serve).
+// spawn server, for commands and a New Sandbox's file door (whose first
+// call then takes the spare: a message, where a direct start costs a
+// copy of this process's page tables and an exec); spawn.Direct, from
+// this process, for the file door of a NewFiles Sandbox, which would
+// otherwise start a server and its spare for one init (hutch read).
 type spawner func(spawn.Request) (*spawn.Init, error)
 
 // startInit starts a new init through start and sends it the sandbox

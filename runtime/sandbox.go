@@ -80,6 +80,11 @@ type Sandbox struct {
 	// files is the file door's server, an init kept while what it was
 	// built from is current.
 	files fileDoor
+	// fileSpawn starts the file door's servers: through the spawn
+	// server, whose spare makes a Sandbox's first file call cost a
+	// message (New); or from this process (spawn.Direct), when nothing
+	// else would start the spawn server (NewFiles: hutch read).
+	fileSpawn spawner
 	// plans keeps the last init's plan for the next one.
 	plans planMemo
 
@@ -119,9 +124,10 @@ func New(p Policy) (*Sandbox, error) { return newSandbox(p, true) }
 // NewFiles is New for a caller that uses only the file operations
 // (ReadFile, WriteFile, ReadDir, Stat, OpenForSend), such as hutch read:
 // it starts nothing ahead for commands (no spawn server, no spare init,
-// no pool of Policy.Prewarm), since the file door starts its own file
-// server, without the spawn server, on any Sandbox. A command started on
-// it still runs, through a spawn server started then.
+// no pool of Policy.Prewarm), and its file door starts its file server
+// from this process (spawn.Direct) instead of through the spawn server.
+// A command started on it still runs, through a spawn server started
+// then.
 func NewFiles(p Policy) (*Sandbox, error) { return newSandbox(p, false) }
 
 // newSandbox is New, and with commands false NewFiles.
@@ -137,6 +143,10 @@ func newSandbox(p Policy, commands bool) (*Sandbox, error) {
 	sb, err := decide(p, prestart)
 	if err != nil || sb.policy.Unsandboxed { // or Backend none
 		return sb, err
+	}
+	sb.fileSpawn = spawn.Default().Spawn
+	if !commands {
+		sb.fileSpawn = spawn.Direct
 	}
 	if flags := sb.cloneflags(); flags != 0 && commands {
 		// Its namespaces made ahead, an init waits in the server for this
