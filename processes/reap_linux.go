@@ -14,9 +14,10 @@ import (
 // reaps it, so that when the supervisor ends, nothing of its process runs:
 // the spawn server and its inits die with their parent by
 // PR_SET_PDEATHSIG, but on the kernel's own time, after the supervisor's
-// end has already told a Stop that it is over. This process becomes a
-// child subreaper first, so that what its children leave (the server's
-// inits, killed by their parent's death) comes to it to be reaped. It
+// end has already told a Stop that it is over. This process is a child
+// subreaper (supervise makes it one at its start; this makes sure), so
+// that what its children leave (the server's inits, killed by their
+// parent's death) comes to it to be reaped. It
 // gives up after limit: a supervisor never hangs on its way out.
 func endDescendants(limit time.Duration) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {

@@ -83,6 +83,13 @@ func supervise(dir string) int {
 	// Signals first: a stop that comes while the sandbox is built waits.
 	signal.Notify(s.stop, syscall.SIGTERM, syscall.SIGINT)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+	// A child subreaper from the start, not only in endDescendants: an
+	// init orphaned earlier (its spawn server gone first, as when the
+	// Sandbox closes) would go to the host's pid 1 instead, and run on
+	// past this process's end, out of its reach.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		s.log.Warn("child subreaper", "err", err)
+	}
 
 	// One supervisor per process for its whole life: the lock goes only
 	// with this process.
