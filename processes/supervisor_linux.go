@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -60,7 +61,12 @@ type supervisor struct {
 // with a part of it missing.
 func (s *supervisor) readSpec(dir string) (*runtime.Resolved, error) {
 	doc, err := readSandboxDoc(filepath.Join(dir, sandboxFile))
-	if err != nil {
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("read %s: %w", sandboxFile, err)
+	case err != nil:
+		// Written, but not in a form this build reads whole.
 		return nil, fmt.Errorf("read %s: %w (the supervisor program is another version than the program that started the process: give Manager.Supervisor a hutch built from the same version)", sandboxFile, err)
 	}
 	s.spec = doc.Spec

@@ -79,20 +79,3 @@ func (r *Resolved) UnmarshalJSON(b []byte) error {
 	*r = Resolved{policy: v.Policy.clone(), level: v.Level, levelReasons: slices.Clone(v.LevelReasons), workspace: v.Workspace, writable: slices.Clone(v.Writable)}
 	return nil
 }
-
-// NewResolved makes the Sandbox of a decision taken before, perhaps by
-// another process (r read from its JSON form): New of r's policy, at r's
-// level. A host that now offers another level than the one r was decided
-// at gets a *LevelError, the Sandbox not made: the decision is carried
-// whole or not at all.
-func NewResolved(r *Resolved) (*Sandbox, error) {
-	sb, err := New(r.policy)
-	if err != nil {
-		return nil, err
-	}
-	if have := sb.decidedLevel(); have != r.level {
-		sb.Close()
-		return nil, &LevelError{Need: r.level, Have: have, Reasons: []string{"the host offers another level than when the policy was checked"}}
-	}
-	return sb, nil
-}

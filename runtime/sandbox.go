@@ -119,7 +119,7 @@ func resolvedSandbox(r resolved) *Sandbox {
 // the result. It decides what Check decides, then acts on it: it starts
 // the spawn server and a spare init, and makes what the level needs on
 // the host (the probe cgroup, a private temporary directory, the pool).
-func New(p Policy) (*Sandbox, error) { return newSandbox(p, true) }
+func New(p Policy) (*Sandbox, error) { return newSandbox(p, true, "") }
 
 // NewFiles is New for a caller that uses only the file operations
 // (ReadFile, WriteFile, ReadDir, Stat, OpenForSend), such as hutch read:
@@ -128,10 +128,19 @@ func New(p Policy) (*Sandbox, error) { return newSandbox(p, true) }
 // from this process (spawn.Direct) instead of through the spawn server.
 // A command started on it still runs, through a spawn server started
 // then.
-func NewFiles(p Policy) (*Sandbox, error) { return newSandbox(p, false) }
+func NewFiles(p Policy) (*Sandbox, error) { return newSandbox(p, false, "") }
 
-// newSandbox is New, and with commands false NewFiles.
-func newSandbox(p Policy, commands bool) (*Sandbox, error) {
+// NewResolved makes the Sandbox of a decision taken before, perhaps by
+// another process (r read from its JSON form): New of r's policy, at r's
+// level. A host that now offers another level than the one r was decided
+// at gets a *LevelError, found before anything is made but the spawn
+// server New starts beside its decision: the decision is carried whole or
+// not at all.
+func NewResolved(r *Resolved) (*Sandbox, error) { return newSandbox(r.policy, true, r.level) }
+
+// newSandbox is New, and with commands false NewFiles; a level other
+// than "" is the one the decision must come to (NewResolved).
+func newSandbox(p Policy, commands bool, level Level) (*Sandbox, error) {
 	// Every level here builds its commands' inits through the spawn
 	// server: its start runs beside the rest of the decision and the
 	// first command's setup (about 5 ms for a hutch run) instead of after
@@ -141,6 +150,10 @@ func newSandbox(p Policy, commands bool) (*Sandbox, error) {
 		prestart = spawn.Default().Prestart
 	}
 	sb, err := decide(p, prestart)
+	if err == nil && level != "" && sb.level != level {
+		sb.closeTrees()
+		return nil, &LevelError{Need: level, Have: sb.level, Reasons: []string{"the host offers another level than when the policy was checked"}}
+	}
 	if err != nil || sb.policy.Unsandboxed { // or Backend none
 		return sb, err
 	}
@@ -415,6 +428,3 @@ func initHoldsSetpcap() bool {
 	amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, unix.CAP_SETPCAP, 0, 0)
 	return err == nil && amb == 1
 }
-
-// decidedLevel is the level New chose for sb (NewResolved).
-func (sb *Sandbox) decidedLevel() Level { return sb.level }

@@ -497,5 +497,12 @@ func (c *Cmd) leakStage(name string, dst io.Writer) io.Writer {
 	return w
 }
 
-// decidedLevel is the level New chose: macOS has the one.
-func (sb *Sandbox) decidedLevel() Level { return LevelSeatbelt }
+// NewResolved makes the Sandbox of a decision taken before (see the Linux
+// doc): macOS has one level, Seatbelt, and a decision at another is
+// refused with a *LevelError before anything is made.
+func NewResolved(r *Resolved) (*Sandbox, error) {
+	if r.level != LevelSeatbelt {
+		return nil, &LevelError{Need: r.level, Have: LevelSeatbelt, Reasons: []string{"macOS has the Seatbelt level only"}}
+	}
+	return New(r.policy)
+}

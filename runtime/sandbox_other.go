@@ -54,5 +54,5 @@ func (c *Cmd) Signal(sig os.Signal) error { return ErrUnsupportedPlatform }
 // Stop returns ErrUnsupportedPlatform.
 func (c *Cmd) Stop(sig os.Signal) error { return ErrUnsupportedPlatform }
 
-// decidedLevel: no level here (New refuses).
-func (sb *Sandbox) decidedLevel() Level { return "" }
+// NewResolved returns ErrUnsupportedPlatform.
+func NewResolved(r *Resolved) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
