@@ -656,3 +656,34 @@ func TestDurableCLI(t *testing.T) {
 		t.Errorf("after the refusals, list says %s; want the 2 stopped records", out)
 	}
 }
+
+// TestDurableApp: a durable process of an app agent (--app) starts, its
+// supervisor making the Sandbox of the decision hutch process start
+// checked (the app directory made absolute there), and is held to it:
+// judged on the host, it wrote its own data directory and read nothing
+// of another app's.
+func TestDurableApp(t *testing.T) {
+	ws, data := dir(t, "durable-ws-"), dir(t, "durable-data-")
+	t.Cleanup(func() { hutchProcess(t, data, "stop-all") })
+	for _, d := range []string{"apps/a1/data", "apps/a2"} {
+		must(os.MkdirAll(filepath.Join(ws, d), 0o777))
+	}
+	must(os.WriteFile(filepath.Join(ws, "apps/a2/secret"), []byte("a2-secret"), 0o644))
+	out, stderr, code := hutchProcess(t, data, "start", "--workspace", ws, "--app", "a1", "--name", "app", "--",
+		"sh", "-c", "cat "+ws+"/apps/a2/secret > "+ws+"/apps/a1/data/copied 2>/dev/null; echo ran > "+ws+"/apps/a1/data/out; exec sleep 3000")
+	if code != 0 {
+		t.Fatalf("process start --app a1: exit %d, %s%s", code, out, stderr)
+	}
+	var got []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, _ = os.ReadFile(filepath.Join(ws, "apps/a1/data/out")); len(got) > 0 {
+			break
+		}
+	}
+	if string(got) != "ran\n" {
+		t.Fatalf("the app's durable process did not write its data directory: %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "apps/a1/data/copied")); strings.Contains(string(b), "a2-secret") {
+		t.Errorf("the app a1 read app a2's file: %q", b)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -610,7 +611,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request) error {
 	}
 	var perm fs.FileMode
 	if req.Perm != "" {
-		if perm, err = runtime.ParsePerm(req.Perm); err != nil {
+		if perm, err = units.ParsePerm(req.Perm); err != nil {
 			return badRequest("perm", err.Error())
 		}
 	}

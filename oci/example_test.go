@@ -17,9 +17,14 @@ import (
 // what the OCI form leaves out in the Result.
 func ExampleRun() {
 	p := runtime.DefaultPolicy("/srv/agent/workspace")
-	form, err := oci.Export(p, []string{"sh", "-c", "make test"}, oci.Options{})
+	p.Backend = runtime.BackendOCI // checked for an OCI runtime
+	checked, err := runtime.Check(p)
 	if err != nil {
 		log.Fatal(err) // the policy's own errors, as runtime.New's
+	}
+	form, err := oci.Export(checked, []string{"sh", "-c", "make test"}, oci.Options{})
+	if err != nil {
+		log.Fatal(err)
 	}
 	path, err := oci.LookRuntime("crun")
 	if err != nil {
@@ -50,7 +55,12 @@ func ExampleExport() {
 	defer os.RemoveAll(ws)
 	p := runtime.DefaultPolicy(ws)
 	p.Pids = 64
-	form, err := oci.Export(p, []string{"sh", "-c", "make test"}, oci.Options{})
+	p.Backend = runtime.BackendOCI
+	r, err := runtime.Check(p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	form, err := oci.Export(r, []string{"sh", "-c", "make test"}, oci.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -60,14 +60,17 @@ const SpecVersion = "1.0.2"
 // RootfsDir is the bundle's root directory, as config.json names it.
 const RootfsDir = "rootfs"
 
-// Export builds the OCI form of p running args. p is resolved as
-// runtime.New resolves it (runtime.ExportView): the same errors, the
-// same view.
-func Export(p runtime.Policy, args []string, o Options) (*Form, error) {
+// Export compiles r, a policy checked by runtime.Check, into the OCI
+// form of it running args: the same view, filter, environment and limits
+// a command of a Sandbox of r would get at runtime.LevelNamespaces, the
+// OCI runtime making the namespaces. Check a policy whose Backend is
+// runtime.BackendOCI to have it checked for an OCI runtime on a host
+// that could not run it at that level itself.
+func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, fmt.Errorf("oci: no command given")
 	}
-	v, err := runtime.ExportView(p)
+	v, err := compile(r)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +265,7 @@ func rlimitName(resource int) string {
 }
 
 // rlimits are the per-process limits, by their OCI names.
-func rlimits(v runtime.OCIView) []specs.POSIXRlimit {
+func rlimits(v view) []specs.POSIXRlimit {
 	var out []specs.POSIXRlimit
 	for _, r := range v.Rlimits {
 		name := rlimitName(r.Resource)
@@ -279,7 +282,7 @@ func rlimits(v runtime.OCIView) []specs.POSIXRlimit {
 
 // resources are the cgroup limits: memory without swap on top, pids,
 // CPUs as a quota per 100 ms period. nil when there are none.
-func resources(v runtime.OCIView) *specs.LinuxResources {
+func resources(v view) *specs.LinuxResources {
 	l := v.Limits
 	if l.MemoryBytes == 0 && l.Pids == 0 && l.CPUs == 0 {
 		return nil

@@ -26,7 +26,7 @@ func TestExportDefaultPolicy(t *testing.T) {
 	p := runtime.DefaultPolicy(ws)
 	p.CPUs = 1.5
 	p.FileSize = 1 << 20
-	f, err := Export(p, []string{"true"}, Options{})
+	f, err := exportOf(p, []string{"true"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestExportModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := runtime.DefaultPolicy(t.TempDir())
 			tc.mod(&p)
-			f, err := Export(p, []string{"true"}, Options{})
+			f, err := exportOf(p, []string{"true"}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestExportRefuses(t *testing.T) {
 		{"disabled", runtime.Policy{Workspace: ws, Backend: runtime.BackendNone}, []string{"true"}, "disabled mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Export(tc.p, tc.args, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := exportOf(tc.p, tc.args, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one naming %q", err, tc.want)
 			}
 		})
@@ -155,7 +155,7 @@ func TestExportMasksAndReadOnly(t *testing.T) {
 	must(os.Mkdir(filepath.Join(ws, "keep"), 0o755))
 	p := runtime.DefaultPolicy(ws)
 	p.ReadOnly = []string{filepath.Join(ws, "keep")}
-	f, err := Export(p, []string{"true"}, Options{})
+	f, err := exportOf(p, []string{"true"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +255,42 @@ func TestExportPlanSteps(t *testing.T) {
 	if !slices.Equal(f.Spec.Linux.MaskedPaths, []string{"/w/missing"}) {
 		t.Errorf("maskedPaths %q, want the missing mask only", f.Spec.Linux.MaskedPaths)
 	}
+}
+
+// checkedForOCI is p checked for an OCI runtime, as hutch oci export
+// checks it: unless it names a backend.
+func checkedForOCI(p runtime.Policy) (*runtime.Resolved, error) {
+	if p.Backend == "" {
+		p.Backend = runtime.BackendOCI
+	}
+	return runtime.Check(p)
+}
+
+// mustCheck is checkedForOCI's Resolved, or fails t.
+func mustCheck(t *testing.T, p runtime.Policy) *runtime.Resolved {
+	t.Helper()
+	r, err := checkedForOCI(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// exportOf is Export of p checked for an OCI runtime: Check's error, or
+// Export's.
+func exportOf(p runtime.Policy, args []string, o Options) (*Form, error) {
+	r, err := checkedForOCI(p)
+	if err != nil {
+		return nil, err
+	}
+	return Export(r, args, o)
+}
+
+// podOf is Pod of p checked for an OCI runtime: Check's error, or Pod's.
+func podOf(p runtime.Policy, args []string, o PodOptions) (*Manifest, error) {
+	r, err := checkedForOCI(p)
+	if err != nil {
+		return nil, err
+	}
+	return Pod(r, args, o)
 }

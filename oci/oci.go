@@ -1,7 +1,8 @@
-// Package oci is the OCI form of a resolved hutch policy: Export turns a
-// runtime.Policy into an OCI runtime configuration (config.json) with the
-// same view, filter and limits hutch's own inits get, and says, one line
-// each, what of the policy that form cannot express; Run runs a command
+// Package oci is the OCI form of a resolved hutch policy: Export compiles
+// a runtime.Resolved (runtime.Check's decision) into an OCI runtime
+// configuration (config.json) with the same view, filter and limits
+// hutch's own inits get, and says, one line each, what of the policy
+// that form cannot express; Run runs a command
 // through an installed OCI runtime (runc, crun, runsc) with it. Pod turns
 // the same policy into a Kubernetes Pod manifest (with the NetworkPolicy
 // and ConfigMap it needs, and its seccomp profile for the nodes), saying

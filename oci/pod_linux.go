@@ -103,20 +103,19 @@ const (
 	LabelSandbox = "hutch.dev/sandbox"
 )
 
-// Pod builds the Kubernetes form of p running args in o.Image. p is
-// resolved as runtime.New resolves it (runtime.ExportView): the same
-// errors, and the same mount plan, seccomp profile, environment and
-// limits. Paths are the host's: the workspace and the writable trees are
+// Pod compiles r, a policy checked by runtime.Check, into the Kubernetes
+// form of it running args in o.Image: the same mount plan, seccomp
+// profile, environment and limits as Export. Paths are the host's: the workspace and the writable trees are
 // the node's directories at the same paths, and what the plan masks or
 // keeps read-only there is found in them now, on this host.
-func Pod(p runtime.Policy, args []string, o PodOptions) (*Manifest, error) {
+func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errors.New("oci: no command given")
 	}
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	v, err := runtime.ExportView(p)
+	v, err := compile(r)
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +507,7 @@ func envVars(env []string) []envVar {
 // limited: the scheduler places the Pod where they are free, and with
 // both the Pod is Guaranteed, the last to be evicted. nil when there are
 // none.
-func podResources(v runtime.OCIView) *resourceRequirements {
+func podResources(v view) *resourceRequirements {
 	l := map[string]string{}
 	if v.Limits.MemoryBytes > 0 {
 		l["memory"] = bytesQuantity(v.Limits.MemoryBytes)
@@ -555,7 +554,7 @@ func cpuQuantity(cores float64) string {
 // podAnnotations name on the Pod what its fields cannot hold: every
 // mask and read-only path, the limits without a Pod field, the seccomp
 // profile's name, the network mode and what is not expressed.
-func podAnnotations(v runtime.OCIView, b *podBuilder, unexpressed []string) (map[string]string, error) {
+func podAnnotations(v view, b *podBuilder, unexpressed []string) (map[string]string, error) {
 	// The network mode is resolved: "" is none already.
 	a := map[string]string{AnnotationNetwork: string(v.Policy.Network)}
 	for k, list := range map[string][]string{AnnotationMasks: b.masks, AnnotationReadOnly: b.readOnly, AnnotationUnexpressed: unexpressed} {
@@ -582,7 +581,7 @@ func podAnnotations(v runtime.OCIView, b *podBuilder, unexpressed []string) (map
 
 // podUnexpressed lists what hutch enforces for the policy of view v that
 // its Pod, as b built it, does not, or does differently.
-func podUnexpressed(v runtime.OCIView, b *podBuilder, o PodOptions) []string {
+func podUnexpressed(v view, b *podBuilder, o PodOptions) []string {
 	p := v.Policy
 	ids := strconv.FormatInt(o.RunAsUser, 10) + ":" + strconv.FormatInt(o.RunAsGroup, 10)
 	out := []string{

@@ -135,7 +135,7 @@ func TestPodDefaultPolicy(t *testing.T) {
 	}
 	p := runtime.DefaultPolicy(ws)
 	p.Memory, p.CPUs, p.TmpSize, p.FileSize = 512<<20, 1.5, 64<<20, 1<<30
-	m, err := Pod(p, []string{"make", "test"}, PodOptions{Image: "debian:bookworm"})
+	m, err := podOf(p, []string{"make", "test"}, PodOptions{Image: "debian:bookworm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestPodDefaultPolicy(t *testing.T) {
 	}
 	o := readManifest(t, dir)
 	pod := o.pod
-	view, err := runtime.ExportView(p)
+	view, err := compile(mustCheck(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestPodSchema(t *testing.T) {
 			tc.mod(&p, ws)
 			o := tc.o
 			o.Image = "registry.example/agent@sha256:" + strings.Repeat("0", 64)
-			m, err := Pod(p, []string{"sh", "-c", "make"}, o)
+			m, err := podOf(p, []string{"sh", "-c", "make"}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +390,7 @@ func TestPodMounts(t *testing.T) {
 	p := runtime.DefaultPolicy(ws)
 	p.Writable, p.Home, p.ReadOnly, p.AllowGitWrite = []string{cache}, home, []string{"keep"}, true
 	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a1"}
-	m, err := Pod(p, []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws-claim"})
+	m, err := podOf(p, []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws-claim"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestPodRefuses(t *testing.T) {
 		{"disabled", runtime.Policy{Workspace: ws, Backend: runtime.BackendNone}, []string{"true"}, PodOptions{Image: "alpine"}, "", "disabled mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Pod(tc.p, tc.args, tc.o)
+			_, err := podOf(tc.p, tc.args, tc.o)
 			pe, isOption := err.(*PodOptionError)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || isOption != (tc.field != "") || (isOption && pe.Field != tc.field) {
 				t.Errorf("error %v, want one of field %q naming %q", err, tc.field, tc.want)
@@ -477,7 +477,7 @@ func TestPodRefuses(t *testing.T) {
 func TestPodSchemaRejects(t *testing.T) {
 	k := loadKubeSchema(t)
 	t.Setenv("HOME", t.TempDir())
-	m, err := Pod(runtime.DefaultPolicy(t.TempDir()), []string{"true"}, PodOptions{Image: "alpine"})
+	m, err := podOf(runtime.DefaultPolicy(t.TempDir()), []string{"true"}, PodOptions{Image: "alpine"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestQuantities(t *testing.T) {
 // Security level allows, besides its securityContext.
 func TestPodRestricted(t *testing.T) {
 	hostHome(t)
-	m, err := Pod(runtime.DefaultPolicy(podWorkspace(t)), []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws"})
+	m, err := podOf(runtime.DefaultPolicy(podWorkspace(t)), []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws"})
 	if err != nil {
 		t.Fatal(err)
 	}

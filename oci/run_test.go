@@ -59,7 +59,13 @@ func TestRunTimeoutReachesLateContainer(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("oci.Run needs root")
 	}
-	form, err := oci.Export(runtime.DefaultPolicy(t.TempDir()), []string{"true"}, oci.Options{})
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Backend = runtime.BackendOCI
+	checked, err := runtime.Check(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form, err := oci.Export(checked, []string{"true"}, oci.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // unexpressed lists what hutch enforces for p that the OCI form f of
 // view v does not, or does differently: said in the export's output and
 // every Result, never dropped silently.
-func unexpressed(v runtime.OCIView, f *Form) []string {
+func unexpressed(v view, f *Form) []string {
 	p := v.Policy
 	out := []string{
 		"landlock: no Landlock ruleset (OCI runtime-spec has none); the mounts alone are the filesystem boundary",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
 )
@@ -464,7 +465,7 @@ func size(v any, def int64) (int64, error) {
 	}
 	switch v := v.(type) {
 	case string:
-		n, err := runtime.ParseSize(v)
+		n, err := units.ParseSize(v)
 		if err == nil && n == 0 {
 			return 0, errors.New(zeroLimit)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -105,14 +106,14 @@ func formatSize(n int64) any {
 	case n == 0:
 		return "default"
 	}
-	if s := runtime.FormatSize(n); mustParse(s) == n {
+	if s := units.FormatSize(n); mustParse(s) == n {
 		return s
 	}
 	return n
 }
 
 func mustParse(s string) int64 {
-	n, _ := runtime.ParseSize(s)
+	n, _ := units.ParseSize(s)
 	return n
 }
 

@@ -28,7 +28,7 @@ const (
 	// BackendSeatbelt is macOS's sandbox-exec profile.
 	BackendSeatbelt Backend = "seatbelt"
 	// BackendOCI runs commands through an installed OCI runtime (runc,
-	// crun, runsc): package oci (ExportView's form of the policy) and
+	// crun, runsc): package oci (the form Check gives it compiled) and
 	// hutch run --backend oci --oci-runtime NAME. New does not run it:
 	// chosen there, it is unavailable.
 	BackendOCI Backend = "oci"

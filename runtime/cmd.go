@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/nsinit"
 	"golang.org/x/sys/unix"
@@ -605,7 +606,7 @@ func (c *Cmd) Wait() error {
 	}
 	switch {
 	case r.Usage != nil && r.Usage.OOMKills > 0:
-		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", FormatSize(c.sb.policy.Memory))
+		r.Reason = fmt.Sprintf("memory limit of %s exceeded (OOM kill)", units.FormatSize(c.sb.policy.Memory))
 	case r.Killed && r.Reason == "":
 		r.Reason = string(r.KillReason)
 	}

@@ -210,7 +210,14 @@ func doorVerdicts(t *testing.T, p Policy, tr agreeTree, home string) map[string]
 		t.Fatal(err)
 	}
 	plan := sb.plan(f)
-	view, err := ExportView(p)
+	// The OCI form compiles the Resolved Check gives for an OCI runtime.
+	forOCI := p
+	forOCI.Backend = BackendOCI
+	res, err := Check(forOCI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := ociView(res)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,11 @@ func TestFileModeJSON(t *testing.T) {
 		{fs.ModeDevice | 0o660, 0o060660, "block_device"},
 	} {
 		t.Run(tc.typ+"/"+tc.mode.String(), func(t *testing.T) {
-			if got := POSIXMode(tc.mode); got != tc.posix {
-				t.Errorf("POSIXMode(%v) = %#o, want %#o", tc.mode, got, tc.posix)
+			if got := posixMode(tc.mode); got != tc.posix {
+				t.Errorf("posixMode(%v) = %#o, want %#o", tc.mode, got, tc.posix)
 			}
-			if got := FileType(tc.mode); got != tc.typ {
-				t.Errorf("FileType(%v) = %q, want %q", tc.mode, got, tc.typ)
+			if got := fileType(tc.mode); got != tc.typ {
+				t.Errorf("fileType(%v) = %q, want %q", tc.mode, got, tc.typ)
 			}
 			b, err := json.Marshal(FileInfo{Path: "/w/x", Mode: tc.mode})
 			if err != nil {

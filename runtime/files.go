@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -54,7 +53,7 @@ type FileInfo struct {
 	// Mode is the file's type and permissions. In JSON it is "mode", the
 	// POSIX st_mode (type bits, set-id and sticky bits, permissions: a
 	// directory 0o40755 is 16877, so Python's stat.S_ISDIR holds), and
-	// "type", the type as a word (see FileType).
+	// "type", the type as a word (see fileType).
 	Mode    fs.FileMode `json:"-"`
 	ModTime time.Time   `json:"mod_time"`
 	// Writable says a command may write it (WriteFile may).
@@ -124,8 +123,8 @@ type FileContent struct {
 	Leaks []Leak `json:"leaks,omitempty"`
 }
 
-// FileType names a file's type as the file doors' JSON gives it ("type").
-func FileType(m fs.FileMode) string {
+// fileType names a file's type as the file doors' JSON gives it ("type").
+func fileType(m fs.FileMode) string {
 	switch m.Type() {
 	case 0:
 		return "file"
@@ -145,9 +144,9 @@ func FileType(m fs.FileMode) string {
 	return "other"
 }
 
-// POSIXMode is m as a POSIX st_mode: its S_IFMT type bits, S_ISUID,
+// posixMode is m as a POSIX st_mode: its S_IFMT type bits, S_ISUID,
 // S_ISGID, S_ISVTX and permission bits.
-func POSIXMode(m fs.FileMode) uint32 {
+func posixMode(m fs.FileMode) uint32 {
 	out := uint32(m.Perm())
 	for _, b := range posixBits {
 		if m&b.mode != 0 {
@@ -173,7 +172,7 @@ func POSIXMode(m fs.FileMode) uint32 {
 	return out
 }
 
-// fileModeOf is POSIXMode's inverse.
+// fileModeOf is posixMode's inverse.
 func fileModeOf(posix uint32) fs.FileMode {
 	m := fs.FileMode(posix & 0o777)
 	for _, b := range posixBits {
@@ -222,7 +221,7 @@ func (fi FileInfo) MarshalJSON() ([]byte, error) {
 }
 
 func (fi FileInfo) toJSON() fileInfoJSON {
-	return fileInfoJSON{fileInfoFields: fileInfoFields(fi), Type: FileType(fi.Mode), Mode: POSIXMode(fi.Mode)}
+	return fileInfoJSON{fileInfoFields: fileInfoFields(fi), Type: fileType(fi.Mode), Mode: posixMode(fi.Mode)}
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -296,17 +295,6 @@ func (c *FileContent) Text() (string, bool) {
 		return "", false
 	}
 	return string(c.Data), true
-}
-
-// ParsePerm reads a file mode as the file doors take it in text
-// (WriteOptions.Perm from hutch write --perm and the local API): octal
-// digits alone, at most 0777.
-func ParsePerm(s string) (fs.FileMode, error) {
-	m, err := strconv.ParseUint(s, 8, 32)
-	if err != nil || m > 0o777 {
-		return 0, fmt.Errorf("%q: not an octal mode such as 644", s)
-	}
-	return fs.FileMode(m), nil
 }
 
 // WriteOptions are WriteFile's.

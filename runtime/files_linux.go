@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 )
@@ -563,7 +564,7 @@ func (sb *Sandbox) OpenForSend(name string, maxBytes int64) (*os.File, *FileInfo
 	case !mounts.Within(fi.Path, sb.spec.Workspace):
 		err = fmt.Errorf("%w: only files in the workspace %s leave the machine, and this is %s", ErrDenied, sb.spec.Workspace, fi.Path)
 	case fi.Size > maxBytes:
-		err = fmt.Errorf("%s, over the limit of %s", FormatSize(fi.Size), FormatSize(maxBytes))
+		err = fmt.Errorf("%s, over the limit of %s", units.FormatSize(fi.Size), units.FormatSize(maxBytes))
 	}
 	if err != nil {
 		f.Close()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
 )
@@ -23,23 +22,6 @@ func TestFileContentText(t *testing.T) {
 	} {
 		if s, ok := tc.c.Text(); s != tc.text || ok != tc.ok {
 			t.Errorf("Text() of %q (%s) = %q, %v", tc.c.Data, tc.c.Kind, s, ok)
-		}
-	}
-}
-
-// TestParsePerm: octal digits alone, at most 0777.
-func TestParsePerm(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want fs.FileMode
-		ok   bool
-	}{
-		{"644", 0o644, true}, {"0600", 0o600, true}, {"777", 0o777, true},
-		{"1777", 0, false}, {"644x", 0, false}, {"9", 0, false}, {"", 0, false}, {"-1", 0, false},
-	} {
-		m, err := ParsePerm(tc.in)
-		if (err == nil) != tc.ok || m != tc.want {
-			t.Errorf("ParsePerm(%q) = %v, %v", tc.in, m, err)
 		}
 	}
 }

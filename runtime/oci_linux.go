@@ -3,69 +3,80 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/hutchbox/hutch/cgroups"
-	"github.com/hutchbox/hutch/mounts"
-	"github.com/hutchbox/hutch/seccomp"
+	"github.com/hutchbox/hutch/internal/ociview"
 )
 
-// OCIView is a policy resolved as New resolves it, in the terms an OCI
-// runtime's configuration takes (package oci writes it out): the same
-// mount plan, filter, environment and limits hutch's own inits get, so
-// that each rule has one implementation.
-type OCIView struct {
-	// Policy is the policy as resolved (Sandbox.Policy's form).
-	Policy Policy
-	// Mounts is the view a command started now would get, top-level and
-	// deep deny-name matches and git guards included.
-	Mounts mounts.Plan
-	// Seccomp is the system-call filter; nil when SkipLayers skips it.
-	// SeccompName names it as Result.SeccompProfile does.
-	Seccomp     *seccomp.Profile
-	SeccompName string
-	// ModeWall is set when hutch stacks its mode rules (no setuid files)
-	// as a second filter under a caller's profile; OCI has one filter.
-	ModeWall bool
-	// Env is every command's base environment, the policy's Env merged.
-	Env []string
-	// Limits go into the command's cgroup; Rlimits are set per process.
-	Limits  cgroups.Limits
-	Rlimits []cgroups.Rlimit
-	// Hostname is the sandbox's host name.
-	Hostname string
+func init() {
+	ociview.Compile = func(resolved any) (ociview.View, error) {
+		r, ok := resolved.(*Resolved)
+		if !ok || r == nil {
+			return ociview.View{}, fmt.Errorf("hutch: the OCI form compiles a *runtime.Resolved, not %T", resolved)
+		}
+		return ociView(r)
+	}
 }
 
-// ExportView resolves p as New does at LevelNamespaces, without probing
-// the host's namespaces or creating anything but the missing code
-// directories of the repositories' git directories (as every command's
-// start does), and returns what the OCI form of p is built from. A
-// Backend of BackendOCI is what it is for, and is accepted.
-func ExportView(p Policy) (OCIView, error) {
+// checkOCI is Check of a policy for an OCI runtime (Backend BackendOCI),
+// which makes the namespaces itself: the policy is resolved and validated
+// as New would at LevelNamespaces, whatever this host offers, and the
+// host's namespaces are not probed. The Resolved keeps BackendOCI, which
+// NewResolved refuses as New does.
+func checkOCI(p Policy) (*Resolved, error) {
+	p.Backend = ""
+	r, err := resolvePolicy(p, linuxRules())
+	if err != nil {
+		return nil, err
+	}
+	if r.policy.Unsandboxed {
+		return nil, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
+	}
+	sb := resolvedSandbox(r)
+	if err := sb.setupGrants(p, r.policy); err != nil {
+		return nil, err
+	}
+	sb.level = LevelNamespaces
+	defer sb.closeTrees()
+	if err := sb.validate(r); err != nil {
+		return nil, err
+	}
+	res := sb.resolved()
+	res.policy.Backend = BackendOCI
+	return res, nil
+}
+
+// ociView compiles r for an OCI runtime: r's policy resolved again (as
+// NewResolved does) at LevelNamespaces, without probing the host's
+// namespaces or creating anything but the missing code directories of
+// the repositories' git directories (as every command's start does).
+func ociView(res *Resolved) (ociview.View, error) {
+	p := res.policy
 	if p.Backend == BackendOCI || p.Backend == BackendAuto {
 		p.Backend = ""
 	}
 	r, err := resolvePolicy(p, linuxRules())
 	if err != nil {
-		return OCIView{}, err
+		return ociview.View{}, err
 	}
 	if r.policy.Unsandboxed {
-		return OCIView{}, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
+		return ociview.View{}, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
 	}
 	sb := resolvedSandbox(r)
 	sb.level = LevelNamespaces
 	defer sb.closeTrees() // read once, for the export
 	if err := sb.validate(r); err != nil {
-		return OCIView{}, err
+		return ociview.View{}, err
 	}
 	f, err := sb.readFresh()
 	if err != nil {
-		return OCIView{}, err
+		return ociview.View{}, err
 	}
 	sb.setupEnv()
 	pol := &sb.policy
-	v := OCIView{
-		Policy:   pol.clone(),
+	v := ociview.View{
 		Mounts:   sb.plan(f),
 		Env:      mergeEnv(sb.env, pol.Env),
 		Limits:   cgroups.Limits{MemoryBytes: enforced(pol.Memory), Pids: enforced(pol.Pids), CPUs: enforced(pol.CPUs), FileSizeBytes: enforced(pol.FileSize)},
@@ -78,7 +89,7 @@ func ExportView(p Policy) (OCIView, error) {
 	if !slices.Contains(pol.SkipLayers, LayerSeccomp) {
 		prof, builtin, name, err := filterProfile(pol, sb.level)
 		if err != nil {
-			return OCIView{}, err
+			return ociview.View{}, err
 		}
 		if builtin != "" {
 			prof = builtin.Profile()

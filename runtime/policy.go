@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/seccomp"
@@ -181,7 +182,7 @@ type Policy struct {
 	// is a limit where a runaway command would hurt the host (Memory, Pids,
 	// OutputLimit: the values DefaultPolicy sets) and none where no value
 	// fits every command (Timeout, CPUs, TmpSize, FileSize). Sizes count
-	// bytes (ParseSize reads 512MiB and the like). New refuses values no
+	// bytes (the CLI and policy files read 512MiB and the like). New refuses values no
 	// kernel would apply as given (see checkLimits): a CPUs that is not
 	// finite or is below 0.01, Pids 1 or above 4194304, Memory below
 	// 4 MiB, TmpSize below one page, a Timeout below a millisecond, sizes
@@ -324,7 +325,8 @@ func (p *Policy) logger() *slog.Logger {
 // Mounts enforce it, so level landlock refuses it.
 type AppIsolation struct {
 	// Dir is the directory of app directories, relative to the
-	// workspace; "apps" when empty.
+	// workspace; "apps" when empty. Check makes it absolute, and takes
+	// such an absolute path inside the workspace back.
 	Dir string
 	// ID is the app the sandbox runs as; empty for an ordinary agent,
 	// which reaches no app directory.
@@ -549,7 +551,7 @@ func checkSize(field string, v, least int64, why string) error {
 	case v > maxSize:
 		return &PolicyError{Field: field, Value: n, Reason: "above 1 PiB, more than any host has"}
 	case v > 0 && v < least:
-		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below the minimum of %s: %s", FormatSize(least), why)}
+		return &PolicyError{Field: field, Value: n, Reason: fmt.Sprintf("below the minimum of %s: %s", units.FormatSize(least), why)}
 	}
 	return nil
 }

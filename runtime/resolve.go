@@ -421,8 +421,9 @@ func resolveReadOnly(r *resolved) error {
 	return nil
 }
 
-// resolveApps checks Policy.Apps: Dir a relative path that stays in the
-// workspace, resolved too, ID a single name. Dir is made absolute.
+// resolveApps checks Policy.Apps: Dir a path that stays in the workspace,
+// resolved too, ID a single name. Dir is made absolute, and an absolute
+// Dir in the workspace is taken as resolution leaves it.
 func resolveApps(r *resolved) error {
 	a := r.policy.Apps
 	if a == nil {
@@ -435,10 +436,18 @@ func resolveApps(r *resolved) error {
 	if err := checkPath("Apps.Dir", a.Dir); err != nil {
 		return err
 	}
-	if filepath.IsAbs(a.Dir) || !filepath.IsLocal(a.Dir) {
-		return &PolicyError{Field: "Apps.Dir", Value: a.Dir, Reason: "must be a relative path inside the workspace"}
+	dir := a.Dir
+	if filepath.IsAbs(dir) {
+		// The form resolution leaves it in (a Resolved's policy,
+		// checked again): a path in the workspace, made relative.
+		if rel, err := filepath.Rel(ws, dir); err == nil && rel != "." {
+			dir = rel
+		}
 	}
-	res := resolve(a.Dir, ws)
+	if filepath.IsAbs(dir) || !filepath.IsLocal(dir) {
+		return &PolicyError{Field: "Apps.Dir", Value: a.Dir, Reason: "must be a path inside the workspace, relative to it"}
+	}
+	res := resolve(dir, ws)
 	if !mounts.Within(res, ws) || res == ws {
 		return &PolicyError{Field: "Apps.Dir", Value: a.Dir, Reason: "resolves through a symlink to " + res + ", outside the workspace"}
 	}

@@ -107,3 +107,82 @@ func TestNewResolved(t *testing.T) {
 		t.Errorf("NewResolved of a decision at %s on a host giving %s: %v, want a LevelError", other, r.Level(), err)
 	}
 }
+
+// TestCheckOfResolvedIsResolved: Check of a policy already resolved comes
+// to the same decision, so that a Resolved carried to another process
+// (NewResolved, the OCI form) is made as it was decided, for every kind
+// of field resolution rewrites: relative paths, app isolation, the
+// network's rules, the grants' ceiling, the leak scanner's action.
+func TestCheckOfResolvedIsResolved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(p *runtime.Policy, ws string)
+	}{
+		{"default", func(*runtime.Policy, string) {}},
+		{"relative trees", func(p *runtime.Policy, ws string) {
+			p.Writable, p.ReadOnly = []string{filepath.Join(ws, "extra")}, []string{"sub"}
+			p.Deny, p.DenyNames = []string{"sub/secret"}, []string{"*.key"}
+		}},
+		{"apps", func(p *runtime.Policy, _ string) { p.Apps = &runtime.AppIsolation{ID: "a1"} }},
+		{"apps in a named dir", func(p *runtime.Policy, _ string) { p.Apps = &runtime.AppIsolation{Dir: "sub/apps", ID: "a1"} }},
+		{"allow-list", func(p *runtime.Policy, _ string) {
+			p.Network, p.AllowDomains, p.PackageManagers = runtime.NetworkAllow, []string{"example.com"}, []string{"node"}
+		}},
+		{"grants and leaks", func(p *runtime.Policy, _ string) {
+			p.Grantable = runtime.Grant{Network: true, GitWrite: true}
+			p.Leaks, p.Env = runtime.LeaksRedact, []string{"A=1"}
+		}},
+		{"limits", func(p *runtime.Policy, _ string) { p.Memory, p.Pids, p.CPUs, p.TmpSize = 256<<20, 64, 0.5, 64<<20 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := mkdirs(t, t.TempDir(), "sub/apps/a1/data", "extra", "apps/a1/data")
+			p := runtime.DefaultPolicy(ws)
+			tc.edit(&p, ws)
+			r, err := runtime.Check(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := runtime.Check(r.Policy())
+			if err != nil {
+				t.Fatalf("Check of its own resolved policy: %v", err)
+			}
+			a, _ := json.Marshal(r)
+			b, _ := json.Marshal(again)
+			if string(a) != string(b) {
+				t.Errorf("Check of the resolved policy decided otherwise:\n first %s\nsecond %s", a, b)
+			}
+			sb, err := runtime.NewResolved(r)
+			if err != nil {
+				t.Fatalf("NewResolved: %v", err)
+			}
+			sb.Close()
+		})
+	}
+}
+
+// TestCheckForOCI: a policy for an OCI runtime is checked at
+// LevelNamespaces, which the runtime makes, whatever this host offers;
+// its Resolved keeps the backend, so that NewResolved refuses it as New
+// does, before starting anything.
+func TestCheckForOCI(t *testing.T) {
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Backend = runtime.BackendOCI
+	r, err := runtime.Check(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Level() != runtime.LevelNamespaces || r.Policy().Backend != runtime.BackendOCI {
+		t.Errorf("Check for an OCI runtime: level %s, backend %s; want namespaces, oci", r.Level(), r.Policy().Backend)
+	}
+	var sb *runtime.Sandbox
+	noSpawn(t, func() { sb, err = runtime.NewResolved(r) })
+	var be *runtime.BackendError
+	if !errors.As(err, &be) || be.Backend != runtime.BackendOCI || sb != nil {
+		t.Errorf("NewResolved of an OCI decision: %v, want a BackendError", err)
+	}
+	p.Pids = 1
+	var pe *runtime.PolicyError
+	if _, err := runtime.Check(p); !errors.As(err, &pe) || pe.Field != "Pids" {
+		t.Errorf("Check for an OCI runtime of Pids 1: %v, want a PolicyError on Pids", err)
+	}
+}

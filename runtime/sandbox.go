@@ -224,17 +224,30 @@ func decide(p Policy, inputGood func()) (*Sandbox, error) {
 //
 // Use it to validate a policy, or to show one, without paying for a
 // Sandbox (hutch policy check and show, hutch process start).
+//
+// A policy whose Backend is BackendOCI, which New refuses, is checked
+// for an OCI runtime, which makes the namespaces itself: by the same
+// rules at LevelNamespaces, whatever this host offers, for package oci
+// to compile.
 func Check(p Policy) (*Resolved, error) {
+	if p.Backend == BackendOCI {
+		return checkOCI(p)
+	}
 	sb, err := decide(p, nil)
 	if err != nil {
 		return nil, err
 	}
 	sb.closeTrees()
+	return sb.resolved(), nil
+}
+
+// resolved is the decision sb holds, as Check gives it.
+func (sb *Sandbox) resolved() *Resolved {
 	ws, writable := sb.spec.Workspace, sb.spec.Writable
 	if sb.policy.Unsandboxed {
 		ws, writable = sb.policy.Workspace, sb.policy.Writable
 	}
-	return &Resolved{policy: sb.policy.clone(), level: sb.level, levelReasons: slices.Clone(sb.levelReasons), workspace: ws, writable: slices.Clone(writable)}, nil
+	return &Resolved{policy: sb.policy.clone(), level: sb.level, levelReasons: slices.Clone(sb.levelReasons), workspace: ws, writable: slices.Clone(writable)}
 }
 
 // closeTrees stops watching the writable trees.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -119,7 +120,7 @@ required (--content '' writes an empty file).`,
 			var mode os.FileMode
 			if perm != "" {
 				var err error
-				if mode, err = runtime.ParsePerm(perm); err != nil {
+				if mode, err = units.ParsePerm(perm); err != nil {
 					return &flagErr{"--perm", perm, "not an octal mode such as 644"}
 				}
 			}

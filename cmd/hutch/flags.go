@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -79,7 +80,7 @@ func (f runFlags) limits(p *runtime.Policy) error {
 		if s.v == "" || !f.given(s.flag[2:], s.v) {
 			continue
 		}
-		n, err := runtime.ParseSize(s.v)
+		n, err := units.ParseSize(s.v)
 		if err != nil {
 			return &flagErr{s.flag, s.v, err.Error()}
 		}

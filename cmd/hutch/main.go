@@ -37,6 +37,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hutchbox/hutch/hostgit"
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/oci"
 	"github.com/hutchbox/hutch/policyfile"
@@ -180,7 +181,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 
 // newRunFlags are run's flags at their defaults.
 func newRunFlags() runFlags {
-	return runFlags{outputLimit: runtime.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids), layer: &fileLayer{}}
+	return runFlags{outputLimit: units.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids), layer: &fileLayer{}}
 }
 
 // addRunFlags registers run's flags, which the file commands share: the
@@ -209,7 +210,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.Var(typed{&f.timeout, "duration"}, "timeout", "stop the command and everything it started after this long, e.g. 30s, 5m (default none): SIGTERM, then SIGKILL after --kill-after")
 	fl.Var(typed{&f.killAfter, "duration"}, "kill-after", "how long the command has to end after --timeout or a SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on to it, before everything in the sandbox is SIGKILLed; also how long to wait for its output once it ended")
 	fl.Var(typed{&f.outputLimit, "size"}, "output-limit", "cap on stdout and stderr together; the command is killed past it")
-	fl.Var(typed{&f.memory, "size"}, "memory", "memory limit, e.g. 512MiB, 1.5G (default half the host's memory, "+runtime.FormatSize(runtime.DefaultPolicy("").Memory)+" here)")
+	fl.Var(typed{&f.memory, "size"}, "memory", "memory limit, e.g. 512MiB, 1.5G (default half the host's memory, "+units.FormatSize(runtime.DefaultPolicy("").Memory)+" here)")
 	fl.Var(typed{&f.pids, "n"}, "pids", "limit on processes and threads alive at once, the sandbox's init included")
 	fl.Var(typed{&f.cpus, "cores"}, "cpus", "CPU limit in cores, e.g. 1.5, at least 0.01 (default none)")
 	fl.Var(typed{&f.tmpSize, "size"}, "tmp-size", "size cap of the private /tmp, which holds HOME, e.g. 1GiB (default none)")

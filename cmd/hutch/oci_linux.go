@@ -64,10 +64,14 @@ line each (and with --unexpressed-json, as a JSON array).`,
 			if err != nil {
 				return err
 			}
+			r, err := checkedForOCI(p)
+			if err != nil {
+				return f.flagError(err)
+			}
 			var unexpressed []string
 			what := "OCI form"
 			if kube {
-				m, err := oci.Pod(p, args, pod)
+				m, err := oci.Pod(r, args, pod)
 				if err != nil {
 					return podFlagError(f.flagError(err))
 				}
@@ -81,7 +85,7 @@ line each (and with --unexpressed-json, as a JSON array).`,
 						filepath.Join(bundle, oci.SeccompDir), oci.KubeletSeccompRoot)
 				}
 			} else {
-				form, err := oci.Export(p, args, oci.Options{Rootfs: rootfs})
+				form, err := oci.Export(r, args, oci.Options{Rootfs: rootfs})
 				if err != nil {
 					return f.flagError(err)
 				}
@@ -121,6 +125,15 @@ line each (and with --unexpressed-json, as a JSON array).`,
 	fl.Int64Var(&pod.RunAsGroup, "run-as-group", oci.DefaultPodUser, "with --kubernetes: the gid the command runs as (not 0)")
 	c.AddCommand(export)
 	return c
+}
+
+// checkedForOCI is p checked for an OCI runtime (runtime.BackendOCI),
+// unless --backend named one of hutch's own.
+func checkedForOCI(p runtime.Policy) (*runtime.Resolved, error) {
+	if p.Backend == "" || p.Backend == runtime.BackendAuto {
+		p.Backend = runtime.BackendOCI
+	}
+	return runtime.Check(p)
 }
 
 // podFlags are oci export's flags for the Pod form, by the PodOptions
@@ -179,7 +192,11 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, ki
 	if err != nil {
 		return nil, err
 	}
-	form, err := oci.Export(p, args, oci.Options{})
+	checked, err := checkedForOCI(p)
+	if err != nil {
+		return nil, f.flagError(err)
+	}
+	form, err := oci.Export(checked, args, oci.Options{})
 	if err != nil {
 		return nil, f.flagError(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/localapi"
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
@@ -108,7 +109,7 @@ on stop; --timeout, if given, ends each run. Its output goes to its log
 				}
 			}
 			if logMax != "" {
-				n, err := runtime.ParseSize(logMax)
+				n, err := units.ParseSize(logMax)
 				if err != nil {
 					return &flagErr{"--log-max-bytes", logMax, err.Error()}
 				}

@@ -1,8 +1,12 @@
-package runtime
+// Package units reads and writes the quantities of hutch's text forms
+// (the CLI's flags, policy files, the local API's fields): byte sizes
+// and file permission modes, each with the reason a value is refused.
+package units
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/big"
 	"strconv"
@@ -84,4 +88,15 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// ParsePerm reads a file mode as the file doors take it in text
+// (WriteOptions.Perm from hutch write --perm and the local API): octal
+// digits alone, at most 0777.
+func ParsePerm(s string) (fs.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("%q: not an octal mode such as 644", s)
+	}
+	return fs.FileMode(m), nil
 }

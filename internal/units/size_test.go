@@ -1,11 +1,11 @@
-package runtime_test
+package units_test
 
 import (
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/internal/units"
 )
 
 func TestParseSize(t *testing.T) {
@@ -74,7 +74,7 @@ func TestParseSize(t *testing.T) {
 		{in: "1" + strings.Repeat("0", 400), err: "too large"},
 	}
 	for _, tt := range tests {
-		got, err := runtime.ParseSize(tt.in)
+		got, err := units.ParseSize(tt.in)
 		switch {
 		case tt.err != "" && err == nil:
 			t.Errorf("ParseSize(%q) = %d, want an error saying %q", tt.in, got, tt.err)
@@ -104,12 +104,12 @@ func TestFormatSize(t *testing.T) {
 		{4123456789, "3.84 GiB"},
 	}
 	for _, tt := range tests {
-		got := runtime.FormatSize(tt.n)
+		got := units.FormatSize(tt.n)
 		if got != tt.want {
 			t.Errorf("FormatSize(%d) = %q, want %q", tt.n, got, tt.want)
 		}
 		// What it prints reads back as the same size, to the precision shown.
-		back, err := runtime.ParseSize(got)
+		back, err := units.ParseSize(got)
 		if err != nil || math.Abs(float64(back-tt.n)) > float64(tt.n)/200 {
 			t.Errorf("ParseSize(FormatSize(%d) = %q) = %d, %v", tt.n, got, back, err)
 		}
