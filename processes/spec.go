@@ -54,6 +54,8 @@ type Spec struct {
 	// OutputLimit does not apply; and the manager's data directory is
 	// added to Deny, so that no durable process reads another's records
 	// or logs. Timeout, if set, ends each run (which Restart may follow).
+	// LeakValues are refused: the supervisor reads the policy from the
+	// process's record, where secrets are never written.
 	Policy runtime.Policy `json:"policy"`
 	// Args is the command and its arguments; Args[0] is looked up in the
 	// sandbox's PATH as Sandbox.Command does.
@@ -103,6 +105,10 @@ func (s Spec) withDefaults() (Spec, error) {
 		// Names are shown a line each (hutch process list): a newline
 		// or an escape sequence in one would forge or hide other lines.
 		return bad("Name", s.Name, "holds a control character or invalid UTF-8")
+	case len(s.Policy.LeakValues) > 0:
+		// The supervisor reads its policy from the process's record,
+		// where secrets are never written: it would not scan for them.
+		return bad("Policy.LeakValues", fmt.Sprintf("%d values", len(s.Policy.LeakValues)), "not carried to a durable process's supervisor, which reads its policy from disk, where secrets are never written")
 	}
 	switch s.Restart {
 	case "":

@@ -46,6 +46,9 @@ func TestSpecRefused(t *testing.T) {
 		{func(s *Spec) { s.StopGrace = -1 }, "Spec.StopGrace"},
 		{func(s *Spec) { s.RestartDelay, s.MaxRestartDelay = 5*time.Second, time.Second }, "Spec.MaxRestartDelay"},
 		{func(s *Spec) { s.LogMaxBytes = 100 }, "Spec.LogMaxBytes"},
+		// Never written to disk, so never the supervisor's: refused, not
+		// dropped.
+		{func(s *Spec) { s.Policy.LeakValues = map[string]string{"API_KEY": "0123456789abcdef"} }, "Spec.Policy.LeakValues"},
 	} {
 		s := ok
 		tc.edit(&s)
