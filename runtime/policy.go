@@ -11,6 +11,16 @@
 // cloned from a small spawn server (package spawn), not from the host's own
 // process, so their cost does not grow with the host's heap.
 //
+// Deciding and acting are apart. Check resolves and validates a Policy
+// into a Resolved, the decision (paths, deny-list, network rules, grants'
+// ceiling, level), reading the file system and starting nothing; New
+// decides the same and then starts what commands need, and NewResolved
+// makes a Sandbox of a decision taken before, perhaps by another process
+// (a durable process's supervisor, package processes). Every door
+// compiles that one decision: a command's plan, the file door
+// (Sandbox.ReadFile and the rest, run by a file server inside the same
+// view), package oci's bundles and Pods, and macOS's Seatbelt profile.
+//
 // A host binary that imports this package carries the sandbox's init: hutch
 // starts it again once through /proc/self/exe with a role marker, and
 // package nsinit's C stage takes that process over before the Go runtime
