@@ -184,7 +184,7 @@ func TestNameMounts(t *testing.T) {
 // matches, the check refuses with a MaskLimitError that names the tree,
 // the count and the limit; at the bound it accepts.
 func TestNamesBounded(t *testing.T) {
-	sb := &Sandbox{names: DefaultDenyNames()}
+	sb := &Sandbox{machine: machine{names: DefaultDenyNames()}}
 	sb.spec.Workspace, sb.spec.Writable = "/ws", []string{"/extra"}
 	flat := func(n int) named {
 		all := named{counts: []int{0, 0}}

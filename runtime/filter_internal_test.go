@@ -41,7 +41,7 @@ func TestFilterPrecompiled(t *testing.T) {
 				compiled = append(compiled, prog)
 				return prog, err
 			}
-			sb := &Sandbox{policy: tt.policy, levelState: levelState{level: tt.level}}
+			sb := &Sandbox{policy: tt.policy, machine: machine{levelState: levelState{level: tt.level}}}
 			if err := sb.compileFilter(); err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestUnixWallPrecompiled(t *testing.T) {
 	if !ok {
 		t.Skip("no precompiled programs for this architecture")
 	}
-	sb := &Sandbox{levelState: levelState{level: LevelNamespaces}}
+	sb := &Sandbox{machine: machine{levelState: levelState{level: LevelNamespaces}}}
 	if err := sb.compileFilter(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func BenchmarkCompileFilter(b *testing.B) {
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			for range b.N {
-				sb := &Sandbox{policy: bb.policy, levelState: levelState{level: LevelNamespaces}}
+				sb := &Sandbox{policy: bb.policy, machine: machine{levelState: levelState{level: LevelNamespaces}}}
 				if err := sb.compileFilter(); err != nil {
 					b.Fatal(err)
 				}

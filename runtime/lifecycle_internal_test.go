@@ -323,7 +323,7 @@ func TestLimitsUnenforced(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sb := &Sandbox{policy: tt.policy, uid: 1000}
+			sb := &Sandbox{policy: tt.policy, machine: machine{uid: 1000}}
 			if tt.cgroups {
 				m, err := cgroupManager()
 				if err != nil {

@@ -23,10 +23,11 @@ import (
 	"github.com/hutchbox/hutch/spawn"
 )
 
-// Sandbox is a validated Policy plus what was learned about the host, ready
-// to run commands. It is safe for concurrent use by many goroutines.
-type Sandbox struct {
-	policy Policy
+// machine is what a Linux Sandbox holds besides its policy: what was
+// decided of the host (the level, the view, the compiled filters and
+// ruleset) and what was started for its commands (the spawn server's
+// spare, the pool, the cgroups, the file door's server).
+type machine struct {
 	grantState
 	reloadState
 	spec mounts.Spec // the view, minus what is re-read per command
@@ -112,7 +113,7 @@ type Sandbox struct {
 // probed. It owns its copy (resolvePolicy made it): a caller changing its
 // slices afterwards must not change what later commands get.
 func resolvedSandbox(r resolved) *Sandbox {
-	return &Sandbox{policy: r.policy, names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}
+	return &Sandbox{policy: r.policy, machine: machine{names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}}
 }
 
 // New validates p and probes the host once. Every later Command reuses

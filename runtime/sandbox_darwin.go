@@ -21,10 +21,11 @@ import (
 	"github.com/hutchbox/hutch/nsinit"
 )
 
-// Sandbox on macOS runs commands under a Seatbelt profile compiled once
-// from the Policy (package darwin) through /usr/bin/sandbox-exec.
-type Sandbox struct {
-	policy Policy
+// machine is what a macOS Sandbox holds besides its policy: the Seatbelt
+// profile compiled once from it (package darwin), which every command
+// runs under through /usr/bin/sandbox-exec, and its private temporary
+// directory.
+type machine struct {
 	grantState
 	reloadState
 	dp      darwin.Policy
@@ -78,7 +79,7 @@ func New(p Policy) (*Sandbox, error) {
 		home = p.Home
 		dp.Writable = append(dp.Writable, home)
 	}
-	sb := &Sandbox{policy: p, tmp: tmp, rules: r.rules, dp: dp, leaks: r.leaks}
+	sb := &Sandbox{policy: p, machine: machine{tmp: tmp, rules: r.rules, dp: dp, leaks: r.leaks}}
 	if err := sb.setupGrants(given, p); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err

@@ -6,8 +6,8 @@ import (
 	"os"
 )
 
-// Sandbox is never made on this platform; New refuses.
-type Sandbox struct{ policy Policy }
+// machine is empty: no Sandbox is made on this platform; New refuses.
+type machine struct{}
 
 // Narrow returns ErrUnsupportedPlatform.
 func (sb *Sandbox) Narrow(Grant) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
