@@ -5,6 +5,7 @@ package runtime_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -133,9 +134,26 @@ func TestCheckOfResolvedIsResolved(t *testing.T) {
 			p.Leaks, p.Env = runtime.LeaksRedact, []string{"A=1"}
 		}},
 		{"limits", func(p *runtime.Policy, _ string) { p.Memory, p.Pids, p.CPUs, p.TmpSize = 256<<20, 64, 0.5, 64<<20 }},
+		{"home and tools", func(p *runtime.Policy, ws string) {
+			p.Home, p.Tools = filepath.Join(ws, "extra"), filepath.Join(ws, "sub")
+		}},
+		{"no default deny, names and git", func(p *runtime.Policy, _ string) {
+			p.NoDefaultDeny, p.DenyNames, p.AllowGitWrite = true, []string{".env*"}, true
+		}},
+		{"local and layers", func(p *runtime.Policy, _ string) {
+			p.Network, p.AllowLocal = runtime.NetworkAllow, []string{"127.0.0.1:5432"}
+			p.SkipLayers, p.AllowDegraded = []runtime.Layer{runtime.LayerKeyring}, []runtime.Layer{runtime.LayerLandlock}
+		}},
+		{"writable through a symlink", func(p *runtime.Policy, ws string) { p.Writable = []string{filepath.Join(ws, "link")} }},
+		{"system tree allowed", func(p *runtime.Policy, _ string) {
+			p.Writable, p.AllowSystemWrite = []string{"/etc"}, []string{"/etc"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := mkdirs(t, t.TempDir(), "sub/apps/a1/data", "extra", "apps/a1/data")
+			if err := os.Symlink(filepath.Join(ws, "extra"), filepath.Join(ws, "link")); err != nil {
+				t.Fatal(err)
+			}
 			p := runtime.DefaultPolicy(ws)
 			tc.edit(&p, ws)
 			r, err := runtime.Check(p)
