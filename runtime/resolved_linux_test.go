@@ -169,7 +169,15 @@ func TestCheckOfResolvedIsResolved(t *testing.T) {
 			if string(a) != string(b) {
 				t.Errorf("Check of the resolved policy decided otherwise:\n first %s\nsecond %s", a, b)
 			}
-			sb, err := runtime.NewResolved(r)
+			// As a supervisor gets it: through its JSON form.
+			var back runtime.Resolved
+			if err := json.Unmarshal(a, &back); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := json.Marshal(&back); string(b) != string(a) {
+				t.Errorf("the JSON form read back differs:\n%s\n%s", a, b)
+			}
+			sb, err := runtime.NewResolved(&back)
 			if err != nil {
 				t.Fatalf("NewResolved: %v", err)
 			}
