@@ -47,74 +47,85 @@ type machine struct {
 // commands.
 func NewFiles(p Policy) (*Sandbox, error) { return New(p) }
 
-// New validates p and compiles its profile.
+// New validates p and compiles its profile: Check's decision, and the
+// private temporary directory it allows.
 func New(p Policy) (*Sandbox, error) {
-	// The caller's input by the rules every platform shares.
-	r, err := resolvePolicy(p, darwinRules(hostHome()))
-	if err != nil {
-		return nil, err
-	}
-	given := p
-	p = r.policy
-	if p.Unsandboxed {
-		return nil, &PolicyError{Field: "Unsandboxed", Value: "true", Reason: "the disabled mode is not implemented on macOS"}
-	}
-	if err := seatbeltLevel(p.MinLevel); err != nil {
-		return nil, err
-	}
-	if p.Apps != nil {
-		return nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
-	}
-	dp, repos := seatbeltPolicy(r)
-	// Everything is checked but the profile, which needs the private
-	// temporary directory's path: what New makes is removed if that fails.
 	tmp, err := os.MkdirTemp("", "hutch-tmp-")
 	if err != nil {
 		return nil, err
 	}
-	home := filepath.Join(tmp, "home")
-	_ = os.Mkdir(home, 0o700)
-	dp.Writable = append(dp.Writable, tmp)
-	if p.Home != "" {
-		home = p.Home
-		dp.Writable = append(dp.Writable, home)
-	}
-	sb := &Sandbox{policy: p, machine: machine{tmp: tmp, rules: r.rules, dp: dp, leaks: r.leaks}}
-	if err := sb.setupGrants(given, p); err != nil {
+	sb, repos, err := decide(p, tmp)
+	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	// Compiled once here; only a command with its own proxy port needs
-	// a profile of its own.
-	if sb.profile, err = darwin.Compile(dp); err != nil {
-		os.RemoveAll(tmp)
-		return nil, seatbeltError(err)
+	home := filepath.Join(tmp, "home")
+	_ = os.Mkdir(home, 0o700)
+	if sb.policy.Home != "" {
+		home = sb.policy.Home
 	}
-	makeGitCodeDirs(repos, p.AllowGitWrite)
+	makeGitCodeDirs(repos, sb.policy.AllowGitWrite)
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/bin:/bin:/usr/sbin:/sbin"
 	}
-	if p.Tools != "" {
-		path = p.Tools + ":" + path
+	if sb.policy.Tools != "" {
+		path = sb.policy.Tools + ":" + path
 	}
-	sb.env = mergeEnv([]string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "HUTCH_SANDBOX=1"}, p.Env)
+	sb.env = mergeEnv([]string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp, "HUTCH_SANDBOX=1"}, sb.policy.Env)
 	return sb, nil
+}
+
+// decide is New's decision, all of Check: p resolved by the rules every
+// platform shares and macOS's, what the Seatbelt profile cannot hold
+// refused, the grants' ceiling checked, and the profile compiled with tmp
+// as the private temporary directory. It makes nothing; it returns the
+// repositories whose missing code directories New makes.
+func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
+	r, err := resolvePolicy(p, darwinRules(hostHome()))
+	if err != nil {
+		return nil, nil, err
+	}
+	given := p
+	p = r.policy
+	if p.Unsandboxed {
+		return nil, nil, &PolicyError{Field: "Unsandboxed", Value: "true", Reason: "the disabled mode is not implemented on macOS"}
+	}
+	if err := seatbeltLevel(p.MinLevel); err != nil {
+		return nil, nil, err
+	}
+	if p.Apps != nil {
+		return nil, nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
+	}
+	dp, repos := seatbeltPolicy(r)
+	dp.Writable = append(dp.Writable, tmp)
+	if p.Home != "" {
+		dp.Writable = append(dp.Writable, p.Home)
+	}
+	sb := &Sandbox{policy: p, machine: machine{tmp: tmp, rules: r.rules, dp: dp, leaks: r.leaks}}
+	if err := sb.setupGrants(given, p); err != nil {
+		return nil, nil, err
+	}
+	// Compiled once here; only a command with its own proxy port needs
+	// a profile of its own.
+	if sb.profile, err = darwin.Compile(dp); err != nil {
+		return nil, nil, seatbeltError(err)
+	}
+	return sb, repos, nil
 }
 
 // Policy returns the validated policy.
 func (sb *Sandbox) Policy() Policy { return sb.inEffect().policy.clone() }
 
-// Check decides what New decides (see the Linux doc). On macOS it makes
-// the Sandbox and closes it: New starts no process there, only a private
-// temporary directory, removed again.
+// Check decides what New decides (see the Linux doc), with a private
+// temporary directory's path in the profile that New would make, and
+// makes nothing.
 func Check(p Policy) (*Resolved, error) {
-	sb, err := New(p)
+	sb, _, err := decide(p, filepath.Join(os.TempDir(), "hutch-tmp-checked"))
 	if err != nil {
 		return nil, err
 	}
-	defer sb.Close()
-	pol := sb.Policy()
+	pol := sb.policy.clone()
 	return &Resolved{policy: pol, level: LevelSeatbelt, workspace: pol.Workspace, writable: pol.Writable}, nil
 }
 
