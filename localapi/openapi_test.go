@@ -427,10 +427,10 @@ func sourceLiterals(t *testing.T) (codes, events []string) {
 // durable-process routes on.
 type nopProcesses struct{ Processes }
 
-// TestOpenAPIClients: each client in clients/ sends every field of every
-// request the description has, by its wire name (a client written before
-// a field was added would otherwise never send it). Each client's
-// exceptions say why.
+// TestOpenAPIClients: each client in clients/ calls every route the
+// description has, and sends every field of every request, by its wire
+// name (a client written before a route or a field was added would
+// otherwise never call or send it). Each client's exceptions say why.
 func TestOpenAPIClients(t *testing.T) {
 	doc := loadOpenAPI(t)
 	clients := []struct {
@@ -464,6 +464,11 @@ func TestOpenAPIClients(t *testing.T) {
 				if !strings.Contains(src.String(), `"`+field+`"`) && !strings.Contains(src.String(), `'`+field+`'`) {
 					t.Errorf("the %s client never names %s's field %q", c.name, name, field)
 				}
+			}
+		}
+		for _, path := range slices.Sorted(maps.Keys(doc.Paths)) {
+			if !strings.Contains(src.String(), `"`+path+`"`) {
+				t.Errorf("the %s client never calls %s", c.name, path)
 			}
 		}
 	}

@@ -62,6 +62,7 @@ __all__ = [
     "ProcessLogs",
     "Removed",
     "Reloaded",
+    "ServerPolicy",
 ]
 
 __version__ = "0.1.0"
@@ -93,6 +94,22 @@ class Reloaded(TypedDict):
 
     status: str
     workspace: str
+
+
+class ServerPolicy(TypedDict):
+    """GET /v1/policy: the policy the server's commands run under."""
+
+    #: hutch's runtime.Policy as the server's flags and --policy file say it
+    #: (as the last reload read them), its keys as Go names them
+    #: ("Workspace", "Writable", "Deny", "Env", "Network", "Memory"...),
+    #: before what the server adds: its grant ceiling, its hidden
+    #: directories, its pool.
+    policy: Dict[str, Any]
+    #: The grace between a stop's SIGTERM and its SIGKILL (--kill-after).
+    kill_after_ms: int
+    #: The ceiling of a call's grant (--grantable), as permission tags
+    #: ("@network", "write:/path"...).
+    grantable: List[str]
 
 
 class _ResultRequired(TypedDict):
@@ -651,8 +668,17 @@ class Sandbox:
         """The directory's entries, each a FileInfo (a symlink as itself)."""
         return cast("List[FileInfo]", self._json("POST", "/v1/files/list", {"path": path})["entries"])
 
+    def policy(self) -> ServerPolicy:
+        """The policy the server's commands run under: its runtime.Policy
+        as its flags and --policy file say it, its --kill-after and its
+        --grantable ceiling."""
+        return cast(ServerPolicy, self._json("GET", "/v1/policy"))
+
     def reload(self) -> Reloaded:
-        """Has the server read its policy again (as SIGHUP does)."""
+        """Has the server read its policy again (its flags and --policy
+        file, as SIGHUP does): commands started after it run under the new
+        policy, those running keep theirs. A policy that does not build
+        raises HutchError, and the old one stays in effect."""
         return cast(Reloaded, self._json("POST", "/v1/policy/reload", {}))
 
     # Durable processes: they outlive the server; the next one over the

@@ -49,6 +49,7 @@ from . import (
     ReadResult,
     Reloaded,
     Removed,
+    ServerPolicy,
     Stdin,
     StrList,
     Version,
@@ -387,7 +388,12 @@ class AsyncSandbox:
     async def list(self, path: str = ".") -> List[FileInfo]:
         return cast("List[FileInfo]", (await self._json("POST", "/v1/files/list", {"path": path}))["entries"])
 
+    async def policy(self) -> ServerPolicy:
+        """As Sandbox.policy."""
+        return cast(ServerPolicy, await self._json("GET", "/v1/policy"))
+
     async def reload(self) -> Reloaded:
+        """As Sandbox.reload."""
         return cast(Reloaded, await self._json("POST", "/v1/policy/reload", {}))
 
     async def start_process(self, argv: Optional[StrList] = None, command: Optional[str] = None,

@@ -1,9 +1,9 @@
 """A real `hutch serve` ($HUTCH_BIN) for a test class: a workspace holding
 a planted secret (.env), a directory outside it the server may grant
-writes to (--grantable write:OUTSIDE), and a --data-dir for durable
-processes, all in a directory of $HUTCH_TEST_SCRATCH (default /var/tmp),
-not /tmp: a command's /tmp is its own, so a host path there would prove
-nothing.
+writes to (--grantable write:OUTSIDE), a --data-dir for durable
+processes, and a --policy file when the class gives one (policy_text), all
+in a directory of $HUTCH_TEST_SCRATCH (default /var/tmp), not /tmp: a
+command's /tmp is its own, so a host path there would prove nothing.
 """
 
 import os
@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+from typing import Optional
 
 from hutch_client import Sandbox
 
@@ -28,6 +29,10 @@ class ServeCase:
     sockdir: str
     sock: str
     sb: Sandbox
+    #: The --policy file's text the server starts with; None: no --policy.
+    policy_text: Optional[str] = None
+    #: That file (write_policy replaces it).
+    policy_path: str
 
     @classmethod
     def setUpClass(cls):
@@ -47,10 +52,13 @@ class ServeCase:
         cls.sockdir = tempfile.mkdtemp(prefix="hutch-py-sock-")  # 0700
         cls.sock = os.path.join(cls.sockdir, "hutch.sock")
         cls.log = open(os.path.join(cls.base, "serve.log"), "w+")
-        cls.proc = subprocess.Popen(
-            [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s",
-             "--data-dir", os.path.join(cls.base, "data"), "--grantable", "write:" + cls.outside],
-            stdout=cls.log, stderr=subprocess.STDOUT)
+        args = [hutch, "serve", "--socket", cls.sock, "--workspace", cls.ws, "--kill-after", "2s",
+                "--data-dir", os.path.join(cls.base, "data"), "--grantable", "write:" + cls.outside]
+        cls.policy_path = os.path.join(cls.base, "policy.toml")
+        if cls.policy_text is not None:
+            cls.write_policy(cls.policy_text)
+            args += ["--policy", cls.policy_path]
+        cls.proc = subprocess.Popen(args, stdout=cls.log, stderr=subprocess.STDOUT)
         cls.sb = Sandbox(cls.sock, timeout=60)
         deadline = time.monotonic() + 30
         while True:
@@ -63,6 +71,14 @@ class ServeCase:
                     cls.tearDownClass()
                     raise RuntimeError("hutch serve did not come up:\n" + log)
                 time.sleep(0.05)
+
+    @classmethod
+    def write_policy(cls, text):
+        """Replaces the policy file as an editor saves one: a new file
+        renamed over the old."""
+        with open(cls.policy_path + ".tmp", "w") as f:
+            f.write(text)
+        os.rename(cls.policy_path + ".tmp", cls.policy_path)
 
     @classmethod
     def serve_log(cls):

@@ -5,6 +5,7 @@ the files written, the processes in the host's process table.
 
 import asyncio
 import contextlib
+import json
 import os
 import stat
 import time
@@ -236,6 +237,49 @@ class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
 
     async def test_reload(self):
         self.assertEqual((await self.asb.reload())["status"], "reloaded")
+
+    async def test_policy(self):
+        # No --policy file: the flags' policy, which a reload leaves as it is.
+        p = await self.asb.policy()
+        self.assertEqual((p["policy"]["Workspace"], p["kill_after_ms"], p["grantable"]),
+                         (self.ws, 2000, ["write:" + self.outside]))
+        self.assertFalse(p["policy"]["Writable"])
+        self.assertEqual(await self.asb.reload(), {"status": "reloaded", "workspace": self.ws})
+        self.assertEqual(await self.asb.policy(), p)
+
+
+class AsyncPolicyFileTest(ServeCase, unittest.IsolatedAsyncioTestCase):
+    """A server with a --policy file, rewritten and reloaded through
+    AsyncSandbox."""
+
+    policy_text = 'version = 1\n[sandbox]\nenv = ["HUTCH_PY_PHASE=before"]\n'
+
+    def setUp(self):
+        self.asb = AsyncSandbox(self.sock, timeout=60)
+
+    async def test_policy_and_reload(self):
+        target = os.path.join(self.outside, "aio-reload")
+        p = await self.asb.policy()
+        self.assertEqual((p["policy"]["Workspace"], p["policy"]["Env"]), (self.ws, ["HUTCH_PY_PHASE=before"]))
+        r = await self.asb.exec(command=f"touch {target}")
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertFalse(os.path.exists(target))
+
+        self.write_policy('version = 1\n[sandbox]\nenv = ["HUTCH_PY_PHASE=after"]\nwritable = [%s]\n'
+                          % json.dumps(self.outside))
+        self.assertEqual(await self.asb.reload(), {"status": "reloaded", "workspace": self.ws})
+        p = await self.asb.policy()
+        self.assertEqual((p["policy"]["Env"], p["policy"]["Writable"]), (["HUTCH_PY_PHASE=after"], [self.outside]))
+        r = await self.asb.exec(command=f'echo "$HUTCH_PY_PHASE" > {target}')
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        with open(target) as f:
+            self.assertEqual(f.read(), "after\n")
+
+        self.write_policy('version = 1\n[sandbox]\nmemory = "1k"\n')
+        with self.assertRaises(HutchError) as cm:
+            await self.asb.reload()
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
+        self.assertEqual(await self.asb.policy(), p)
 
 
 if __name__ == "__main__":

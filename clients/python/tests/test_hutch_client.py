@@ -11,6 +11,7 @@ see serve_fixture.
 """
 
 import contextlib
+import json
 import os
 import stat
 import time
@@ -258,6 +259,72 @@ class ServeTest(ServeCase, unittest.TestCase):
         # The connection is closed: the server stops the command (SIGTERM).
         self.assertTrue(wait_for(lambda: not host_pids(["sleep", arg]), 10),
                         "the sleep runs on after the client hung up")
+
+    def test_policy_without_a_policy_file(self):
+        # The server's flags are its policy: GET /v1/policy answers them,
+        # and a reload reads them again, changing nothing.
+        p = self.sb.policy()
+        self.assertEqual((p["policy"]["Workspace"], p["policy"]["Network"]), (self.ws, "none"))
+        self.assertFalse(p["policy"]["Env"])
+        self.assertFalse(p["policy"]["Writable"])
+        self.assertEqual((p["kill_after_ms"], p["grantable"]), (2000, ["write:" + self.outside]))
+        self.assertEqual(self.sb.reload(), {"status": "reloaded", "workspace": self.ws})
+        self.assertEqual(self.sb.policy(), p)
+        target = os.path.join(self.outside, "after-reload")
+        r = self.sb.exec(argv=["touch", target])
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertFalse(os.path.exists(target), "a write outside the workspace reached the host after a reload")
+
+
+class PolicyFileTest(ServeCase, unittest.TestCase):
+    """A server with a --policy file, which the test rewrites and reloads."""
+
+    sb: Sandbox
+    policy_text = 'version = 1\n[sandbox]\nenv = ["HUTCH_PY_PHASE=before"]\n'
+
+    def run_tagged(self, tag):
+        """Runs a command that writes, on the host, the phase of the policy
+        it ran under (ws/phase-TAG) and TAG to outside/TAG (where the policy
+        may let it): its exit code and the two files (None: not there)."""
+        r = self.sb.exec(command=f'echo "$HUTCH_PY_PHASE" > phase-{tag}; echo {tag} > {self.outside}/{tag}')
+        return r.exit_code, read_or(os.path.join(self.ws, "phase-" + tag)), read_or(os.path.join(self.outside, tag))
+
+    def test_policy_and_reload(self):
+        p = self.sb.policy()
+        self.assertEqual((p["policy"]["Workspace"], p["policy"]["Env"]), (self.ws, ["HUTCH_PY_PHASE=before"]))
+        self.assertFalse(p["policy"]["Writable"])
+        self.assertEqual((p["kill_after_ms"], p["grantable"]), (2000, ["write:" + self.outside]))
+        code, phase, wrote = self.run_tagged("1")
+        self.assertNotEqual(code, 0)
+        self.assertEqual((phase, wrote), ("before\n", None))
+
+        # Changed, the file is not in effect until a reload.
+        self.write_policy('version = 1\n[sandbox]\nenv = ["HUTCH_PY_PHASE=after"]\nwritable = [%s]\n'
+                          % json.dumps(self.outside))
+        self.assertEqual(self.sb.policy(), p)
+        self.assertEqual(self.sb.reload(), {"status": "reloaded", "workspace": self.ws})
+        p = self.sb.policy()
+        self.assertEqual((p["policy"]["Env"], p["policy"]["Writable"]), (["HUTCH_PY_PHASE=after"], [self.outside]))
+        code, phase, wrote = self.run_tagged("2")
+        self.assertEqual((code, phase, wrote), (0, "after\n", "2\n"))
+
+        # A policy that does not build is refused, and the one in effect
+        # stays: in the answer and on the host.
+        self.write_policy('version = 1\n[sandbox]\nmemory = "1k"\n')
+        with self.assertRaises(HutchError) as cm:
+            self.sb.reload()
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
+        self.assertIn("Memory", cm.exception.message)
+        self.assertEqual(self.sb.policy(), p)
+        self.assertEqual(self.run_tagged("3"), (0, "after\n", "3\n"))
+
+
+def read_or(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return default
 
 
 def host_type(mode):

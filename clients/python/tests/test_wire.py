@@ -156,6 +156,30 @@ class WireTest(unittest.TestCase):
             obj = json.dumps({"argv": ["cat"], "timeout_ms": 5}).encode()
             self.assertEqual(body, obj + stdin)
 
+    def test_policy(self):
+        body = (b'{"policy": {"Workspace": "/w", "Writable": ["/x"], "Env": null}, "kill_after_ms": 2000,'
+                b' "grantable": ["@network"]}')
+        answer = [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body)]
+        for v, reqs in self.both(answer, lambda sb: sb.policy()):
+            self.assertEqual(v, json.loads(body))
+            self.assertTrue(reqs[0][0].startswith("GET /v1/policy HTTP/1.1\r\n"), reqs)
+            self.assertEqual(reqs[0][1], b"")
+        body = b'{"status": "reloaded", "workspace": "/w"}'
+        answer = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)]
+        for v, reqs in self.both(answer, lambda sb: sb.reload()):
+            self.assertEqual(v, {"status": "reloaded", "workspace": "/w"})
+            self.assertTrue(reqs[0][0].startswith("POST /v1/policy/reload HTTP/1.1\r\n"), reqs)
+            self.assertEqual(json.loads(reqs[0][1]), {})
+        # A handler built without the policy routes answers them as no
+        # route: the API's 404 not_found.
+        e = b'{"error": {"code": "not_found", "message": "no route /v1/policy; routes: /v1/exec, /v1/health"}}'
+        answer = [b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(e), e)]
+        for call in (lambda sb: sb.policy(), lambda sb: sb.reload()):
+            for v, _ in self.both(answer, call):
+                self.assertIsInstance(v, HutchError)
+                self.assertEqual((v.status, v.code, v.field), (404, "not_found", None))
+
     def test_errors(self):
         e = b'{"error": {"code": "denied", "message": "no", "field": "path"}}'
         answer = [b"HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s" % (len(e), e)]

@@ -558,6 +558,72 @@ pub struct Version {
     pub raw: Value,
 }
 
+/// `GET /v1/policy`: the policy the server's commands run under.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerPolicy {
+    /// hutch's `runtime.Policy` as the server's flags and `--policy`
+    /// file say it (the last reload's), its fields as Go names them
+    /// (`Workspace`, `Writable`, `Deny`, `Env`, `Network`, `Memory`...),
+    /// before what the server adds: its grant ceiling, its hidden
+    /// directories, its pool.
+    pub policy: Value,
+    /// The grace between a stop's SIGTERM and its SIGKILL (the server's
+    /// `--kill-after`), in milliseconds.
+    pub kill_after_ms: i64,
+    /// The ceiling of a call's grant (the server's `--grantable`), as
+    /// permission tags (`@network`, `write:/PATH`...).
+    pub grantable: Vec<String>,
+    /// The whole answer.
+    pub raw: Value,
+}
+
+impl ServerPolicy {
+    fn from_value(v: Value) -> Result<ServerPolicy, Error> {
+        Ok(ServerPolicy {
+            policy: field(
+                &v,
+                "policy",
+                |p| p.as_object().map(|_| p.clone()),
+                "an object",
+            )?,
+            kill_after_ms: field(&v, "kill_after_ms", Value::as_i64, "a whole number")?,
+            grantable: field(
+                &v,
+                "grantable",
+                |g| {
+                    g.as_array()?
+                        .iter()
+                        .map(|t| t.as_str().map(str::to_string))
+                        .collect()
+                },
+                "an array of strings",
+            )?,
+            raw: v,
+        })
+    }
+}
+
+/// `POST /v1/policy/reload`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reloaded {
+    /// `reloaded`.
+    pub status: String,
+    /// The workspace's absolute path on the host.
+    pub workspace: String,
+    /// The whole answer.
+    pub raw: Value,
+}
+
+impl Reloaded {
+    fn from_value(v: Value) -> Result<Reloaded, Error> {
+        Ok(Reloaded {
+            status: field(&v, "status", Value::as_str, "a string")?.to_string(),
+            workspace: field(&v, "workspace", Value::as_str, "a string")?.to_string(),
+            raw: v,
+        })
+    }
+}
+
 /// A finished command.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExecOutput {
@@ -1017,6 +1083,26 @@ impl Client {
             content,
             truncated: optional(&v, "truncated", Value::as_bool, "true or false")?.unwrap_or(false),
         })
+    }
+
+    /// `GET /v1/policy`: the policy the server's commands run under, as
+    /// its flags and `--policy` file say it (as the last reload read
+    /// them), its `--kill-after` and its `--grantable` ceiling.
+    pub fn policy(&self) -> Result<ServerPolicy, Error> {
+        ServerPolicy::from_value(self.call("GET", "/v1/policy", None)?)
+    }
+
+    /// `POST /v1/policy/reload`: has the server read its policy again
+    /// (its flags and `--policy` file, as SIGHUP does). Commands started
+    /// after it run under the new policy, those running keep theirs; a
+    /// policy that does not build is refused ([`Error::Api`]), and the
+    /// old one stays in effect.
+    pub fn reload(&self) -> Result<Reloaded, Error> {
+        Reloaded::from_value(self.call(
+            "POST",
+            "/v1/policy/reload",
+            Some(&Value::object(Vec::<(String, Value)>::new())),
+        )?)
     }
 }
 
@@ -1539,6 +1625,100 @@ mod tests {
         });
         assert!(
             matches!(out, Err(Error::Protocol(ref m)) if m.contains("before its result")),
+            "{:?}",
+            out
+        );
+    }
+
+    #[test]
+    fn policy_calls() {
+        let (sent, out) = canned(
+            answer(
+                "200 OK",
+                r#"{"policy":{"Workspace":"/w","Writable":["/x"],"Env":null},"kill_after_ms":2000,"grantable":["@network","write:/y"]}"#,
+            ),
+            |c| c.policy(),
+        );
+        let p = out.unwrap();
+        assert_eq!(
+            (
+                p.policy["Workspace"].as_str(),
+                p.policy["Writable"][0].as_str(),
+                p.kill_after_ms,
+                p.grantable.as_slice()
+            ),
+            (
+                Some("/w"),
+                Some("/x"),
+                2000,
+                &["@network".to_string(), "write:/y".to_string()][..]
+            )
+        );
+        assert!(p.policy["Env"].is_null() && p.raw["policy"] == p.policy);
+        assert_eq!(
+            String::from_utf8(sent).unwrap(),
+            "GET /v1/policy HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        );
+
+        let (sent, out) = canned(
+            answer("200 OK", r#"{"status":"reloaded","workspace":"/w"}"#),
+            |c| c.reload(),
+        );
+        let r = out.unwrap();
+        assert_eq!(
+            (r.status.as_str(), r.workspace.as_str()),
+            ("reloaded", "/w")
+        );
+        let sent = String::from_utf8(sent).unwrap();
+        assert!(
+            sent.starts_with("POST /v1/policy/reload HTTP/1.1\r\n")
+                && sent.contains("\r\nContent-Length: 2\r\n")
+                && sent.ends_with("\r\n\r\n{}"),
+            "{:?}",
+            sent
+        );
+
+        // A handler built without the policy routes answers them as no
+        // route: the API's 404 not_found.
+        for reload in [false, true] {
+            let (_, out) = canned(
+                answer(
+                    "404 Not Found",
+                    r#"{"error":{"code":"not_found","message":"no route /v1/policy; routes: /v1/exec, /v1/health"}}"#,
+                ),
+                move |c| {
+                    if reload {
+                        c.reload().map(|_| ())
+                    } else {
+                        c.policy().map(|_| ())
+                    }
+                },
+            );
+            assert!(
+                matches!(out, Err(Error::Api { status: 404, ref code, field: None, .. }) if code == "not_found"),
+                "{:?}",
+                out
+            );
+        }
+
+        // An answer short of a field, or with one of another type.
+        for body in [
+            r#"{"policy":{},"kill_after_ms":2000}"#,
+            r#"{"policy":{},"kill_after_ms":2000,"grantable":["@network",1]}"#,
+            r#"{"policy":[],"kill_after_ms":2000,"grantable":[]}"#,
+            r#"{"policy":{},"kill_after_ms":"2s","grantable":[]}"#,
+        ] {
+            let (_, out) = canned(answer("200 OK", body), |c| c.policy());
+            assert!(
+                matches!(out, Err(Error::Protocol(_))),
+                "{}: {:?}",
+                body,
+                out
+            );
+        }
+        let (_, out) = canned(answer("200 OK", r#"{"status":"reloaded"}"#), |c| c.reload());
+        assert!(
+            matches!(out, Err(Error::Protocol(ref m)) if m.contains("\"workspace\"")),
             "{:?}",
             out
         );

@@ -67,6 +67,16 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(None)
+    }
+
+    /// A server whose policy is also the policy file holding policy
+    /// (`--policy`), which [`Server::write_policy`] rewrites.
+    fn start_with_policy(policy: &str) -> Server {
+        Server::start_with(Some(policy))
+    }
+
+    fn start_with(policy: Option<&str>) -> Server {
         let hutch = match env::var_os("HUTCH_BIN") {
             Some(h) if !h.is_empty() => h,
             _ => panic!(
@@ -86,14 +96,20 @@ impl Server {
         fs::create_dir(base.join("outside")).unwrap();
         let sock = sockdir.join("hutch.sock");
         let log = File::create(base.join("serve.log")).unwrap();
-        let child = Command::new(&hutch)
-            .arg("serve")
+        let mut cmd = Command::new(&hutch);
+        cmd.arg("serve")
             .arg("--socket")
             .arg(&sock)
             .arg("--workspace")
             .arg(&ws)
             .args(["--kill-after", "2s", "--data-dir"])
-            .arg(base.join("data"))
+            .arg(base.join("data"));
+        if let Some(policy) = policy {
+            let file = base.join("policy.toml");
+            fs::write(&file, policy).unwrap();
+            cmd.arg("--policy").arg(file);
+        }
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -136,6 +152,14 @@ impl Server {
 
     fn ws_str(&self) -> &str {
         self.ws.to_str().unwrap()
+    }
+
+    /// Replaces the policy file as an editor saves one: a new file
+    /// renamed over the old.
+    fn write_policy(&self, policy: &str) {
+        let tmp = self.base.join("policy.toml.tmp");
+        fs::write(&tmp, policy).unwrap();
+        fs::rename(&tmp, self.base.join("policy.toml")).unwrap();
     }
 }
 
@@ -527,4 +551,176 @@ fn durable_process_start_and_stop() {
         Err(Error::Api { status: 404, .. }) => {}
         other => panic!("{:?}", other),
     }
+}
+
+/// A TOML basic string of a path with nothing to escape.
+fn toml_path(p: &Path) -> String {
+    let s = p.to_str().unwrap();
+    assert!(
+        !s.contains(|c: char| c == '"' || c == '\\' || c.is_control()),
+        "{:?}",
+        s
+    );
+    format!("\"{}\"", s)
+}
+
+/// The strings of a policy's list field (`null`: none).
+fn policy_list(p: &hutch_client::ServerPolicy, key: &str) -> Vec<String> {
+    if p.policy[key].is_null() {
+        return Vec::new();
+    }
+    p.policy[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("the policy's {} is {}", key, p.policy[key]))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn policy_and_reload_of_a_policy_file() {
+    let srv =
+        Server::start_with_policy("version = 1\n[sandbox]\nenv = [\"HUTCH_RS_PHASE=before\"]\n");
+    let outside = srv.base.join("outside");
+    let p = srv.client.policy().unwrap();
+    assert_eq!(
+        p.policy["Workspace"].as_str(),
+        Some(srv.ws_str()),
+        "{}",
+        p.raw
+    );
+    assert_eq!(policy_list(&p, "Env"), ["HUTCH_RS_PHASE=before"]);
+    assert_eq!(policy_list(&p, "Writable"), Vec::<String>::new());
+    assert_eq!((p.kill_after_ms, p.grantable.len()), (2000, 0), "{}", p.raw);
+
+    // Each command writes, on the host, the phase of the policy it ran
+    // under, and tries to write outside the workspace: check holds what
+    // the host then has to what that policy says.
+    let check = |tag: &str, phase: &str, writes_outside: bool| {
+        let out = srv
+            .client
+            .exec(&ExecRequest::command(format!(
+                "echo \"$HUTCH_RS_PHASE\" > phase-{tag}.txt; echo {tag} > {}/{tag}.txt",
+                outside.display(),
+                tag = tag
+            )))
+            .unwrap();
+        let seen = (
+            out.exit_status == 0,
+            fs::read_to_string(srv.host(&format!("phase-{}.txt", tag))).ok(),
+            fs::read_to_string(outside.join(format!("{}.txt", tag))).ok(),
+        );
+        let want = (
+            writes_outside,
+            Some(format!("{}\n", phase)),
+            if writes_outside {
+                Some(format!("{}\n", tag))
+            } else {
+                None
+            },
+        );
+        assert_eq!(
+            seen,
+            want,
+            "command {}: {}",
+            tag,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    check("1", "before", false);
+
+    // Changed, the file is not in effect until a reload.
+    srv.write_policy(&format!(
+        "version = 1\n[sandbox]\nenv = [\"HUTCH_RS_PHASE=after\"]\nwritable = [{}]\n",
+        toml_path(&outside)
+    ));
+    assert_eq!(srv.client.policy().unwrap(), p);
+    check("2", "before", false);
+
+    let r = srv.client.reload().unwrap();
+    assert_eq!(
+        (r.status.as_str(), r.workspace.as_str()),
+        ("reloaded", srv.ws_str())
+    );
+    let p = srv.client.policy().unwrap();
+    assert_eq!(policy_list(&p, "Env"), ["HUTCH_RS_PHASE=after"]);
+    assert_eq!(
+        policy_list(&p, "Writable"),
+        [outside.to_str().unwrap().to_string()]
+    );
+    check("3", "after", true);
+
+    // A policy that does not build is refused, with the API's error, and
+    // the one in effect stays: in the answer and on the host.
+    srv.write_policy("version = 1\n[sandbox]\nmemory = \"1k\"\n");
+    match srv.client.reload() {
+        Err(Error::Api {
+            status: 400,
+            code,
+            message,
+            ..
+        }) => assert!(
+            code == "bad_request" && message.contains("Memory"),
+            "{}: {}",
+            code,
+            message
+        ),
+        other => panic!("{:?}", other),
+    }
+    // So is a file that does not parse.
+    srv.write_policy("version = 1\n[sandbox]\nno_such_key = 1\n");
+    match srv.client.reload() {
+        Err(Error::Api { message, .. }) => {
+            assert!(message.contains("no_such_key"), "{}", message)
+        }
+        other => panic!("{:?}", other),
+    }
+    assert_eq!(srv.client.policy().unwrap(), p);
+    check("4", "after", true);
+}
+
+#[test]
+fn policy_and_reload_without_a_policy_file() {
+    // The server's flags are its policy: GET /v1/policy answers them, and
+    // a reload reads them again, changing nothing.
+    let srv = Server::start();
+    let p = srv.client.policy().unwrap();
+    assert_eq!(
+        p.policy["Workspace"].as_str(),
+        Some(srv.ws_str()),
+        "{}",
+        p.raw
+    );
+    assert_eq!(p.policy["Network"].as_str(), Some("none"), "{}", p.raw);
+    assert_eq!(
+        (
+            policy_list(&p, "Env"),
+            policy_list(&p, "Writable"),
+            p.kill_after_ms,
+            p.grantable.len()
+        ),
+        (Vec::new(), Vec::new(), 2000, 0),
+        "{}",
+        p.raw
+    );
+    let r = srv.client.reload().unwrap();
+    assert_eq!(
+        (r.status.as_str(), r.workspace.as_str()),
+        ("reloaded", srv.ws_str())
+    );
+    assert_eq!(srv.client.policy().unwrap(), p);
+    let outside = srv.base.join("outside/after-reload.txt");
+    let out = srv
+        .client
+        .exec(&ExecRequest::command(format!(
+            "echo x > after-reload.txt; echo x > {}",
+            outside.display()
+        )))
+        .unwrap();
+    assert_ne!(out.exit_status, 0);
+    assert!(srv.host("after-reload.txt").exists());
+    assert!(
+        !outside.exists(),
+        "a write outside the workspace reached the host after a reload"
+    );
 }

@@ -101,6 +101,32 @@ export interface Version {
   [key: string]: unknown;
 }
 
+/** GET /v1/policy: the policy the server's commands run under. */
+export interface ServerPolicy {
+  /** hutch's runtime.Policy as the server's flags and --policy file say it
+   * (as the last reload read them), its keys as Go names them
+   * ("Workspace", "Writable", "Deny", "Env", "Network", "Memory"...; the
+   * snake_case keys of the objects in it camelCased, as every answer's),
+   * before what the server adds: its grant ceiling, its hidden
+   * directories, its pool. */
+  policy: Record<string, unknown>;
+  /** The grace between a stop's SIGTERM and its SIGKILL (--kill-after). */
+  killAfterMs: number;
+  /** The ceiling of a call's grant (--grantable), as permission tags
+   * ("@network", "write:/path"...). */
+  grantable: string[];
+  [key: string]: unknown;
+}
+
+/** POST /v1/policy/reload. */
+export interface Reloaded {
+  /** "reloaded". */
+  status: string;
+  /** The workspace's absolute path. */
+  workspace: string;
+  [key: string]: unknown;
+}
+
 /** One connection attempt through the egress proxy. */
 export interface NetworkEvent {
   time: string;
@@ -780,10 +806,19 @@ export class Sandbox {
     return (v["entries"] ?? []) as FileInfo[];
   }
 
+  /** GET /v1/policy: the policy the server's commands run under (its
+   * runtime.Policy as its flags and --policy file say it), its
+   * --kill-after and its --grantable ceiling. */
+  async policy(): Promise<ServerPolicy> {
+    return (await this.json({ method: "GET", path: "/v1/policy", table: OPTIONS.none })) as ServerPolicy;
+  }
+
   /** Re-reads the server's --policy file and flags: commands started
-   * after it run under the new policy, those running keep theirs. */
-  async reload(): Promise<{ status: string; [key: string]: unknown }> {
-    return (await this.json({ method: "POST", path: "/v1/policy/reload", body: {}, table: OPTIONS.none })) as { status: string };
+   * after it run under the new policy, those running keep theirs. A
+   * policy that does not build rejects with a HutchError, and the old one
+   * stays in effect. */
+  async reload(): Promise<Reloaded> {
+    return (await this.json({ method: "POST", path: "/v1/policy/reload", body: {}, table: OPTIONS.none })) as Reloaded;
   }
 }
 

@@ -26,6 +26,7 @@ import {
   type ExecEvent,
   type FileType,
   type ProcessRecord,
+  type ServerPolicy,
 } from "../src/client.js";
 
 const SECRET = "HUTCH-TS-CLIENT-SECRET-7d2a";
@@ -594,6 +595,20 @@ describe("hutch serve through the TypeScript client", () => {
     await assert.rejects(sb.exec({ command: "true", onStdout: "print" } as never), (e: unknown) => e instanceof HutchOptionError && e.field === "onStdout");
   });
 
+  it("answers GET /v1/policy without a policy file: the flags' policy, which a reload leaves as it is", async () => {
+    const p = await sb.policy();
+    assert.equal(p.policy["Workspace"], ws);
+    assert.equal(p.policy["Network"], "none");
+    assert.ok(!p.policy["Writable"], JSON.stringify(p.policy));
+    assert.deepEqual([p.killAfterMs, p.grantable], [2000, []]);
+    assert.deepEqual(await sb.reload(), { status: "reloaded", workspace: ws });
+    assert.deepEqual(await sb.policy(), p);
+    const target = path.join(outside, "after-reload.txt");
+    const r = await sb.exec({ command: `touch ${target}` });
+    assert.notEqual(r.exitCode, 0);
+    assert.equal(fs.existsSync(target), false, "a write outside the workspace reached the host after a reload");
+  });
+
   it("fails clearly on a socket nobody serves", async () => {
     const dead = new Sandbox({ socketPath: path.join(srv.sockdir, "nobody.sock") });
     await assert.rejects(dead.health(), (e: NodeJS.ErrnoException) => e.code === "ENOENT");
@@ -716,6 +731,86 @@ describe("durable processes", () => {
     const before = (await sb.processes.list()).length;
     await rejectsHutch(sb.processes.start({ command: "true", cwd: "/etc" }), { status: 400, code: "bad_request", field: "cwd" });
     assert.equal((await sb.processes.list()).length, before, "a refused start left a record");
+  });
+});
+
+// ---------------------------------------------------------------------------
+
+describe("policy", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let policy: string;
+
+  const writePolicy = (text: string) => {
+    // As an editor saves: a new file renamed over the old.
+    fs.writeFileSync(policy + ".tmp", text);
+    fs.renameSync(policy + ".tmp", policy);
+  };
+
+  before(async () => {
+    srv = new Server("policy");
+    policy = path.join(srv.base, "policy.toml");
+    writePolicy(`version = 1\n[sandbox]\nenv = ["HUTCH_TS_PHASE=before"]\n`);
+    await srv.start(["--policy", policy, "--grantable", "@network"]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    await srv?.stop();
+  });
+
+  it("answers the policy in effect, before and after a reload, and keeps it when a reload is refused", async () => {
+    const ws = srv.ws;
+    // Each command says, on the host, the phase of the policy it ran
+    // under and whether it could write outside the workspace.
+    const run = async (tag: string) => {
+      const r = await sb.exec({ command: `echo "$HUTCH_TS_PHASE" > phase-${tag}; echo ${tag} > ${srv.outside}/${tag}` });
+      return [r.exitCode === 0, readOr(path.join(ws, `phase-${tag}`)), readOr(path.join(srv.outside, tag), "none")];
+    };
+    let p: ServerPolicy = await sb.policy();
+    assert.equal(p.policy["Workspace"], ws);
+    assert.deepEqual(p.policy["Env"], ["HUTCH_TS_PHASE=before"]);
+    assert.ok(!p.policy["Writable"], JSON.stringify(p.policy));
+    assert.deepEqual([p.killAfterMs, p.grantable], [2000, ["@network"]]);
+    assert.deepEqual(await run("1"), [false, "before\n", "none"]);
+
+    // Changed, the file is not in effect until a reload.
+    writePolicy(`version = 1\n[sandbox]\nenv = ["HUTCH_TS_PHASE=after"]\nwritable = [${JSON.stringify(srv.outside)}]\n`);
+    assert.deepEqual(await sb.policy(), p);
+    assert.deepEqual(await sb.reload(), { status: "reloaded", workspace: ws });
+    p = await sb.policy();
+    assert.deepEqual([p.policy["Env"], p.policy["Writable"]], [["HUTCH_TS_PHASE=after"], [srv.outside]]);
+    assert.deepEqual(await run("2"), [true, "after\n", "2\n"]);
+
+    // A policy that does not build is refused, and the one in effect
+    // stays: in the answer and on the host.
+    writePolicy(`version = 1\n[sandbox]\nmemory = "1k"\n`);
+    const e = await rejectsHutch(sb.reload(), { status: 400, code: "bad_request" });
+    assert.match(e.message, /Memory/);
+    assert.deepEqual(await sb.policy(), p);
+    assert.deepEqual(await run("3"), [true, "after\n", "3\n"]);
+  });
+
+  it("says a server that serves no policy routes as the API's 404 not_found", async () => {
+    // What a localapi.Handler built without Options.Policy and Reload
+    // answers (hutch serve always serves them).
+    const sock = path.join(srv.sockdir, "no-policy.sock");
+    const seen: string[] = [];
+    const fake = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      req.resume();
+      res.writeHead(404, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "not_found", message: `no route ${req.url}; routes: /v1/exec, /v1/health` } }));
+    });
+    await new Promise<void>((resolve) => fake.listen(sock, resolve));
+    try {
+      const other = new Sandbox({ socketPath: sock });
+      await rejectsHutch(other.policy(), { status: 404, code: "not_found" });
+      await rejectsHutch(other.reload(), { status: 404, code: "not_found" });
+      assert.deepEqual(seen, ["GET /v1/policy", "POST /v1/policy/reload"]);
+    } finally {
+      await new Promise<void>((resolve) => fake.close(() => resolve()));
+    }
   });
 });
 
