@@ -69,6 +69,9 @@ type Options struct {
 	ProcessesOff string
 	// Reload, when set, serves POST /v1/policy/reload: it reads the
 	// server's policy again and puts it in effect (runtime.Sandbox.Reload).
+	// An *Error it returns is the answer as it is (hutch serve answers a
+	// --policy file that does not parse with a 400); any other error is
+	// said as the Sandbox's are.
 	Reload func() error
 	// Policy, when set, serves GET /v1/policy: the policy as the
 	// server's flags and files say it (what a client compares its own

@@ -236,9 +236,12 @@ func serve(ctx context.Context, c serveConfig) error {
 	defer closeProcs()
 	reload := func() error {
 		base, p, err := c.policy()
-		if err == nil {
-			err = sb.Reload(p)
+		if err != nil {
+			// The flags are as they were when the server started: what
+			// fails now is the --policy file, the caller's own value.
+			return &localapi.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: strings.TrimPrefix(err.Error(), "hutch: ")}
 		}
+		err = sb.Reload(p)
 		if err == nil {
 			given.Store(&base)
 		}

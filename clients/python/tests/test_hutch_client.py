@@ -318,6 +318,15 @@ class PolicyFileTest(ServeCase, unittest.TestCase):
         self.assertEqual(self.sb.policy(), p)
         self.assertEqual(self.run_tagged("3"), (0, "after\n", "3\n"))
 
+        # So is a file that does not parse: the caller's own value, a 400
+        # naming what is wrong, not a fault of the server's.
+        self.write_policy('version = 1\n[sandbox]\nmemroy = "1G"\n')
+        with self.assertRaises(HutchError) as cm:
+            self.sb.reload()
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
+        self.assertIn("memroy", cm.exception.message)
+        self.assertEqual(self.sb.policy(), p)
+
 
 def read_or(path, default=None):
     try:
