@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -440,17 +441,6 @@ func readWindow(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) 
 		limit = DefaultReadLimit
 	}
 	c := &FileContent{FileInfo: fi, Offset: opt.Offset}
-	if opt.Mode == ReadAuto && opt.Offset == 0 {
-		if img, ok := detectImage(f, fi.Size); ok && fi.Size <= limit {
-			c.Kind, c.MIME, c.Width, c.Height = ContentImage, img.MIME, img.Width, img.Height
-			data, err := io.ReadAll(io.NewSectionReader(f, 0, fi.Size))
-			if err != nil {
-				return nil, pathErr("read", p, err)
-			}
-			c.Data, c.EOF = data, true
-			return c, nil
-		}
-	}
 	// One byte past the window says whether it reached the end; a small
 	// file gets a small buffer, whatever the limit.
 	want := limit
@@ -464,6 +454,15 @@ func readWindow(fi FileInfo, f *os.File, opt ReadOptions) (*FileContent, error) 
 	}
 	c.EOF = int64(n) <= limit
 	data := buf[:min(int64(n), limit)]
+	// An image is given whole or not as one: when the window holds the
+	// whole file, it is judged from what was read, with no read more.
+	if opt.Mode == ReadAuto && opt.Offset == 0 && c.EOF && fi.Size <= limit {
+		if img, ok := detectImage(bytes.NewReader(data), int64(len(data))); ok {
+			c.Kind, c.MIME, c.Width, c.Height = ContentImage, img.MIME, img.Width, img.Height
+			c.Data = data
+			return c, nil
+		}
+	}
 	switch {
 	case opt.Mode == ReadBinary:
 		c.Kind = ContentBinary
