@@ -294,6 +294,11 @@ func (m *Manager) policy(p runtime.Policy, dir string) (*runtime.Resolved, error
 		return nil, err
 	}
 	resolved := checked.Policy()
+	if resolved.Backend == runtime.BackendOCI {
+		// Checked for package oci; its supervisor's NewResolved would
+		// refuse it, after starting.
+		return nil, &runtime.BackendError{Backend: runtime.BackendOCI, Reason: "a durable process runs under hutch's own backends (auto, namespaces, landlock); an OCI runtime runs commands through package oci"}
+	}
 	_, err = checked.WorkDir(dir)
 	var pe *runtime.PolicyError
 	if errors.As(err, &pe) {

@@ -107,6 +107,19 @@ func TestStartFailureLeavesNothing(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Field != "Memory" {
 		t.Errorf("Start with Memory 1: %v", err)
 	}
+	// A backend no supervisor runs is refused as New refuses it, before
+	// a supervisor is started: Check decides an OCI policy for package
+	// oci, and NewResolved would refuse it only in the supervisor.
+	p = runtime.DefaultPolicy(t.TempDir())
+	p.Backend = runtime.BackendOCI
+	_, err = m.Start(ctx, Spec{Policy: p, Args: []string{"true"}})
+	var be *runtime.BackendError
+	if !errors.As(err, &be) || be.Backend != runtime.BackendOCI {
+		t.Errorf("Start with Backend oci: %v, want a BackendError", err)
+	}
+	if ents, _ := os.ReadDir(m.store.root); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
 }
 
 // TestDataDirInWorkspaceRefused: records the command could write are

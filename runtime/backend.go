@@ -28,9 +28,9 @@ const (
 	// BackendSeatbelt is macOS's sandbox-exec profile.
 	BackendSeatbelt Backend = "seatbelt"
 	// BackendOCI runs commands through an installed OCI runtime (runc,
-	// crun, runsc): package oci (the form Check gives it compiled) and
-	// hutch run --backend oci --oci-runtime NAME. New does not run it:
-	// chosen there, it is unavailable.
+	// crun, runsc): package oci compiles what Check decides for it, and
+	// hutch run --backend oci --oci-runtime NAME runs that. New and
+	// NewResolved do not run it: chosen there, it is unavailable.
 	BackendOCI Backend = "oci"
 	// BackendNone is Policy.Unsandboxed, the disabled mode, with the
 	// same consent (Policy.AllowUnsandboxed): chosen by name, never by
