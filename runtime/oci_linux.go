@@ -26,7 +26,27 @@ func init() {
 // host's namespaces are not probed. The Resolved keeps BackendOCI, which
 // NewResolved refuses as New does.
 func checkOCI(p Policy) (*Resolved, error) {
-	p.Backend = ""
+	sb, err := namespacesSandbox(p)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.closeTrees()
+	if err := sb.setupGrants(p, sb.policy); err != nil {
+		return nil, err
+	}
+	res := sb.resolved()
+	res.policy.Backend = BackendOCI
+	return res, nil
+}
+
+// namespacesSandbox is p resolved and validated at LevelNamespaces for an
+// OCI runtime, without probing the host's namespaces: checkOCI's decision,
+// and ociView's again from its Resolved (as NewResolved decides again).
+// The caller closes its trees.
+func namespacesSandbox(p Policy) (*Sandbox, error) {
+	if p.Backend == BackendOCI || p.Backend == BackendAuto {
+		p.Backend = ""
+	}
 	r, err := resolvePolicy(p, linuxRules())
 	if err != nil {
 		return nil, err
@@ -35,41 +55,24 @@ func checkOCI(p Policy) (*Resolved, error) {
 		return nil, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
 	}
 	sb := resolvedSandbox(r)
-	if err := sb.setupGrants(p, r.policy); err != nil {
-		return nil, err
-	}
 	sb.level = LevelNamespaces
-	defer sb.closeTrees()
 	if err := sb.validate(r); err != nil {
+		sb.closeTrees()
 		return nil, err
 	}
-	res := sb.resolved()
-	res.policy.Backend = BackendOCI
-	return res, nil
+	return sb, nil
 }
 
-// ociView compiles r for an OCI runtime: r's policy resolved again (as
-// NewResolved does) at LevelNamespaces, without probing the host's
-// namespaces or creating anything but the missing code directories of
-// the repositories' git directories (as every command's start does).
+// ociView compiles r for an OCI runtime: r's policy decided again at
+// LevelNamespaces, without probing the host's namespaces or creating
+// anything but the missing code directories of the repositories' git
+// directories (as every command's start does).
 func ociView(res *Resolved) (ociview.View, error) {
-	p := res.policy
-	if p.Backend == BackendOCI || p.Backend == BackendAuto {
-		p.Backend = ""
-	}
-	r, err := resolvePolicy(p, linuxRules())
+	sb, err := namespacesSandbox(res.policy)
 	if err != nil {
 		return ociview.View{}, err
 	}
-	if r.policy.Unsandboxed {
-		return ociview.View{}, &PolicyError{Field: "Backend", Value: string(BackendNone), Reason: "the disabled mode has no OCI form"}
-	}
-	sb := resolvedSandbox(r)
-	sb.level = LevelNamespaces
 	defer sb.closeTrees() // read once, for the export
-	if err := sb.validate(r); err != nil {
-		return ociview.View{}, err
-	}
 	f, err := sb.readFresh()
 	if err != nil {
 		return ociview.View{}, err
