@@ -18,6 +18,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	k8s.io/kube-openapi v0.0.0-20241105132330-32ad38e42d3f
 	modernc.org/sqlite v1.62.0
+	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/yaml v1.6.0
 )
 

@@ -35,7 +35,8 @@ type Call struct {
 	// Tool is the tool's name (bash, read, write...).
 	Tool string `json:"tool"`
 	// Arg is the call's argument as remembered grants match it: the
-	// command line of a shell tool, the path of a file tool.
+	// command line of a shell tool (a Rule with Shell set), the path of
+	// a file tool.
 	Arg string `json:"arg"`
 	// Workspace is the workspace the call acts in.
 	Workspace string `json:"workspace"`
@@ -45,20 +46,39 @@ type Call struct {
 type Rule struct {
 	Decision Decision `json:"decision"`
 	Danger   Danger   `json:"danger"`
+	// Shell says the tool's argument is a shell command line, which
+	// remembered grants then judge command by command (see the package
+	// documentation): a grant for "npm test*" does not let "npm test;
+	// rm -rf ~" ride on it. Whether an argument is shell code is a
+	// property of the tool, stated where its rule is (and with it when
+	// rules come from elsewhere than DefaultRules); a tool whose rule
+	// does not say so has its argument matched whole, as a path is. A
+	// tool that runs an argv rather than a shell string (Spacebot's
+	// exec) is better marked too: the split only adds commands to
+	// approve, never removes one.
+	Shell bool `json:"shell,omitempty"`
 }
 
 // DefaultRules are the defaults of the agents hutch serves: reading and
 // searching allowed, writing allowed (the sandbox bounds where), running
 // commands prompted; a tool not named here is prompted at high danger.
+//
+// The tools that run commands are shell tools (Rule.Shell): bash
+// (attocode's and most agents'), sh, shell (Spacebot's ShellTool, sh
+// -c), exec (Daycare's, a command line run by a shell, and Spacebot's
+// ExecTool), process_start (Daycare's durable processes, a command line
+// too) and run_command (the name other agents give the same tool).
 func DefaultRules() map[string]Rule {
+	shell := Rule{Decision: Prompt, Danger: DangerHigh, Shell: true}
 	return map[string]Rule{
-		"read": {Allow, DangerLow}, "glob": {Allow, DangerLow}, "grep": {Allow, DangerLow}, "ls": {Allow, DangerLow},
-		"write": {Allow, DangerMedium}, "edit": {Allow, DangerMedium},
-		"bash": {Prompt, DangerHigh},
+		"read": {Decision: Allow, Danger: DangerLow}, "glob": {Decision: Allow, Danger: DangerLow},
+		"grep": {Decision: Allow, Danger: DangerLow}, "ls": {Decision: Allow, Danger: DangerLow},
+		"write": {Decision: Allow, Danger: DangerMedium}, "edit": {Decision: Allow, Danger: DangerMedium},
+		"bash": shell, "sh": shell, "shell": shell, "exec": shell, "process_start": shell, "run_command": shell,
 	}
 }
 
-var unknownTool = Rule{Prompt, DangerHigh}
+var unknownTool = Rule{Decision: Prompt, Danger: DangerHigh}
 
 // Verdict is the decision on a call and why.
 type Verdict struct {
@@ -67,11 +87,16 @@ type Verdict struct {
 	Reason   string   `json:"reason"`
 	// Grant is the remembered grant that decided, if one did.
 	Grant int64 `json:"grant,omitempty"`
+	// Grants are all those that did, when a shell call's commands were
+	// allowed by several (Grant is the first), or when an approval was
+	// remembered as one grant per command.
+	Grants []int64 `json:"grants,omitempty"`
 }
 
 // Answer is the approval hook's: allow or not, and whether to remember
 // it, for which arguments (a pattern where * matches anything; "" is the
-// call's argument exactly) and for how long (0: until revoked).
+// call's argument exactly, and for an approved shell call one grant per
+// command, each exactly) and for how long (0: until revoked).
 type Answer struct {
 	Allow    bool
 	Remember bool
@@ -129,7 +154,28 @@ func (e *Engine) decide(ctx context.Context, call Call, ask bool) (Verdict, erro
 	if rule.Decision != Prompt {
 		return v, nil
 	}
-	if e.Store != nil {
+	var split shellSplit
+	undecided := "no remembered grant decides it"
+	if rule.Shell {
+		split = splitShell(call.Arg)
+		var gs []Grant
+		if e.Store != nil {
+			var err error
+			if gs, err = e.Store.scoped(call, now); err != nil {
+				return v, err
+			}
+		}
+		j := judgeShell(gs, call.Arg, split)
+		if j.decision != "" {
+			out := Verdict{Decision: j.decision, Danger: rule.Danger, Reason: j.reason, Grant: j.grants[0]}
+			if len(j.grants) > 1 {
+				out.Grants = j.grants
+			}
+			return out, nil
+		}
+		undecided = j.reason
+		v.Reason += ": " + j.reason
+	} else if e.Store != nil {
 		g, err := e.Store.Match(call, now)
 		if err != nil {
 			return v, err
@@ -139,7 +185,7 @@ func (e *Engine) decide(ctx context.Context, call Call, ask bool) (Verdict, erro
 		}
 	}
 	if !ask {
-		v.Reason = "no remembered grant decides it: ask"
+		v.Reason = undecided + ": ask"
 		return v, nil
 	}
 	if e.Approve == nil {
@@ -158,22 +204,104 @@ func (e *Engine) decide(ctx context.Context, call Call, ask bool) (Verdict, erro
 		out.Reason = "refused"
 	}
 	if a.Remember && e.Store != nil {
-		pattern := a.Pattern
-		if pattern == "" {
-			pattern = escapePattern(call.Arg)
+		patterns := []string{a.Pattern}
+		if a.Pattern == "" {
+			patterns[0] = escapePattern(call.Arg)
+			if rule.Shell && a.Allow {
+				// One exact grant per command: the same call is approved
+				// next time, and no other command rides on it.
+				if split.opaque != "" || len(split.parts) == 0 {
+					out.Reason += ", not remembered: " + cannotApprove(split)
+					return out, nil
+				}
+				patterns = patterns[:0]
+				for _, p := range split.parts {
+					patterns = append(patterns, escapePattern(p.text))
+				}
+			}
 		}
 		var expires time.Time
 		if a.For > 0 {
 			expires = now.Add(a.For)
 		}
-		id, err := e.Store.Add(Grant{Agent: call.Agent, Tool: call.Tool, Pattern: pattern, Workspace: call.Workspace, Decision: d, Created: now, Expires: expires})
-		if err != nil {
-			return out, err
+		for _, pattern := range patterns {
+			id, err := e.Store.Add(Grant{Agent: call.Agent, Tool: call.Tool, Pattern: pattern, Workspace: call.Workspace, Decision: d, Created: now, Expires: expires})
+			if err != nil {
+				return out, err
+			}
+			out.Grants = append(out.Grants, id)
 		}
-		out.Grant = id
-		out.Reason += ", remembered as grant " + fmt.Sprint(id)
+		out.Grant = out.Grants[0]
+		if len(out.Grants) == 1 {
+			out.Grants = nil
+			out.Reason += ", remembered as grant " + fmt.Sprint(out.Grant)
+		} else {
+			out.Reason += ", remembered as grants " + strings.Trim(fmt.Sprint(out.Grants), "[]") + ", one per command"
+		}
 	}
 	return out, nil
+}
+
+// judgment is judgeShell's: a decision with the grants that took it, or
+// none ("") with why.
+type judgment struct {
+	decision Decision
+	grants   []int64
+	reason   string
+}
+
+// judgeShell judges a shell call by the live grants of its scope (the
+// newest first), its command line arg and its split: a denial matching
+// any command (or the whole line) denies it; it is allowed if every
+// command matches an allowance and the parser saw through all of it;
+// otherwise the tool's rule decides.
+func judgeShell(gs []Grant, arg string, split shellSplit) judgment {
+	for _, p := range split.parts {
+		for _, g := range gs {
+			if g.Decision != Deny {
+				continue
+			}
+			for _, form := range append([]string{p.text}, p.bare...) {
+				if matchPattern(g.Pattern, form) {
+					why := fmt.Sprintf("remembered deny grant %d (%s) matches %q", g.ID, g.Pattern, p.text)
+					if form != p.text {
+						why += fmt.Sprintf(" (as %q)", form)
+					}
+					return judgment{Deny, []int64{g.ID}, why}
+				}
+			}
+		}
+	}
+	for _, g := range gs {
+		if g.Decision == Deny && matchPattern(g.Pattern, arg) {
+			return judgment{Deny, []int64{g.ID}, fmt.Sprintf("remembered deny grant %d (%s) matches the whole command line", g.ID, g.Pattern)}
+		}
+	}
+	if split.opaque != "" || len(split.parts) == 0 {
+		return judgment{reason: cannotApprove(split)}
+	}
+	var ids []int64
+	var why []string
+parts:
+	for _, p := range split.parts {
+		for _, g := range gs {
+			if g.Decision == Allow && matchPattern(g.Pattern, p.text) {
+				ids = append(ids, g.ID)
+				why = append(why, fmt.Sprintf("grant %d (%s) allows %q", g.ID, g.Pattern, p.text))
+				continue parts
+			}
+		}
+		return judgment{reason: fmt.Sprintf("%q matches no remembered grant", p.text)}
+	}
+	return judgment{Allow, ids, "remembered " + strings.Join(why, "; ")}
+}
+
+// cannotApprove says why a split no pattern can approve cannot be.
+func cannotApprove(split shellSplit) string {
+	if split.opaque == "" {
+		return "no command in it to approve"
+	}
+	return "no pattern can approve it: " + split.opaque
 }
 
 // matchPattern says whether arg matches pattern: * matches any run of

@@ -140,19 +140,35 @@ func (s *Store) List(now time.Time, all bool) ([]Grant, error) {
 }
 
 // Match returns the live grant that decides call, the newest first, or
-// nil.
+// nil. It matches the argument whole, as for a tool that is not a shell
+// tool: Engine judges a shell tool's command line command by command.
 func (s *Store) Match(call Call, now time.Time) (*Grant, error) {
-	gs, err := s.List(now, false)
+	gs, err := s.scoped(call, now)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(gs) - 1; i >= 0; i-- {
-		g := gs[i]
-		if g.Agent == call.Agent && g.Tool == call.Tool && g.Workspace == call.Workspace && matchPattern(g.Pattern, call.Arg) {
+	for _, g := range gs {
+		if matchPattern(g.Pattern, call.Arg) {
 			return &g, nil
 		}
 	}
 	return nil, nil
+}
+
+// scoped returns the live grants of call's agent, tool and workspace,
+// the newest first.
+func (s *Store) scoped(call Call, now time.Time) ([]Grant, error) {
+	gs, err := s.List(now, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []Grant
+	for i := len(gs) - 1; i >= 0; i-- {
+		if g := gs[i]; g.Agent == call.Agent && g.Tool == call.Tool && g.Workspace == call.Workspace {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // Revoke ends grant id: calls it decided are prompted again.

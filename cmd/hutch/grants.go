@@ -53,7 +53,7 @@ func grantsCommand(code *int) *cobra.Command {
 	var call approvals.Call
 	callFlags := func(c *cobra.Command) {
 		c.Flags().StringVar(&call.Agent, "agent", "", "the calling agent")
-		c.Flags().StringVar(&call.Tool, "tool", "", "the tool (read, glob, grep, ls, write, edit, bash, or another)")
+		c.Flags().StringVar(&call.Tool, "tool", "", "the tool (read, glob, grep, ls, write, edit; bash, sh, shell, exec, process_start, run_command, whose --arg is judged command by command; or another)")
 		c.Flags().StringVar(&call.Workspace, "workspace", "", "the workspace the call acts in")
 	}
 	decide := &cobra.Command{

@@ -1,0 +1,242 @@
+package approvals
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxShellDepth bounds how deep strings given to sh -c or eval are
+// parsed in turn; deeper ones cannot be seen through.
+const maxShellDepth = 4
+
+// shellNames are the programs whose -c string is shell code, parsed in
+// turn when it is literal. fish's syntax is not bash's: a string of it
+// that does not parse as bash cannot be seen through, like any other.
+var shellNames = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "yash": true, "fish": true}
+
+// shellSplit is a shell command line split into its simple commands.
+type shellSplit struct {
+	// parts are the simple commands, in order, each once.
+	parts []shellPart
+	// opaque says why the parser cannot see through the line ("" when
+	// it can): what it says cannot be approved by a pattern.
+	opaque string
+}
+
+// shellPart is one simple command of a shell command line.
+type shellPart struct {
+	// text is the command printed back by the shell printer on one line
+	// (a here-document's body on the lines after), with its
+	// redirections and those of the compound commands around it: what
+	// remembered grants match.
+	text string
+	// bare are other forms of a command whose words are literal, which
+	// remembered denials also match: its words without quotes,
+	// assignments or redirections, and the same with the command name's
+	// directory dropped (so \sudo, 'sudo', X=1 sudo and /usr/bin/sudo do
+	// not escape a denial of sudo *).
+	bare []string
+}
+
+// splitShell splits src into its simple commands: every command
+// anywhere in it (lists, pipelines, subshells, blocks, the bodies of
+// if, while, for, case and functions, $(...), backticks, process and
+// arithmetic substitutions, here-documents), and in turn those of the
+// literal strings it gives to sh -c (and the other shellNames) or eval.
+func splitShell(src string) shellSplit {
+	s := splitter{seen: map[string]bool{}, printer: syntax.NewPrinter(syntax.SingleLine(true))}
+	s.split(src, 0)
+	return shellSplit{parts: s.parts, opaque: s.opaque}
+}
+
+type splitter struct {
+	parts   []shellPart
+	seen    map[string]bool
+	opaque  string
+	printer *syntax.Printer
+}
+
+func (s *splitter) blind(why string) {
+	if s.opaque == "" {
+		s.opaque = why
+	}
+}
+
+func (s *splitter) add(text string, bare ...string) {
+	if text != "" && !s.seen[text] {
+		s.seen[text] = true
+		s.parts = append(s.parts, shellPart{text: text, bare: bare})
+	}
+}
+
+func (s *splitter) split(src string, depth int) {
+	if depth > maxShellDepth {
+		s.blind(fmt.Sprintf("shell strings nested more than %d deep", maxShellDepth))
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		s.blind("it does not parse as a shell command line: " + err.Error())
+		return
+	}
+	// stack is the path from f to the node being visited: Walk calls
+	// f(nil) once it is done with a node's children.
+	var stack []syntax.Node
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		stack = append(stack, n)
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			s.call(n, stack, depth)
+		case *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
+			// export, declare, let, [[ ]], (( )): commands too (they set
+			// variables a later command may run on).
+			s.add(s.text(n.(syntax.Command), stack))
+		}
+		return true
+	})
+}
+
+// text prints cmd back with its statement's redirections and those of
+// the statements around it, up to the substitution it is in (a compound
+// command's redirections apply to every command in it).
+func (s *splitter) text(cmd syntax.Command, stack []syntax.Node) string {
+	st := &syntax.Stmt{Cmd: cmd}
+outer:
+	for i := len(stack) - 2; i >= 0; i-- {
+		switch a := stack[i].(type) {
+		case *syntax.Stmt:
+			st.Redirs = append(st.Redirs, a.Redirs...)
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			break outer
+		}
+	}
+	var b strings.Builder
+	if err := s.printer.Print(&b, st); err != nil {
+		s.blind("it does not print back: " + err.Error())
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func (s *splitter) word(w *syntax.Word) string {
+	var b strings.Builder
+	s.printer.Print(&b, w)
+	return b.String()
+}
+
+// call adds c, and the simple commands of the shell strings it runs.
+func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
+	text := s.text(c, stack)
+	if len(c.Args) == 0 {
+		s.add(text) // assignments only; their substitutions are walked
+		return
+	}
+	args := make([]string, len(c.Args))
+	lit := make([]bool, len(c.Args))
+	words := make([]string, len(c.Args))
+	for i, w := range c.Args {
+		args[i], lit[i] = literal(w)
+		if words[i] = args[i]; !lit[i] {
+			words[i] = s.word(w)
+		}
+	}
+	bare := []string{strings.Join(words, " ")}
+	if base := path.Base(words[0]); base != words[0] {
+		words[0] = base
+		bare = append(bare, strings.Join(words, " "))
+	}
+	s.add(text, bare...)
+	if !lit[0] {
+		s.blind(fmt.Sprintf("the command name %s is an expansion", s.word(c.Args[0])))
+		return
+	}
+	// eval, also as builtin eval or command eval.
+	i := 0
+	for i < len(args)-1 && lit[i] && (args[i] == "builtin" || args[i] == "command") {
+		i++
+	}
+	if lit[i] && args[i] == "eval" {
+		for j := i + 1; j < len(args); j++ {
+			if !lit[j] {
+				s.blind("eval runs a string built from expansions: " + text)
+				return
+			}
+		}
+		s.split(strings.Join(args[i+1:], " "), depth+1)
+		return
+	}
+	// A shell given -c, wherever it is in the arguments: sh -c, but also
+	// sudo sh -c, env X=1 bash -c, xargs sh -c, find -exec sh -c. A word
+	// that only looks like one (echo sh -c x) is parsed too: stricter,
+	// never looser.
+	for j := range args {
+		if !lit[j] || !shellNames[path.Base(args[j])] {
+			continue
+		}
+		k, cmode := j+1, false
+	options:
+		for ; k < len(args) && lit[k]; k++ {
+			a := args[k]
+			switch {
+			case a == "--":
+				k++
+				break options
+			case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
+				k++ // takes the next word
+			case strings.HasPrefix(a, "--"):
+			case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+				if a[0] == '-' && strings.ContainsRune(a, 'c') {
+					cmode = true
+				}
+			default:
+				break options
+			}
+		}
+		if !cmode || k >= len(args) {
+			continue
+		}
+		if !lit[k] {
+			s.blind(fmt.Sprintf("%s -c runs a string built from expansions: %s", args[j], s.word(c.Args[k])))
+			return
+		}
+		s.split(args[k], depth+1)
+	}
+}
+
+// literal is w's value if it is the same whatever the environment: only
+// plain and quoted text, no parameter, command, arithmetic or process
+// substitution, and none of the characters of globs, brace expansion
+// and tilde outside quotes.
+func literal(w *syntax.Word) (string, bool) {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[{~") {
+				return "", false
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return "", false
+				}
+			}
+		default:
+			return "", false
+		}
+	}
+	// Fields removes the quotes (and an unquoted backslash) of a word
+	// with nothing left to expand: one field.
+	vs, err := expand.Fields(nil, w)
+	if err != nil || len(vs) != 1 {
+		return "", false
+	}
+	return vs[0], true
+}
