@@ -256,6 +256,11 @@ static int do_open(int sock, const struct wire_record *r)
 			err = errno;
 		else if ((want & FILE_REGULAR) && !S_ISREG(s.st_mode))
 			err = S_ISDIR(s.st_mode) ? EISDIR : EINVAL;
+		/* A regular file goes back blocking, as the caller asked: its
+		 * reader then need not try to poll it. */
+		else if (S_ISREG(s.st_mode) && (f & O_NONBLOCK) && ((int)flags & O_NONBLOCK) == 0 &&
+			 fcntl(fd, F_SETFL, f & ~O_NONBLOCK) < 0)
+			err = errno;
 		if (err == 0)
 			path = fd_path(fd, &s, wire_path(r, 0));
 	}

@@ -68,6 +68,11 @@ func TestFileServerOps(t *testing.T) {
 	if err != nil || st.Err != 0 || f == nil {
 		t.Fatalf("open for reading: %+v, %v, %v", st, f, err)
 	}
+	// It comes back blocking, as asked (the server opens with
+	// O_NONBLOCK lest a FIFO block it): nothing tries to poll it.
+	if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Errorf("the file came back with flags %#o, %v: O_NONBLOCK set", fl, err)
+	}
 	b, _ := io.ReadAll(f)
 	f.Close()
 	if string(b) != "hello" || st.Path != d+"/f" || st.Size != 5 || st.FileMode() != 0o640 {
