@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hutchbox/hutch/runtime"
+	"github.com/hutchbox/hutch/seccomp"
 )
 
 // TestResolvedJSON: a Resolved survives its JSON form whole (policy,
@@ -145,6 +146,7 @@ func TestCheckOfResolvedIsResolved(t *testing.T) {
 			p.SkipLayers, p.AllowDegraded = []runtime.Layer{runtime.LayerKeyring}, []runtime.Layer{runtime.LayerLandlock}
 		}},
 		{"writable through a symlink", func(p *runtime.Policy, ws string) { p.Writable = []string{filepath.Join(ws, "link")} }},
+		{"a profile of the caller's", func(p *runtime.Policy, _ string) { p.Seccomp = seccomp.Default() }},
 		{"system tree allowed", func(p *runtime.Policy, _ string) {
 			p.Writable, p.AllowSystemWrite = []string{"/etc"}, []string{"/etc"}
 		}},
