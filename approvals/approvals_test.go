@@ -28,6 +28,40 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestAttocodeDefaults: every tool of attocode's documented PolicyEngine
+// table (its sandbox documentation) gets attocode's decision, and its
+// danger on hutch's scale, one step up from attocode's (issue 46).
+func TestAttocodeDefaults(t *testing.T) {
+	// attocode's danger levels on hutch's scale (see DefaultRules).
+	scale := map[string]Danger{"Safe": DangerLow, "Low": DangerMedium, "Medium": DangerHigh}
+	for _, row := range []struct{ tool, policy, danger string }{
+		// | `read_file`, `glob`, `grep` | ALLOW | Safe |
+		{"read_file", "ALLOW", "Safe"}, {"glob", "ALLOW", "Safe"}, {"grep", "ALLOW", "Safe"},
+		// | `write_file`, `edit_file` | ALLOW | Low |
+		{"write_file", "ALLOW", "Low"}, {"edit_file", "ALLOW", "Low"},
+		// | `bash` | PROMPT | Medium |
+		{"bash", "PROMPT", "Medium"},
+		// | `spawn_agent` | ALLOW | Low |
+		{"spawn_agent", "ALLOW", "Low"},
+		// | Unknown tools | PROMPT | Medium |
+		{"no_such_tool", "PROMPT", "Medium"},
+	} {
+		v, err := (&Engine{}).Lookup(Call{Tool: row.tool, Arg: "x"})
+		want := Verdict{Decision: Decision(strings.ToLower(row.policy)), Danger: scale[row.danger]}
+		if err != nil || v.Decision != want.Decision || v.Danger != want.Danger {
+			t.Errorf("%s: %+v, %v; want attocode's %s at %s (%s)", row.tool, v, err, row.policy, row.danger, want.Danger)
+		}
+	}
+	// hutch's own names keep their rules and their Shell flags.
+	rules := DefaultRules()
+	for _, tool := range []string{"read", "glob", "grep", "ls", "write", "edit", "bash", "sh", "shell", "exec", "process_start", "run_command", "read_file", "write_file", "edit_file", "spawn_agent"} {
+		shell := strings.Contains(" bash sh shell exec process_start run_command ", " "+tool+" ")
+		if r, ok := rules[tool]; !ok || r.Shell != shell {
+			t.Errorf("%s: %+v (in the table: %v); want Shell %v", tool, r, ok, shell)
+		}
+	}
+}
+
 func TestPattern(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, arg string

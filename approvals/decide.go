@@ -68,12 +68,28 @@ type Rule struct {
 // -c), exec (Daycare's, a command line run by a shell, and Spacebot's
 // ExecTool), process_start (Daycare's durable processes, a command line
 // too) and run_command (the name other agents give the same tool).
+//
+// The table includes attocode's documented one (its PolicyEngine, in
+// the sandbox documentation) under attocode's own tool names: read_file,
+// glob and grep allowed at its danger Safe; write_file, edit_file and
+// spawn_agent allowed at Low; bash prompted at Medium; an unknown tool
+// prompted at Medium. attocode's danger scale starts one step lower
+// than hutch's (Safe for reads where hutch says low, Low for writes
+// where hutch says medium, Medium for running commands where hutch says
+// high), so its levels are here one step up: Safe is DangerLow, Low is
+// DangerMedium, Medium is DangerHigh. Read that way, attocode's table
+// and hutch's agree on every name they share (glob, grep, bash, an
+// unknown tool) and on their synonyms (read_file and read, write_file
+// and write, edit_file and edit): no decision differs. spawn_agent (a
+// sub-agent, whose own calls are decided one by one) is allowed at
+// medium; its argument, a task, is matched whole.
 func DefaultRules() map[string]Rule {
 	shell := Rule{Decision: Prompt, Danger: DangerHigh, Shell: true}
+	read := Rule{Decision: Allow, Danger: DangerLow}
+	write := Rule{Decision: Allow, Danger: DangerMedium}
 	return map[string]Rule{
-		"read": {Decision: Allow, Danger: DangerLow}, "glob": {Decision: Allow, Danger: DangerLow},
-		"grep": {Decision: Allow, Danger: DangerLow}, "ls": {Decision: Allow, Danger: DangerLow},
-		"write": {Decision: Allow, Danger: DangerMedium}, "edit": {Decision: Allow, Danger: DangerMedium},
+		"read": read, "glob": read, "grep": read, "ls": read, "read_file": read,
+		"write": write, "edit": write, "write_file": write, "edit_file": write, "spawn_agent": write,
 		"bash": shell, "sh": shell, "shell": shell, "exec": shell, "process_start": shell, "run_command": shell,
 	}
 }

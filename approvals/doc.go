@@ -5,6 +5,35 @@
 // tool, argument pattern, workspace) and an expiry, listable and
 // revocable.
 //
+// # Rules
+//
+// A tool's default is its Rule: a Decision, a Danger for the prompt to
+// show, and whether its argument is a shell command line (Shell).
+// DefaultRules has attocode's documented table under attocode's tool
+// names (read_file, glob, grep, write_file, edit_file, spawn_agent, bash;
+// its danger levels one step up, on hutch's scale) and the names other
+// agents use (read, ls, write, edit, sh, shell, exec, process_start,
+// run_command); a tool in no rule is prompted at high danger. Engine.Rules
+// replaces the table; LoadRules reads one from a TOML file, on top of
+// DefaultRules:
+//
+//	[tools.bash]
+//	decision = "deny"        # allow, prompt or deny
+//
+//	[tools.deploy]
+//	decision = "prompt"
+//	danger = "high"          # low, medium or high
+//	shell = true             # judged command by command, as below
+//
+// A table for a tool with a default changes only the fields it sets (bash
+// above stays a shell tool at high danger); one for another tool adds it
+// and must set decision and danger. An unknown key, a bad value, a table
+// setting nothing, a file that is not regular or is over 1 MiB are
+// refused, naming the file, the line, the tool and the field. The CLI
+// takes such a file as hutch grants decide --rules FILE, and hutch grants
+// rules [--rules FILE] [--json] prints the table in effect. The local API
+// (package localapi) has no approvals route yet, for rules or decisions.
+//
 // # Shell commands
 //
 // A remembered grant's pattern is a glob (* any run, \* a star). For a

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +20,9 @@ import (
 // grantsCommand is hutch grants: the approval decisions and remembered
 // grants of package approvals, for agents that are not written in Go.
 // decide prints the verdict on a call (prompt: ask the user, then add a
-// grant if they said to remember); add, list and revoke keep the grants.
+// grant if they said to remember), by the default rules or a --rules
+// file's; rules prints those rules; add, list and revoke keep the
+// grants.
 func grantsCommand(code *int) *cobra.Command {
 	var dbPath string
 	g := &cobra.Command{
@@ -53,26 +58,80 @@ func grantsCommand(code *int) *cobra.Command {
 	var call approvals.Call
 	callFlags := func(c *cobra.Command) {
 		c.Flags().StringVar(&call.Agent, "agent", "", "the calling agent")
-		c.Flags().StringVar(&call.Tool, "tool", "", "the tool (read, glob, grep, ls, write, edit; bash, sh, shell, exec, process_start, run_command, whose --arg is judged command by command; or another)")
+		c.Flags().StringVar(&call.Tool, "tool", "", "the tool (read, read_file, glob, grep, ls, write, write_file, edit, edit_file, spawn_agent; bash, sh, shell, exec, process_start, run_command, whose --arg is judged command by command; or another: `hutch grants rules` lists them)")
 		c.Flags().StringVar(&call.Workspace, "workspace", "", "the workspace the call acts in")
 	}
+	var rulesPath string
+	loadRules := func() (map[string]approvals.Rule, error) {
+		if rulesPath == "" {
+			return approvals.DefaultRules(), nil
+		}
+		rules, err := approvals.LoadRules(rulesPath)
+		if err != nil {
+			// LoadRules's errors name the file (and the line, tool, field).
+			return nil, fmt.Errorf("--rules: %w", err)
+		}
+		return rules, nil
+	}
+	const rulesUsage = "a TOML file of [tools.NAME] tables (decision, danger, shell) over the default rules"
 	decide := &cobra.Command{
-		Use:   "decide --tool T [--agent A] [--workspace W] --arg ARG",
+		Use:   "decide --tool T [--agent A] [--workspace W] [--rules FILE] --arg ARG",
 		Short: "Print the verdict on a call: allow, deny, or prompt (ask, then `grants add` to remember)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if call.Tool == "" {
 				return errors.New("decide: --tool is required")
 			}
+			rules, err := loadRules()
+			if err != nil {
+				return err
+			}
 			return withStore(func(s *approvals.Store) (any, error) {
 				// No hook: a prompt is the caller's to put to the user.
-				e := approvals.Engine{Store: s}
+				e := approvals.Engine{Rules: rules, Store: s}
 				return e.Lookup(call)
 			})
 		},
 	}
 	callFlags(decide)
 	decide.Flags().StringVar(&call.Arg, "arg", "", "the call's argument: a command line, a path")
+	decide.Flags().StringVar(&rulesPath, "rules", "", rulesUsage)
+	var rulesJSON bool
+	rulesCmd := &cobra.Command{
+		Use:   "rules [--rules FILE] [--json]",
+		Short: "Print the tools' rules in effect (tool, decision, danger, shell), sorted; a tool not listed is prompted at high danger",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			rules, err := loadRules()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Tool     string             `json:"tool"`
+				Decision approvals.Decision `json:"decision"`
+				Danger   approvals.Danger   `json:"danger"`
+				Shell    bool               `json:"shell"`
+			}
+			rows := make([]row, 0, len(rules))
+			for _, tool := range slices.Sorted(maps.Keys(rules)) {
+				r := rules[tool]
+				rows = append(rows, row{tool, r.Decision, r.Danger, r.Shell})
+			}
+			if rulesJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+			fmt.Fprintln(w, "TOOL\tDECISION\tDANGER\tSHELL")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%v\n", quote(r.Tool), r.Decision, r.Danger, r.Shell)
+			}
+			return w.Flush()
+		},
+	}
+	rulesCmd.Flags().StringVar(&rulesPath, "rules", "", rulesUsage)
+	rulesCmd.Flags().BoolVar(&rulesJSON, "json", false, "print a JSON array of {tool, decision, danger, shell}")
 	var pattern, forDur, decision string
 	add := &cobra.Command{
 		Use:   "add --tool T [--agent A] [--workspace W] --pattern P [--for 24h] [--deny]",
@@ -134,6 +193,6 @@ func grantsCommand(code *int) *cobra.Command {
 			})
 		},
 	}
-	g.AddCommand(decide, add, list, revoke)
+	g.AddCommand(decide, rulesCmd, add, list, revoke)
 	return g
 }
