@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/hutchbox/hutch/internal/smallfile"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -95,20 +95,9 @@ func LoadRules(path string) (map[string]Rule, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err := smallfile.Read(f, MaxRulesFileSize, "a rules file")
 	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &RulesError{File: path, Reason: fmt.Sprintf("not a regular file (%v): a rules file is refused unread", fi.Mode().Type())}
-	}
-	// One byte past the limit tells a file that grew since the Stat.
-	b, err := io.ReadAll(io.LimitReader(f, MaxRulesFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > MaxRulesFileSize {
-		return nil, &RulesError{File: path, Reason: fmt.Sprintf("more than %d bytes, the most a rules file may have", MaxRulesFileSize)}
+		return nil, &RulesError{File: path, Reason: err.Error()}
 	}
 	return parseRules(path, b)
 }

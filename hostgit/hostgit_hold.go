@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hutchbox/hutch/internal/smallfile"
 )
 
 // Holding a repository's configuration still.
@@ -185,19 +186,9 @@ func readHeldConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err := smallfile.Read(f, heldMaxConfig, "a repository's configuration")
 	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, heldMaxConfig+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > heldMaxConfig {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, heldMaxConfig)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
 }

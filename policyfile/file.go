@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/hutchbox/hutch/internal/smallfile"
 	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 	"github.com/hutchbox/hutch/seccomp"
@@ -181,20 +181,9 @@ const stableWait = 50 * time.Millisecond
 // readOpened reads and parses f, opened at path, and closes it.
 func readOpened(path string, f *os.File) (*File, error) {
 	defer f.Close()
-	fi, err := f.Stat()
+	b, err := smallfile.Read(f, MaxFileSize, "a policy file")
 	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%v): a policy file is refused unread", path, fi.Mode().Type())
-	}
-	// One byte past the limit tells a file that grew since the Stat.
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("%s: more than %d bytes, the most a policy file may have", path, MaxFileSize)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f2, err := Parse(path, b)
 	if f2 != nil {
