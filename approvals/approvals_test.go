@@ -215,6 +215,12 @@ var shellTable = []struct {
 	// The two of issue 46.
 	{"npm test; rm -rf ~", Prompt, `"rm -rf ~" matches no remembered grant`, ""},
 	{"ls; sudo rm -rf /", Deny, `remembered deny grant %d (sudo *) matches "sudo rm -rf /"`, "sudo *"},
+	// A denial sees through wrappers; an allow does not.
+	{"env sudo rm -rf /", Deny, `(sudo *) matches "env sudo rm -rf /"`, "sudo *"},
+	{"timeout -s KILL 5 sudo reboot", Deny, `(sudo *) matches "timeout -s KILL 5 sudo reboot"`, "sudo *"},
+	{"nohup nice -n 5 env -u HOME X=1 /usr/bin/sudo id", Deny, `(sudo *) matches "nohup nice -n 5 env -u HOME X=1 /usr/bin/sudo id"`, "sudo *"},
+	{"env CI=1 npm test", Prompt, `"env CI=1 npm test" matches no remembered grant`, ""},
+	{"env $OPT sudo id", Prompt, `matches no remembered grant`, ""},
 	// Single commands, as before.
 	{"npm test", Allow, `grant %d (npm test*) allows "npm test"`, "npm test*"},
 	{"npm   test --watch", Allow, `allows "npm test --watch"`, "npm test*"},

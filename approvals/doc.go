@@ -73,8 +73,11 @@
 // . ./env.sh) are one command like any other: the code inside is not
 // parsed, so "python3 -c *" approves any Python. A command that runs its
 // arguments as a command (sudo, env, timeout, xargs, find -exec) is one
-// command too, matched as a whole: "timeout *" approves whatever it
-// times.
+// command too, matched as a whole by allows: "timeout *" approves
+// whatever it times. A denial also sees through the wrappers whose words
+// it can read (env, sudo, doas, timeout, nice, ionice, stdbuf, nohup,
+// setsid, time, command, builtin, exec; not xargs or find -exec): "sudo *"
+// denies env X=1 sudo id and timeout 5 sudo reboot.
 //
 // The Verdict's Reason says which command decided: the deny grant, its
 // pattern and the command it matched, the command that no grant allows,

@@ -147,10 +147,13 @@ func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
 			words[i] = s.word(w)
 		}
 	}
-	bare := []string{strings.Join(words, " ")}
-	if base := path.Base(words[0]); base != words[0] {
-		words[0] = base
-		bare = append(bare, strings.Join(words, " "))
+	bare := bareForms(words)
+	// The command a wrapper runs (env, sudo, timeout, nice...) is matched
+	// by denials as itself too: env sudo rm and timeout 5 sudo rm are
+	// sudo rm to "sudo *". Allows are not: "npm test*" does not approve
+	// env X=1 npm test.
+	for w, l := unwrap(words, lit); len(w) > 0; w, l = unwrap(w, l) {
+		bare = append(bare, bareForms(w)...)
 	}
 	s.add(text, bare...)
 	if !lit[0] {
@@ -239,4 +242,79 @@ func literal(w *syntax.Word) (string, bool) {
 		return "", false
 	}
 	return vs[0], true
+}
+
+// bareForms are words joined, and again with the command name's
+// directory dropped when it has one.
+func bareForms(words []string) []string {
+	forms := []string{strings.Join(words, " ")}
+	if base := path.Base(words[0]); base != words[0] {
+		forms = append(forms, base+" "+strings.Join(words[1:], " "))
+	}
+	return forms
+}
+
+// wrapper is how a command that runs another is written: its options
+// (and which take the next word as their value), then for env NAME=VALUE
+// words, then positional words before the command (timeout's duration).
+type wrapper struct {
+	valued     map[string]bool
+	assigns    bool
+	positional int
+}
+
+// wrappers are the commands that run the command after their own words,
+// as denials see through them.
+var wrappers = map[string]wrapper{
+	"env":     {valued: map[string]bool{"-u": true, "--unset": true, "-C": true, "--chdir": true}, assigns: true},
+	"sudo":    {valued: map[string]bool{"-u": true, "-g": true, "-C": true, "-D": true, "-h": true, "-p": true, "-r": true, "-t": true, "-T": true, "-U": true, "--user": true, "--group": true, "--chdir": true, "--prompt": true}},
+	"doas":    {valued: map[string]bool{"-u": true, "-C": true}},
+	"timeout": {valued: map[string]bool{"-s": true, "--signal": true, "-k": true, "--kill-after": true}, positional: 1},
+	"nice":    {valued: map[string]bool{"-n": true, "--adjustment": true}},
+	"ionice":  {valued: map[string]bool{"-c": true, "--class": true, "-n": true, "--classdata": true}},
+	"stdbuf":  {valued: map[string]bool{"-i": true, "-o": true, "-e": true}},
+	"nohup":   {},
+	"setsid":  {},
+	"time":    {},
+	"command": {},
+	"builtin": {},
+	"exec":    {valued: map[string]bool{"-a": true}},
+}
+
+// unwrap is the command a wrapper runs, with its words' literal flags, or
+// nothing when words[0] is no wrapper or a word on the way is not literal.
+func unwrap(words []string, lit []bool) ([]string, []bool) {
+	if len(words) == 0 || !lit[0] {
+		return nil, nil
+	}
+	w, ok := wrappers[path.Base(words[0])]
+	if !ok {
+		return nil, nil
+	}
+	i := 1
+options:
+	for i < len(words) {
+		if !lit[i] {
+			return nil, nil
+		}
+		a := words[i]
+		switch {
+		case a == "--":
+			i++
+			break options
+		case w.valued[a]:
+			i += 2
+		case len(a) > 1 && a[0] == '-':
+			i++
+		case w.assigns && strings.Contains(a, "="):
+			i++
+		default:
+			break options
+		}
+	}
+	i += w.positional
+	if i >= len(words) {
+		return nil, nil
+	}
+	return words[i:], lit[i:]
 }
