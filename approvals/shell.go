@@ -13,6 +13,24 @@ import (
 // parsed in turn; deeper ones cannot be seen through.
 const maxShellDepth = 4
 
+// What a command line may cost to judge: its length, and the bytes of
+// its commands printed back (a command inside n nested substitutions is
+// printed inside each of them: a line of 3 KB nested 1000 deep printed
+// 1.5 MB and took 0.7 s, nested 10000 deep minutes). A line past either
+// bound cannot be seen through.
+const (
+	maxShellLine    = 64 << 10
+	maxShellPrinted = 1 << 20
+)
+
+// maxShellNesting bounds how deep the syntax tree is walked (a command
+// in ten nested substitutions is about 80 nodes deep): syntax.Walk
+// recurses, and took 1.4 s over a line nested 20000 deep.
+const maxShellNesting = 512
+
+// maxReasonWord bounds a word quoted in a Reason.
+const maxReasonWord = 80
+
 // shellNames are the programs whose -c string is shell code, parsed in
 // turn when it is literal. fish's syntax is not bash's: a string of it
 // that does not parse as bash cannot be seen through, like any other.
@@ -49,6 +67,10 @@ type shellPart struct {
 // literal strings it gives to sh -c (and the other shellNames) or eval.
 func splitShell(src string) shellSplit {
 	s := splitter{seen: map[string]bool{}, printer: syntax.NewPrinter(syntax.SingleLine(true))}
+	if len(src) > maxShellLine {
+		s.blind(fmt.Sprintf("it is longer than %d bytes", maxShellLine))
+		return shellSplit{opaque: s.opaque}
+	}
 	s.split(src, 0)
 	return shellSplit{parts: s.parts, opaque: s.opaque}
 }
@@ -58,12 +80,24 @@ type splitter struct {
 	seen    map[string]bool
 	opaque  string
 	printer *syntax.Printer
+	// printed counts the bytes printed back; past maxShellPrinted the
+	// walk stops (over).
+	printed int
+	over    bool
 }
 
 func (s *splitter) blind(why string) {
 	if s.opaque == "" {
 		s.opaque = why
 	}
+}
+
+// short is w as a Reason quotes it: at most maxReasonWord bytes.
+func short(w string) string {
+	if len(w) <= maxReasonWord {
+		return w
+	}
+	return w[:maxReasonWord] + "..."
 }
 
 func (s *splitter) add(text string, bare ...string) {
@@ -87,11 +121,19 @@ func (s *splitter) split(src string, depth int) {
 	// f(nil) once it is done with a node's children.
 	var stack []syntax.Node
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if s.over {
+			return false
+		}
 		if n == nil {
 			stack = stack[:len(stack)-1]
 			return true
 		}
 		stack = append(stack, n)
+		if len(stack) > maxShellNesting {
+			s.over = true
+			s.blind(fmt.Sprintf("it is nested more than %d deep", maxShellNesting))
+			return false
+		}
 		switch n := n.(type) {
 		case *syntax.CallExpr:
 			s.call(n, stack, depth)
@@ -122,13 +164,23 @@ outer:
 	if err := s.printer.Print(&b, st); err != nil {
 		s.blind("it does not print back: " + err.Error())
 	}
+	s.count(b.Len())
 	return strings.TrimSpace(b.String())
 }
 
 func (s *splitter) word(w *syntax.Word) string {
 	var b strings.Builder
 	s.printer.Print(&b, w)
+	s.count(b.Len())
 	return b.String()
+}
+
+// count adds n bytes printed back; past maxShellPrinted the walk stops.
+func (s *splitter) count(n int) {
+	if s.printed += n; s.printed > maxShellPrinted && !s.over {
+		s.over = true
+		s.blind(fmt.Sprintf("its commands printed back pass %d bytes (substitutions nested too deep)", maxShellPrinted))
+	}
 }
 
 // call adds c, and the simple commands of the shell strings it runs.
@@ -147,6 +199,9 @@ func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
 			words[i] = s.word(w)
 		}
 	}
+	if s.over {
+		return
+	}
 	bare := bareForms(words)
 	// The command a wrapper runs (env, sudo, timeout, nice...) is matched
 	// by denials as itself too: env sudo rm and timeout 5 sudo rm are
@@ -157,7 +212,7 @@ func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
 	}
 	s.add(text, bare...)
 	if !lit[0] {
-		s.blind(fmt.Sprintf("the command name %s is an expansion", s.word(c.Args[0])))
+		s.blind(fmt.Sprintf("the command name %s is an expansion", short(s.word(c.Args[0]))))
 		return
 	}
 	// eval, also as builtin eval or command eval.
@@ -168,7 +223,7 @@ func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
 	if lit[i] && args[i] == "eval" {
 		for j := i + 1; j < len(args); j++ {
 			if !lit[j] {
-				s.blind("eval runs a string built from expansions: " + text)
+				s.blind("eval runs a string built from expansions: " + short(text))
 				return
 			}
 		}
@@ -206,7 +261,7 @@ func (s *splitter) call(c *syntax.CallExpr, stack []syntax.Node, depth int) {
 			continue
 		}
 		if !lit[k] {
-			s.blind(fmt.Sprintf("%s -c runs a string built from expansions: %s", args[j], s.word(c.Args[k])))
+			s.blind(fmt.Sprintf("%s -c runs a string built from expansions: %s", args[j], short(s.word(c.Args[k]))))
 			return
 		}
 		s.split(args[k], depth+1)
