@@ -93,7 +93,7 @@ test-unprivileged:
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \
 		HUTCH_BIN=$$dir/hutch HUTCH_PYTHON_CLIENT=$$dir/python HUTCH_TS_CLIENT=$$dir/typescript HUTCH_RUST_CLIENT_TESTS=$$dir/rust $$dir/integration.test -test.count=1 -test.timeout 45m -test.v 2>&1 | \
-		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; \
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|^        [^ ]' ; \
 	rc=$${PIPESTATUS[0]}; rm -rf $$dir; exit $$rc
 
 # test-vm runs the kernel-dependent part of the integration suite in QEMU
