@@ -150,6 +150,27 @@ impl Server {
         self.ws.join(rel)
     }
 
+    /// Runs `PREFIX echo x > OUTSIDE/NAME`, a write outside the
+    /// workspace, and fails unless the command failed and the host has
+    /// no such file.
+    fn assert_exec_write_refused(&self, prefix: &str, name: &str) {
+        let outside = self.base.join("outside").join(name);
+        let out = self
+            .client
+            .exec(&ExecRequest::command(format!(
+                "{}echo x > {}",
+                prefix,
+                outside.display()
+            )))
+            .unwrap();
+        assert_ne!(out.exit_status, 0);
+        assert!(
+            !outside.exists(),
+            "a command's write outside the workspace reached the host: {}",
+            outside.display()
+        );
+    }
+
     fn ws_str(&self) -> &str {
         self.ws.to_str().unwrap()
     }
@@ -411,19 +432,7 @@ fn files_through_the_door() {
         );
     }
     // And through a command: the file is not made either.
-    let outside = srv.base.join("outside/exec.txt");
-    let out = srv
-        .client
-        .exec(&ExecRequest::command(format!(
-            "echo x > {}",
-            outside.display()
-        )))
-        .unwrap();
-    assert_ne!(out.exit_status, 0);
-    assert!(
-        !outside.exists(),
-        "a command's write outside the workspace reached the host"
-    );
+    srv.assert_exec_write_refused("", "exec.txt");
 }
 
 #[test]
@@ -709,18 +718,6 @@ fn policy_and_reload_without_a_policy_file() {
         ("reloaded", srv.ws_str())
     );
     assert_eq!(srv.client.policy().unwrap(), p);
-    let outside = srv.base.join("outside/after-reload.txt");
-    let out = srv
-        .client
-        .exec(&ExecRequest::command(format!(
-            "echo x > after-reload.txt; echo x > {}",
-            outside.display()
-        )))
-        .unwrap();
-    assert_ne!(out.exit_status, 0);
+    srv.assert_exec_write_refused("echo x > after-reload.txt; ", "after-reload.txt");
     assert!(srv.host("after-reload.txt").exists());
-    assert!(
-        !outside.exists(),
-        "a write outside the workspace reached the host after a reload"
-    );
 }
