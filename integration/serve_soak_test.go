@@ -62,9 +62,8 @@ func TestServeSoak(t *testing.T) {
 
 	workers := make([]*soakWorker, soakConns)
 	var dials atomic.Int64
-	var redials soakFailures
 	for i := range workers {
-		workers[i] = newSoakWorker(i, srv.sock, ws, &dials, &redials)
+		workers[i] = newSoakWorker(i, srv.sock, ws, &dials)
 	}
 	defer func() {
 		for _, w := range workers {
@@ -113,10 +112,18 @@ func TestServeSoak(t *testing.T) {
 	t.Logf("then %d requests in %v (under load at most %d fds, %d KiB RSS); at rest: %s; %s",
 		soakConns*(soakPerConn-soakWarmup), took.Round(time.Millisecond), peak.fds, peak.rssKiB, end, end.gc.line)
 
-	// Every worker kept its one connection: the server closed none of
-	// them, not even after a malformed request.
-	if n := dials.Load(); n != soakConns {
-		t.Errorf("%d connections dialled for %d clients: the server closed some:\n%s", n, soakConns, strings.Join(redials.first, "\n"))
+	// The server closed no connection, not even after a malformed
+	// request. (A client may drop one by itself: see soakConn.)
+	var ended, redialled []string
+	for _, w := range workers {
+		ended = append(ended, w.serverEnded()...)
+		redialled = append(redialled, w.redials...)
+	}
+	if len(ended) > 0 {
+		t.Errorf("the server ended %d of the clients' connections:\n%s", len(ended), strings.Join(ended, "\n"))
+	}
+	if len(redialled) > 0 {
+		t.Logf("%d connections dialled for %d clients; the clients dialled again:\n%s", dials.Load(), soakConns, strings.Join(redialled, "\n"))
 	}
 	// With all the connections open and idle and the pool full, the fds
 	// are the same set at both points. The slack is for what the pool
@@ -573,14 +580,19 @@ func soakStartTime(pid int) string {
 func soakRunning(pid int, start string) bool { return start != "" && soakStartTime(pid) == start }
 
 // soakClient is an HTTP client of the socket; onDial, when not nil, is
-// called for each connection it makes.
-func soakClient(sock string, onDial func()) *http.Client {
+// called with each connection it makes.
+func soakClient(sock string, onDial func(*soakConn)) *http.Client {
 	return &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if onDial != nil {
-				onDial()
+			nc, err := (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			if err != nil {
+				return nil, err
 			}
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			c := &soakConn{Conn: nc}
+			if onDial != nil {
+				onDial(c)
+			}
+			return c, nil
 		},
 		// One connection, kept alive between requests.
 		MaxConnsPerHost:     1,
@@ -588,6 +600,47 @@ func soakClient(sock string, onDial func()) *http.Client {
 		DisableKeepAlives:   false,
 		DisableCompression:  true,
 	}}
+}
+
+// soakConn is a client's connection that remembers which side ended it.
+// The server ended it when a read met the end of the stream (or an error)
+// before the client closed it. The client may drop a connection of its
+// own accord: Go's Transport does not reuse one whose request it had not
+// seen written when the answer was read whole (it waits 50 ms for its
+// writer goroutine: on a loaded machine, after an answer as quick as a
+// 400's, that can pass), and dials another for the next request.
+type soakConn struct {
+	net.Conn
+	mu     sync.Mutex
+	closed bool  // by the client
+	ended  error // what a read met before that: io.EOF when the server closed it
+}
+
+func (c *soakConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.mu.Lock()
+		if !c.closed && c.ended == nil {
+			c.ended = err
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *soakConn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// endedByServer is what ended the connection on the server's side, nil
+// while it is open or when the client closed it first.
+func (c *soakConn) endedByServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
 }
 
 // soakFailures keeps the count of wrong answers and the first few.
@@ -617,21 +670,43 @@ type soakWorker struct {
 	cur     int    // the request under way
 	kind    string // its route
 	prev    string // the one before, said
+
+	mu      sync.Mutex
+	conns   []*soakConn // every connection its client dialled
+	redials []string    // why it dialled again, each time
 }
 
-// newSoakWorker makes worker id, whose connections are counted in dials;
-// one made for any but its first request is said in redials.
-func newSoakWorker(id int, sock, ws string, dials *atomic.Int64, redials *soakFailures) *soakWorker {
+// newSoakWorker makes worker id, whose connections are counted in dials.
+func newSoakWorker(id int, sock, ws string, dials *atomic.Int64) *soakWorker {
 	w := &soakWorker{id: id, ws: ws, cur: -1,
 		rng: rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano()))), written: map[string][]byte{}}
-	n := 0
-	w.c = soakClient(sock, func() {
+	w.c = soakClient(sock, func(c *soakConn) {
 		dials.Add(1)
-		if n++; n > 1 {
-			redials.add(fmt.Errorf("connection %d dialled again, for its request %d (the one before: %s)", id, w.cur, w.prev))
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if n := len(w.conns); n > 0 {
+			how := "the client closed it"
+			if err := w.conns[n-1].endedByServer(); err != nil {
+				how = fmt.Sprintf("the server ended it (%v)", err)
+			}
+			w.redials = append(w.redials, fmt.Sprintf("connection %d dialled again, for its request %d (the one before: %s): %s", id, w.cur, w.prev, how))
 		}
+		w.conns = append(w.conns, c)
 	})
 	return w
+}
+
+// serverEnded says each of the worker's connections the server ended.
+func (w *soakWorker) serverEnded() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for i, c := range w.conns {
+		if err := c.endedByServer(); err != nil {
+			out = append(out, fmt.Sprintf("worker %d's connection %d of %d: %v", w.id, i+1, len(w.conns), err))
+		}
+	}
+	return out
 }
 
 // request j of the worker: in each ten, exec, write, read, stat, exec,

@@ -76,3 +76,21 @@ func TestBodyTimeout(t *testing.T) {
 		t.Errorf("the stalled body held the connection for %v", d)
 	}
 }
+
+// TestExecOutlivesBodyTimeout: the body timeout bounds the reading of a
+// request's body, not its command. An exec whose command runs past it
+// (its body read long before) ends as the command does, not killed by the
+// connection's read deadline (a command of a minute or more, an install
+// or a build, was killed at BodyTimeout).
+func TestExecOutlivesBodyTimeout(t *testing.T) {
+	old := bodyTimeout
+	bodyTimeout = 300 * time.Millisecond
+	defer func() { bodyTimeout = old }()
+	sock, _ := server(t)
+	start := time.Now()
+	stdout, _, res := execEvents(t, sock, `{"command":"sleep 1.5; echo done"}`)
+	if *res.ExitStatus != 0 || stdout != "done\n" || res.Error != "" {
+		t.Errorf("a command of 1.5s under a body timeout of 300ms: exit %d, stdout %q, error %q after %v; want 0, \"done\\n\"",
+			*res.ExitStatus, stdout, res.Error, time.Since(start).Round(time.Millisecond))
+	}
+}
