@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/hutchbox/hutch/seccomp"
@@ -100,5 +101,78 @@ func BenchmarkCompileFilter(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFilterOldKernelRefusesTracing: on a kernel where a tracer could
+// carry a system call past the filter (before Linux 4.8), tracing is
+// refused whatever the profile says, and the filter's name says so.
+func TestFilterOldKernelRefusesTracing(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		policy   Policy
+		wantName string
+	}{
+		{"default", Policy{}, "hutch-default+no-tracing"},
+		{"allowed by the caller", Policy{SeccompAllow: []string{"ptrace"}}, "hutch-default+adjusted+no-tracing"},
+		{"custom", Policy{Seccomp: seccomp.Default()}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prof, builtin, name, err := filterProfile(&tt.policy, LevelNamespaces, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if builtin != "" {
+				t.Fatalf("the precompiled %s for an old kernel", builtin)
+			}
+			if tt.wantName != "" && name != tt.wantName {
+				t.Errorf("name %q, want %q", name, tt.wantName)
+			}
+			for _, call := range seccomp.Tracing() {
+				if got := callAction(prof, call); got != "SCMP_ACT_ERRNO" {
+					t.Errorf("%s: %s, want SCMP_ACT_ERRNO", call, got)
+				}
+			}
+			if _, err := seccomp.Compile(prof); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	prof, builtin, _, _ := filterProfile(&Policy{}, LevelNamespaces, false)
+	if builtin != seccomp.BuiltinDefault || prof != nil {
+		t.Errorf("a kernel of 4.8 or later: builtin %q, profile %v; want the default's, precompiled", builtin, prof != nil)
+	}
+	if got := callAction(seccomp.Default(), "ptrace"); got != "SCMP_ACT_ALLOW" {
+		t.Errorf("the default profile: ptrace %s, want SCMP_ACT_ALLOW", got)
+	}
+}
+
+// callAction is the action of the last rule of p naming call.
+func callAction(p *seccomp.Profile, call string) string {
+	act := string(p.DefaultAction)
+	for _, s := range p.Syscalls {
+		if slices.Contains(s.Names, call) {
+			act = string(s.Action)
+		}
+	}
+	return act
+}
+
+func TestKernelBefore(t *testing.T) {
+	for _, tt := range []struct {
+		release string
+		want    bool
+	}{
+		{"6.18.0-1-amd64", false},
+		{"4.8.0", false},
+		{"4.7.10-generic", true},
+		{"3.19.0", true},
+		{"5.10.0", false},
+		{"garbage", true},
+		{"", true},
+	} {
+		if got := kernelBefore(tt.release, 4, 8); got != tt.want {
+			t.Errorf("kernelBefore(%q, 4, 8) = %v, want %v", tt.release, got, tt.want)
+		}
 	}
 }

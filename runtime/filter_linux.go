@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchbox/hutch/seccomp"
 )
 
@@ -19,7 +21,7 @@ import (
 // is embedded, precompiled.
 func (sb *Sandbox) compileFilter() error {
 	p := &sb.policy
-	prof, builtin, name, err := filterProfile(p, sb.level)
+	prof, builtin, name, err := filterProfile(p, sb.level, tracerPassesFilters())
 	if err != nil {
 		return err
 	}
@@ -81,8 +83,10 @@ func unixWallFilter() ([]byte, error) {
 // filterProfile is the system-call filter of policy p at level: a
 // built-in filter (builtin set, prof nil) or a profile to compile; name
 // says which, for results. The one rule both hutch's own inits and the
-// OCI form of a policy take their filter from.
-func filterProfile(p *Policy, level Level) (prof *seccomp.Profile, builtin seccomp.Builtin, name string, err error) {
+// OCI form of a policy take their filter from. oldKernel says the kernel
+// lets a tracer carry a system call past a filter (see seccomp.Tracing):
+// tracing is then refused, whatever the profile says.
+func filterProfile(p *Policy, level Level, oldKernel bool) (prof *seccomp.Profile, builtin seccomp.Builtin, name string, err error) {
 	// The filter is the built-in one named by builtin, or prof: a built-in
 	// filter's profile is only made if it must be compiled after all.
 	prof, name = p.Seccomp, seccomp.DefaultName
@@ -121,5 +125,34 @@ func filterProfile(p *Policy, level Level) (prof *seccomp.Profile, builtin secco
 		}
 		name += "+no-socket"
 	}
+	if oldKernel {
+		if builtin != "" {
+			prof, builtin = builtin.Profile(), ""
+		}
+		prof = seccomp.Adjust(prof, nil, seccomp.Tracing())
+		name += "+no-tracing"
+	}
 	return prof, builtin, name, nil
+}
+
+// tracerPassesFilters reports whether this kernel is older than Linux
+// 4.8, which first ran a traced process's seccomp filter again after its
+// tracer changed the system call.
+var tracerPassesFilters = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return true // unknown: assume the worst
+	}
+	return kernelBefore(unix.ByteSliceToString(u.Release[:]), 4, 8)
+})
+
+// kernelBefore reports whether release (uname -r: "6.18.0-1-amd64")
+// names a kernel older than major.minor; one it cannot read counts as
+// older.
+func kernelBefore(release string, major, minor int) bool {
+	var maj, min int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &maj, &min); n != 2 {
+		return true
+	}
+	return maj < major || maj == major && min < minor
 }

@@ -7,8 +7,10 @@
 // The default profile is an allow-list. System calls it does not know
 // (newer than the profile) fail with ENOSYS, so C libraries fall back as
 // they would on an older kernel; the kernel interfaces a command has no
-// business reaching (mounts, ptrace, modules, bpf, io_uring, keyrings,
-// namespaces, TIOCSTI, ...) fail with EPERM.
+// business reaching (mounts, modules, bpf, io_uring, keyrings, namespaces,
+// TIOCSTI, ...) fail with EPERM. Debuggers and tracers work (Tracing):
+// what they can reach is bounded by the kernel's own ptrace rules, not by
+// this filter.
 package seccomp
 
 import (
@@ -83,6 +85,8 @@ var allowed = []string{
 	"ioprio_get", "ioprio_set", "getrlimit", "setrlimit", "prlimit64", "getrusage",
 	"times", "uname", "sysinfo", "getcpu", "getrandom",
 	"seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+	// debuggers and tracers: see Tracing
+	"ptrace", "process_vm_readv", "process_vm_writev",
 	// time
 	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time",
 	"alarm", "getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime",
@@ -109,8 +113,8 @@ var refused = []string{
 	// the mount API: the view is fixed once the command runs
 	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
 	"fsmount", "fspick", "mount_setattr",
-	// other processes' memory and file descriptors
-	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise",
+	// other processes' file descriptors and memory beyond a debugger's needs
+	"pidfd_getfd", "kcmp", "process_madvise",
 	// the kernel itself
 	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
 	"reboot", "swapon", "swapoff", "bpf", "perf_event_open", "userfaultfd",
@@ -127,6 +131,21 @@ var refused = []string{
 	"setns", "sethostname", "setdomainname",
 	"set_mempolicy_home_node", "migrate_pages", "move_pages",
 }
+
+// Tracing are the system calls of debuggers and tracers (strace, gdb,
+// ltrace, rr, py-spy), which the default profile allows. A tracer reaches
+// only what the kernel's ptrace access check lets it: processes of the
+// same credentials that are dumpable, in its pid namespace and, under
+// Landlock, in its own domain or one nested in it. So a command traces
+// its own processes and nothing else: not the sandbox's init (not
+// dumpable, its memory owned outside the sandbox's user namespace), not
+// the host's processes (in no pid namespace the command can name, and
+// outside its Landlock domain). Since Linux 4.8 the kernel runs a traced
+// process's filter again after its tracer changed a system call, so a
+// tracer cannot carry a call past this filter; on an older kernel it
+// could, and there these calls must be refused (Default does not know the
+// kernel it will run on: the runtime refuses them there).
+func Tracing() []string { return []string{"ptrace", "process_vm_readv", "process_vm_writev"} }
 
 // Namespace flags of clone(2) and unshare(2).
 const (

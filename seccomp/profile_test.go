@@ -104,14 +104,14 @@ func TestBadProfiles(t *testing.T) {
 }
 
 func TestAdjust(t *testing.T) {
-	p := Adjust(Default(), []string{"ptrace"}, []string{"mkdir"})
-	var allowPtrace, denyMkdir bool
+	p := Adjust(Default(), []string{"bpf"}, []string{"mkdir"})
+	var allowBPF, denyMkdir bool
 	for _, s := range p.Syscalls {
-		if slices.Contains(s.Names, "ptrace") && s.Action != "SCMP_ACT_ALLOW" {
-			t.Errorf("ptrace still has rule %s", s.Action)
+		if slices.Contains(s.Names, "bpf") && s.Action != "SCMP_ACT_ALLOW" {
+			t.Errorf("bpf still has rule %s", s.Action)
 		}
-		if slices.Contains(s.Names, "ptrace") && s.Action == "SCMP_ACT_ALLOW" {
-			allowPtrace = true
+		if slices.Contains(s.Names, "bpf") && s.Action == "SCMP_ACT_ALLOW" {
+			allowBPF = true
 		}
 		if slices.Contains(s.Names, "mkdir") && s.Action == "SCMP_ACT_ALLOW" {
 			t.Errorf("mkdir still allowed")
@@ -120,8 +120,8 @@ func TestAdjust(t *testing.T) {
 			denyMkdir = true
 		}
 	}
-	if !allowPtrace || !denyMkdir {
-		t.Errorf("adjustments missing: ptrace allowed %v, mkdir denied %v", allowPtrace, denyMkdir)
+	if !allowBPF || !denyMkdir {
+		t.Errorf("adjustments missing: bpf allowed %v, mkdir denied %v", allowBPF, denyMkdir)
 	}
 	if _, err := Compile(p); err != nil {
 		t.Fatal(err)
