@@ -67,6 +67,32 @@ while not os.path.exists(os.path.join(ws, "checked")) and time.time() < deadline
     time.sleep(0.05)
 `
 
+// suspendProbe has a tracer ask the kernel to suspend its tracee's
+// seccomp filter (PTRACE_O_SUSPEND_SECCOMP, which needs CAP_SYS_ADMIN of
+// the host and a tracer under no filter), lets the tracee go on, and the
+// tracee makes a setuid file, which only the filter refuses (issue 13).
+const suspendProbe = `
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+open("suid", "w").close()
+pid = os.fork()
+if pid == 0:
+    libc.ptrace(0, 0, None, None)  # PTRACE_TRACEME
+    os.kill(os.getpid(), signal.SIGSTOP)
+    try:
+        os.chmod("suid", 0o4755)
+    except OSError:
+        pass
+    os._exit(0)
+os.waitpid(pid, 0)
+ctypes.set_errno(0)
+r = libc.ptrace(0x4200, pid, None, ctypes.c_void_p(0x200000))  # PTRACE_SETOPTIONS
+print("suspend", r, ctypes.get_errno())
+libc.ptrace(7, pid, None, None)  # PTRACE_CONT
+os.waitpid(pid, 0)
+`
+
 // TestTracingInside (issue 46): debuggers and tracers work inside the
 // sandbox on its own processes (strace -f, gdb -batch: their output
 // files checked on the host), and reach nothing else: not the sandbox's
@@ -75,7 +101,8 @@ while not os.path.exists(os.path.join(ws, "checked")) and time.time() < deadline
 // the command holds, and no file the command wrote holds the marker. At
 // the namespaces level and, forced, at the landlock level, where the host's
 // processes are in the command's pid namespace and only Landlock keeps a
-// tracer from them.
+// tracer from them. A tracer cannot switch its tracee's filter off: the
+// setuid file the tracee then tries to make has no setuid bit on the host.
 func TestTracingInside(t *testing.T) {
 	for _, tool := range []string{"strace", "gdb", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -119,6 +146,15 @@ echo done`, token)
 			gdbOut := readString(t, filepath.Join(ws, "gdb.txt"))
 			if !strings.Contains(gdbOut, "received signal SIGSEGV") || !strings.Contains(gdbOut, "\n#0 ") {
 				t.Errorf("host: gdb caught no crash, or walked no stack:\n%s", gdbOut)
+			}
+
+			res = runCLIArgsEnv(t, env, append(append([]string{"run", "--workspace", ws}, tc.flags...), "--", "python3", "-c", suspendProbe)...)
+			fi, err := os.Stat(filepath.Join(ws, "suid"))
+			switch {
+			case err != nil || res.code != 0:
+				t.Errorf("the suspend probe: %v\n%s", err, res)
+			case fi.Mode()&os.ModeSetuid != 0:
+				t.Errorf("host: the tracee made a setuid file (%v): its tracer suspended its filter:\n%s", fi.Mode(), res)
 			}
 
 			// The targets: a host process with a secret in its
