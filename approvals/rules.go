@@ -286,3 +286,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// RuleRow is one tool's rule as hutch grants rules --json prints it and
+// the local API's GET /v1/approvals/rules lists it: one definition, so
+// that the two never differ.
+type RuleRow struct {
+	Tool     string   `json:"tool"`
+	Decision Decision `json:"decision"`
+	Danger   Danger   `json:"danger"`
+	Shell    bool     `json:"shell"`
+}
+
+// RuleRows are rules as rows sorted by tool (DefaultRules' when rules is
+// nil, as Engine reads a nil Rules); never nil, so that none is an empty
+// JSON array rather than null.
+func RuleRows(rules map[string]Rule) []RuleRow {
+	if rules == nil {
+		rules = DefaultRules()
+	}
+	rows := make([]RuleRow, 0, len(rules))
+	for _, tool := range sortedKeys(rules) {
+		r := rules[tool]
+		rows = append(rows, RuleRow{tool, r.Decision, r.Danger, r.Shell})
+	}
+	return rows
+}

@@ -191,8 +191,8 @@ func TestPolicyFileNotBlindlyRead(t *testing.T) {
 }
 
 // TestServeExitWithoutDataDir: a server whose default data directory
-// cannot be made (durable processes off) stops on SIGTERM without a
-// panic.
+// cannot be made (durable processes and approvals off: their routes say
+// why, 503 unavailable) stops on SIGTERM without a panic.
 func TestServeExitWithoutDataDir(t *testing.T) {
 	ws := dir(t, "ws-")
 	sock := filepath.Join(dir(t, "serve-sock-"), "s", "hutch.sock")
@@ -206,6 +206,12 @@ func TestServeExitWithoutDataDir(t *testing.T) {
 		c.Process.Kill()
 		c.Wait()
 		t.Fatalf("hutch serve does not answer: %s", stderr.String())
+	}
+	var off struct {
+		Error struct{ Code, Message string }
+	}
+	if code := s.call(t, "GET", "/v1/approvals/rules", "", &off); code != 503 || off.Error.Code != "unavailable" || !strings.Contains(off.Error.Message, "--grants-db") {
+		t.Errorf("GET /v1/approvals/rules with no grants database: %d %+v", code, off)
 	}
 	c.Process.Signal(syscall.SIGTERM)
 	err := c.Wait()

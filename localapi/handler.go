@@ -33,6 +33,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchbox/hutch/approvals"
 	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
@@ -78,6 +79,19 @@ type Options struct {
 	// with), before what the server adds (its grant ceiling, its hidden
 	// directories, its pool).
 	Policy func() runtime.Policy
+	// Approvals, when set, serves the approvals engine's read-only
+	// routes: POST /v1/approvals/decide judges a tool call as
+	// Engine.Lookup does (a prompt is answered as it is, for the agent
+	// to put to its user; Approvals.Approve is never called), and GET
+	// /v1/approvals/rules lists the tools' rules. There is deliberately
+	// no route that adds, revokes or lists remembered grants: the API's
+	// callers are the agents whose calls the grants judge, and consent
+	// must not be writable by the one it binds (hutch grants, run by the
+	// user, keeps them).
+	Approvals *approvals.Engine
+	// ApprovalsOff, with Approvals nil, says why there is no approvals
+	// engine: its routes answer 503 unavailable with it.
+	ApprovalsOff string
 }
 
 // PolicyResponse is GET /v1/policy's answer.
@@ -125,11 +139,7 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 	case opts.Processes != nil:
 		maps.Copy(h.routes, h.processRoutes())
 	case opts.ProcessesOff != "":
-		for path, rt := range h.processRoutes() {
-			h.routes[path] = route{rt.method, func(http.ResponseWriter, *http.Request) error {
-				return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: opts.ProcessesOff}
-			}}
-		}
+		maps.Copy(h.routes, unavailable(h.processRoutes(), opts.ProcessesOff))
 	}
 	if opts.Reload != nil {
 		h.routes["/v1/policy/reload"] = route{http.MethodPost, h.reload}
@@ -137,7 +147,25 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 	if opts.Policy != nil {
 		h.routes["/v1/policy"] = route{http.MethodGet, h.policy}
 	}
+	switch {
+	case opts.Approvals != nil:
+		maps.Copy(h.routes, h.approvalRoutes())
+	case opts.ApprovalsOff != "":
+		maps.Copy(h.routes, unavailable(h.approvalRoutes(), opts.ApprovalsOff))
+	}
 	return h
+}
+
+// unavailable is routes, each answering 503 unavailable with why: routes
+// the server would serve, but cannot.
+func unavailable(routes map[string]route, why string) map[string]route {
+	out := make(map[string]route, len(routes))
+	for path, rt := range routes {
+		out[path] = route{rt.method, func(http.ResponseWriter, *http.Request) error {
+			return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: why}
+		}}
+	}
+	return out
 }
 
 // BodyTimeout bounds the reading of a request's body (but a streamed

@@ -17,6 +17,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/hutchbox/hutch/approvals"
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/netns"
 	"github.com/hutchbox/hutch/nsinit"
@@ -98,10 +99,11 @@ func (d *openAPIDoc) resolve(t *testing.T, s *schema) (*schema, string) {
 
 // TestOpenAPIRoutes: the description has exactly the routes, with their
 // methods, of a Handler that serves every route (durable processes,
-// reload and policy on), and each names its request and answer schema.
+// reload, policy and approvals on), and each names its request and
+// answer schema.
 func TestOpenAPIRoutes(t *testing.T) {
 	doc := loadOpenAPI(t)
-	h := NewHandler(nil, Options{Processes: nopProcesses{}, Reload: func() error { return nil }, Policy: func() runtime.Policy { return runtime.Policy{} }})
+	h := NewHandler(nil, Options{Processes: nopProcesses{}, Reload: func() error { return nil }, Policy: func() runtime.Policy { return runtime.Policy{} }, Approvals: &approvals.Engine{}})
 	want := map[string]string{}
 	for path, rt := range h.routes {
 		want[path] = strings.ToLower(rt.method)
@@ -148,7 +150,9 @@ func schemaTypes() map[string][]any {
 	logBinary := LogsResponse{ContentBase64: []byte{0xff}}
 	return map[string][]any{
 		"AppIsolation":        {runtime.AppIsolation{}},
+		"ApprovalRule":        {approvals.RuleRow{}},
 		"Backoff":             {processes.Backoff{}},
+		"DecideRequest":       {DecideRequest{}},
 		"EmptyRequest":        {struct{}{}},
 		"Error":               {Error{}},
 		"ErrorResponse":       {ErrorResponse{}},
@@ -180,9 +184,11 @@ func schemaTypes() map[string][]any {
 		"RemoveResponse":      {RemoveResponse{}},
 		"RepositoryChange":    {runtime.RepositoryChange{}},
 		"Result":              {runtime.Result{}},
+		"RulesResponse":       {RulesResponse{}},
 		"Run":                 {processes.Run{}},
 		"Skipped":             {nsinit.Skipped{}},
 		"Usage":               {cgroups.Usage{}},
+		"Verdict":             {approvals.Verdict{}},
 		"VersionResponse":     {VersionResponse{}},
 		"WriteRequest":        {WriteRequest{}},
 	}

@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"github.com/hutchbox/hutch/approvals"
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -48,6 +49,12 @@ type LogsResponse struct {
 	Truncated     bool    `json:"truncated"`
 	Content       *string `json:"content,omitempty"`
 	ContentBase64 []byte  `json:"content_base64,omitempty"`
+}
+
+// RulesResponse is the answer of GET /v1/approvals/rules: the rows hutch
+// grants rules --json prints, sorted by tool.
+type RulesResponse struct {
+	Rules []approvals.RuleRow `json:"rules"`
 }
 
 // RemoveResponse is the answer of POST /v1/processes/remove.

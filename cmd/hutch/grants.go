@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -31,17 +29,9 @@ func grantsCommand(code *int) *cobra.Command {
 	}
 	g.PersistentFlags().StringVar(&dbPath, "db", "", "the grants database (default grants.db in $HUTCH_DATA_DIR, $XDG_STATE_HOME/hutch or ~/.local/state/hutch)")
 	withStore := func(do func(*approvals.Store) (any, error)) error {
-		path := dbPath
-		if path == "" {
-			dir, err := processDataDir("")
-			if err != nil {
-				return err
-			}
-			path = filepath.Join(dir, "grants.db")
-		}
-		s, err := approvals.OpenStore(path)
+		s, err := openGrants("--db", dbPath)
 		if err != nil {
-			return fmt.Errorf("--db %s: %w", quote(path), err)
+			return err
 		}
 		defer s.Close()
 		v, err := do(s)
@@ -62,18 +52,7 @@ func grantsCommand(code *int) *cobra.Command {
 		c.Flags().StringVar(&call.Workspace, "workspace", "", "the workspace the call acts in")
 	}
 	var rulesPath string
-	loadRules := func() (map[string]approvals.Rule, error) {
-		if rulesPath == "" {
-			return approvals.DefaultRules(), nil
-		}
-		rules, err := approvals.LoadRules(rulesPath)
-		if err != nil {
-			// LoadRules's errors name the file (and the line, tool, field).
-			return nil, fmt.Errorf("--rules: %w", err)
-		}
-		return rules, nil
-	}
-	const rulesUsage = "a TOML file of [tools.NAME] tables (decision, danger, shell) over the default rules"
+	loadRules := func() (map[string]approvals.Rule, error) { return approvalRules(rulesPath) }
 	decide := &cobra.Command{
 		Use:   "decide --tool T [--agent A] [--workspace W] [--rules FILE] --arg ARG",
 		Short: "Print the verdict on a call: allow, deny, or prompt (ask, then `grants add` to remember)",
@@ -106,17 +85,7 @@ func grantsCommand(code *int) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type row struct {
-				Tool     string             `json:"tool"`
-				Decision approvals.Decision `json:"decision"`
-				Danger   approvals.Danger   `json:"danger"`
-				Shell    bool               `json:"shell"`
-			}
-			rows := make([]row, 0, len(rules))
-			for _, tool := range slices.Sorted(maps.Keys(rules)) {
-				r := rules[tool]
-				rows = append(rows, row{tool, r.Decision, r.Danger, r.Shell})
-			}
+			rows := approvals.RuleRows(rules)
 			if rulesJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
@@ -195,4 +164,39 @@ func grantsCommand(code *int) *cobra.Command {
 	}
 	g.AddCommand(decide, rulesCmd, add, list, revoke)
 	return g
+}
+
+// rulesUsage is --rules' help, in hutch grants and hutch serve.
+const rulesUsage = "a TOML file of [tools.NAME] tables (decision, danger, shell) over the default rules"
+
+// approvalRules are the rules of --rules path: DefaultRules when path is
+// "", the file's over them otherwise.
+func approvalRules(path string) (map[string]approvals.Rule, error) {
+	if path == "" {
+		return approvals.DefaultRules(), nil
+	}
+	rules, err := approvals.LoadRules(path)
+	if err != nil {
+		// LoadRules's errors name the file (and the line, tool, field).
+		return nil, fmt.Errorf("--rules: %w", err)
+	}
+	return rules, nil
+}
+
+// openGrants opens the grants database at path, flag's value, or at
+// grants.db in the data directory when path is "" (hutch grants' --db and
+// hutch serve's --grants-db have the same default); errors name flag.
+func openGrants(flag, path string) (*approvals.Store, error) {
+	if path == "" {
+		dir, err := processDataDir("")
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "grants.db")
+	}
+	s, err := approvals.OpenStore(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, quote(path), err)
+	}
+	return s, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchbox/hutch/approvals"
 	"github.com/hutchbox/hutch/localapi"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
@@ -33,6 +34,8 @@ func serveCommand() *cobra.Command {
 		prewarm   int
 		grantable []string
 		dataDir   string
+		rulesPath string
+		grantsDB  string
 	)
 	c := &cobra.Command{
 		Use:   "serve --socket PATH [run's flags] [--allow-uid N]...",
@@ -49,6 +52,11 @@ A call may be granted more than the policy (its allowed_domains,
 package_managers and grant fields) only within --grantable's ceiling.
 Durable processes (/v1/processes) keep their records in --data-dir and
 outlive the server: the next one over the same directory adopts them.
+POST /v1/approvals/decide judges an agent's tool call as hutch grants
+decide does, by --rules and the remembered grants of --grants-db, and GET
+/v1/approvals/rules lists the rules; no route adds, revokes or lists
+grants (consent must not be writable by the agent it judges: hutch grants
+keeps them). The grants database is hidden from every command.
 SIGHUP, or POST /v1/policy/reload, reads the policy again (--policy's file
 included) and puts it in effect for the commands that start after it.
 SIGINT and SIGTERM stop the server: running commands are stopped (SIGTERM,
@@ -82,7 +90,11 @@ on. If the server is killed outright, its commands' sandboxes die with it.`,
 				return err
 			}
 			explicit := dataDir != "" || os.Getenv("HUTCH_DATA_DIR") != ""
-			return serve(cmd.Context(), serveConfig{flags: f, socket: socket, allowUIDs: uids, prewarm: prewarm, killAfter: killAfter, grantable: ceiling, dataDir: dir, dataDirGiven: explicit})
+			rules, err := approvalRules(rulesPath)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), serveConfig{flags: f, socket: socket, allowUIDs: uids, prewarm: prewarm, killAfter: killAfter, grantable: ceiling, dataDir: dir, dataDirGiven: explicit, rules: rules, grantsDB: grantsDB})
 		},
 	}
 	fl := c.Flags()
@@ -91,6 +103,8 @@ on. If the server is killed outright, its commands' sandboxes die with it.`,
 	fl.Var(repeated{&allow}, "allow-uid", "a further uid whose connections are accepted (repeatable; the server's own always are)")
 	fl.IntVar(&prewarm, "prewarm", 2, "sandbox inits kept built ahead of time, so that a command starts at once (0: none)")
 	fl.Var(repeated{&grantable}, "grantable", "a permission a call may be granted beyond the policy: @network, domain:NAME (domain:* any), package-manager:NAME, write:/PATH, @host-network, @git-write (repeatable)")
+	fl.StringVar(&rulesPath, "rules", "", rulesUsage+", for /v1/approvals (as hutch grants --rules)")
+	fl.StringVar(&grantsDB, "grants-db", "", "the remembered grants /v1/approvals/decide reads, as hutch grants --db (default grants.db in $HUTCH_DATA_DIR, $XDG_STATE_HOME/hutch or ~/.local/state/hutch)")
 	fl.StringVar(&dataDir, "data-dir", "", "the durable processes' records and logs, as hutch process's --data-dir (default $HUTCH_DATA_DIR, else $XDG_STATE_HOME/hutch, else ~/.local/state/hutch)")
 	return c
 }
@@ -122,6 +136,13 @@ type serveConfig struct {
 	// that cannot serve turns the durable processes off; a named one
 	// that cannot is an error.
 	dataDirGiven bool
+	// rules are --rules' (DefaultRules without it); grantsDB is
+	// --grants-db ("" for the default).
+	rules    map[string]approvals.Rule
+	grantsDB string
+	// grants is the store opened over grantsDB, which every policy
+	// hides from its commands.
+	grants *approvals.Store
 }
 
 // policy is the policy the server's commands run under: run's flags (and
@@ -148,6 +169,11 @@ func (c serveConfig) policy() (base, p runtime.Policy, err error) {
 	// namespaces, and connect(2) needs no write access to the mount).
 	// The data directory holds every durable process's log.
 	p.Deny = append(p.Deny, filepath.Dir(c.socket), c.dataDir)
+	if c.grants != nil {
+		if err := c.protectGrants(&p); err != nil {
+			return base, p, err
+		}
+	}
 	return base, p, nil
 }
 
@@ -198,6 +224,54 @@ func (c serveConfig) openProcesses(sb *runtime.Sandbox) (localapi.Processes, fun
 	return nil, closeProcs, why, nil
 }
 
+// protectGrants hides the grants database from p's commands, and refuses
+// a p that would let them write it.
+func (c serveConfig) protectGrants(p *runtime.Policy) error {
+	err := c.grants.Protect(p)
+	var pe *runtime.PolicyError
+	switch {
+	case errors.As(err, &pe):
+		// Said as the flag's fault, naming the tree, not a Go field.
+		return &flagErr{"--grants-db", c.grants.Path(), fmt.Sprintf("%s (%s is writable in the sandbox)", pe.Reason, pe.Value)}
+	case err != nil:
+		return &flagErr{"--grants-db", c.grants.Path(), err.Error()}
+	}
+	return nil
+}
+
+// openApprovals opens the grants database of --grants-db into c.grants
+// and hides it from p's commands, or says why there is none: as for the
+// durable processes, a default that cannot serve (none can be made, or it
+// lies where the commands write) turns the approvals routes off, and a
+// named one that cannot is an error.
+func (c *serveConfig) openApprovals(p *runtime.Policy) (string, error) {
+	s, err := openGrants("--grants-db", c.grantsDB)
+	if err == nil {
+		c.grants = s
+		if err = c.protectGrants(p); err != nil {
+			s.Close()
+			c.grants = nil
+		}
+	}
+	switch {
+	case err == nil:
+		return "", nil
+	case c.grantsDB != "":
+		return "", err
+	}
+	why := "the approvals routes are off: " + err.Error() + "; name a grants database with --grants-db"
+	slog.Warn("hutch serve: " + why)
+	return why, nil
+}
+
+// approvals is the engine of the approvals routes, nil when they are off.
+func (c serveConfig) approvals() *approvals.Engine {
+	if c.grants == nil {
+		return nil
+	}
+	return &approvals.Engine{Rules: c.rules, Store: c.grants}
+}
+
 func serve(ctx context.Context, c serveConfig) error {
 	var err error
 	if c.socket, err = filepath.Abs(c.socket); err != nil {
@@ -213,6 +287,15 @@ func serve(ctx context.Context, c serveConfig) error {
 	base, p, err := c.policy()
 	if err != nil {
 		return err
+	}
+	approvalsOff, err := c.openApprovals(&p)
+	if err != nil {
+		return err
+	}
+	if c.grants != nil {
+		// Open for the server's life: every decide reads the grants as
+		// they are then.
+		defer c.grants.Close()
 	}
 	// The flags' policy, as GET /v1/policy answers it (hutch run with
 	// HUTCH_SOCKET compares its own with it); Reload replaces it.
@@ -253,7 +336,8 @@ func serve(ctx context.Context, c serveConfig) error {
 	defer stopAll()
 	srv := &http.Server{
 		Handler: localapi.NewHandler(sb, localapi.Options{Version: version(), WaitDelay: c.killAfter, Processes: procs, ProcessesOff: procsOff, Reload: reload,
-			Policy: func() runtime.Policy { return given.Load().Clone() }}),
+			Policy:    func() runtime.Policy { return given.Load().Clone() },
+			Approvals: c.approvals(), ApprovalsOff: approvalsOff}),
 		BaseContext:       func(_ net.Listener) context.Context { return reqBase },
 		ReadHeaderTimeout: 10 * time.Second,
 		// A kept-alive connection with no request for this long is

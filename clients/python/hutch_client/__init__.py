@@ -63,6 +63,8 @@ __all__ = [
     "Removed",
     "Reloaded",
     "ServerPolicy",
+    "Verdict",
+    "ApprovalRule",
 ]
 
 __version__ = "0.1.0"
@@ -110,6 +112,36 @@ class ServerPolicy(TypedDict):
     #: The ceiling of a call's grant (--grantable), as permission tags
     #: ("@network", "write:/path"...).
     grantable: List[str]
+
+
+class _VerdictRequired(TypedDict):
+    decision: str
+    danger: str
+    reason: str
+
+
+class Verdict(_VerdictRequired, total=False):
+    """POST /v1/approvals/decide: the server's judgment of a tool call, as
+    hutch grants decide prints it. "decision" is "allow" (make the call),
+    "deny" (refuse it) or "prompt" (ask the user; a grant they remember is
+    theirs to add, with hutch grants add); "danger" is "low", "medium" or
+    "high"."""
+
+    #: The remembered grant that decided, if one did.
+    grant: int
+    #: All those that did, when a shell call's commands were allowed by
+    #: several ("grant" is the first).
+    grants: List[int]
+
+
+class ApprovalRule(TypedDict):
+    """A tool's rule, of GET /v1/approvals/rules (hutch grants rules --json)."""
+
+    tool: str
+    decision: str
+    danger: str
+    #: The tool's argument is a command line, judged command by command.
+    shell: bool
 
 
 class _ResultRequired(TypedDict):
@@ -446,6 +478,14 @@ def _logs_body(id: str, tail_bytes: Optional[int]) -> Dict[str, Any]:
     return body
 
 
+def _decide_body(tool: str, arg: Optional[str], agent: Optional[str], workspace: Optional[str]) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"tool": tool}
+    for k, v in (("arg", arg), ("agent", agent), ("workspace", workspace)):
+        if v is not None:
+            body[k] = v
+    return body
+
+
 def _error(status: int, raw: bytes) -> HutchError:
     """The HutchError of an error response's body."""
     try:
@@ -680,6 +720,24 @@ class Sandbox:
         policy, those running keep theirs. A policy that does not build
         raises HutchError, and the old one stays in effect."""
         return cast(Reloaded, self._json("POST", "/v1/policy/reload", {}))
+
+    # Approvals: the server's judgment of an agent's tool call, read-only.
+    # No call adds, revokes or lists grants: consent is the user's to
+    # keep (hutch grants), not the agent's it judges.
+
+    def decide(self, tool: str, arg: Optional[str] = None, agent: Optional[str] = None,
+               workspace: Optional[str] = None) -> Verdict:
+        """Judges a call of tool with argument arg (a shell tool's command
+        line, judged command by command; a file tool's path) by agent in
+        workspace, as hutch grants decide does: by the server's --rules and
+        the remembered grants of its --grants-db. A "prompt" is the
+        caller's to put to the user."""
+        return cast(Verdict, self._json("POST", "/v1/approvals/decide", _decide_body(tool, arg, agent, workspace)))
+
+    def approval_rules(self) -> List[ApprovalRule]:
+        """The tools' rules in effect, sorted by tool, as hutch grants rules
+        --json prints them; a tool not listed is prompted at high danger."""
+        return cast("List[ApprovalRule]", self._json("GET", "/v1/approvals/rules")["rules"])
 
     # Durable processes: they outlive the server; the next one over the
     # same --data-dir lists and stops them.

@@ -39,6 +39,7 @@ from typing import (
 )
 
 from . import (
+    ApprovalRule,
     ExecEvent,
     ExecResult,
     FileInfo,
@@ -52,7 +53,9 @@ from . import (
     ServerPolicy,
     Stdin,
     StrList,
+    Verdict,
     Version,
+    _decide_body,
     _error,
     _event,
     _exec_body,
@@ -395,6 +398,16 @@ class AsyncSandbox:
     async def reload(self) -> Reloaded:
         """As Sandbox.reload."""
         return cast(Reloaded, await self._json("POST", "/v1/policy/reload", {}))
+
+    async def decide(self, tool: str, arg: Optional[str] = None, agent: Optional[str] = None,
+                     workspace: Optional[str] = None) -> Verdict:
+        """As Sandbox.decide: the judgment of a tool call, read-only."""
+        body = _decide_body(tool, arg, agent, workspace)
+        return cast(Verdict, await self._json("POST", "/v1/approvals/decide", body))
+
+    async def approval_rules(self) -> List[ApprovalRule]:
+        """As Sandbox.approval_rules."""
+        return cast("List[ApprovalRule]", (await self._json("GET", "/v1/approvals/rules"))["rules"])
 
     async def start_process(self, argv: Optional[StrList] = None, command: Optional[str] = None,
                             cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,

@@ -1,11 +1,14 @@
 """A real `hutch serve` ($HUTCH_BIN) for a test class: a workspace holding
 a planted secret (.env), a directory outside it the server may grant
 writes to (--grantable write:OUTSIDE), a --data-dir for durable
-processes, and a --policy file when the class gives one (policy_text), all
+processes, a grants database (--grants-db) for the approvals routes, which
+grants() keeps as the user would, and a --policy file and a --rules file
+when the class gives them (policy_text, rules_text), all
 in a directory of $HUTCH_TEST_SCRATCH (default /var/tmp), not /tmp: a
 command's /tmp is its own, so a host path there would prove nothing.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +36,10 @@ class ServeCase:
     policy_text: Optional[str] = None
     #: That file (write_policy replaces it).
     policy_path: str
+    #: The --rules file's text the server starts with; None: no --rules.
+    rules_text: Optional[str] = None
+    rules_path: str
+    grants_db: str
 
     @classmethod
     def setUpClass(cls):
@@ -58,6 +65,15 @@ class ServeCase:
         if cls.policy_text is not None:
             cls.write_policy(cls.policy_text)
             args += ["--policy", cls.policy_path]
+        # Apart from the workspace: the server refuses a database in a
+        # directory that holds a tree its commands write.
+        cls.grants_db = os.path.join(cls.base, "grants", "grants.db")
+        args += ["--grants-db", cls.grants_db]
+        cls.rules_path = os.path.join(cls.base, "rules.toml")
+        if cls.rules_text is not None:
+            with open(cls.rules_path, "w") as f:
+                f.write(cls.rules_text)
+            args += ["--rules", cls.rules_path]
         cls.proc = subprocess.Popen(args, stdout=cls.log, stderr=subprocess.STDOUT)
         cls.sb = Sandbox(cls.sock, timeout=60)
         deadline = time.monotonic() + 30
@@ -79,6 +95,15 @@ class ServeCase:
         with open(cls.policy_path + ".tmp", "w") as f:
             f.write(text)
         os.rename(cls.policy_path + ".tmp", cls.policy_path)
+
+    @classmethod
+    def grants(cls, *args):
+        """Runs `hutch grants --db GRANTS_DB ARGS...` (add, decide, rules
+        --json...) as the user would, beside the server, and returns what
+        it printed, as JSON."""
+        out = subprocess.run([os.environ["HUTCH_BIN"], "grants", "--db", cls.grants_db] + list(args),
+                             check=True, stdout=subprocess.PIPE).stdout
+        return json.loads(out)
 
     @classmethod
     def serve_log(cls):
@@ -126,3 +151,15 @@ def unique_sleep():
     """A sleep's argument no other process on the host has: the sleep is
     then found in the host's process table by its command line."""
     return "%d.%d" % (8000 + os.getpid() % 1000, time.monotonic_ns() % 100000)
+
+
+#: Tool calls of agent "coder" in the workspace, with the decision each
+#: gets once APPROVAL_GRANTS are remembered, under APPROVAL_RULES.
+APPROVAL_RULES = '[tools.write]\ndecision = "prompt"\n'
+APPROVAL_GRANTS = [("bash", "npm test*", "allow"), ("bash", "ls", "allow"), ("bash", "sudo *", "deny"),
+                   ("write", "src/*", "allow"), ("write", ".env", "deny")]
+APPROVAL_CALLS = [("bash", "npm test && ls", "allow"), ("bash", "npm test; rm -rf ~", "prompt"),
+                  ("bash", "ls; sudo rm -rf /", "deny"), ("bash", "echo $(sudo id)", "deny"),
+                  ("write", "src/a.py", "allow"), ("write", ".env", "deny"), ("write", "README", "prompt"),
+                  ("read_file", "/etc/passwd", "allow")]
+

@@ -13,7 +13,8 @@ import unittest
 
 from hutch_client import ExecResult, HutchError, content_bytes
 from hutch_client.aio import AsyncSandbox
-from serve_fixture import SECRET, ServeCase, host_pids, unique_sleep
+from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, SECRET, ServeCase, host_pids,
+                           unique_sleep)
 
 
 async def wait_for(cond, secs):
@@ -280,6 +281,35 @@ class AsyncPolicyFileTest(ServeCase, unittest.IsolatedAsyncioTestCase):
             await self.asb.reload()
         self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
         self.assertEqual(await self.asb.policy(), p)
+
+
+class AsyncApprovalsTest(ServeCase, unittest.IsolatedAsyncioTestCase):
+    """As test_hutch_client's ApprovalsTest, through AsyncSandbox."""
+
+    rules_text = APPROVAL_RULES
+
+    def setUp(self):
+        self.asb = AsyncSandbox(self.sock, timeout=60)
+
+    async def test_decide_as_the_cli(self):
+        scope = ["--agent", "coder", "--workspace", self.ws]
+        for tool, pattern, decision in APPROVAL_GRANTS:
+            await asyncio.to_thread(self.grants, "add", "--tool", tool, "--pattern", pattern, "--decision", decision,
+                                    *scope)
+        verdicts = await asyncio.gather(*(self.asb.decide(tool, arg, agent="coder", workspace=self.ws)
+                                          for tool, arg, _ in APPROVAL_CALLS))
+        for (tool, arg, want), v in zip(APPROVAL_CALLS, verdicts):
+            cli = await asyncio.to_thread(self.grants, "decide", "--rules", self.rules_path, "--tool", tool,
+                                          "--arg", arg, *scope)
+            self.assertEqual(v, cli)
+            self.assertEqual(v["decision"], want, "%s %r: %r" % (tool, arg, v))
+
+    async def test_rules_and_refusals(self):
+        cli = await asyncio.to_thread(self.grants, "rules", "--rules", self.rules_path, "--json")
+        self.assertEqual(await self.asb.approval_rules(), cli)
+        with self.assertRaises(HutchError) as cm:
+            await self.asb.decide("", "ls")
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "tool"))
 
 
 if __name__ == "__main__":

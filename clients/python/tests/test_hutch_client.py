@@ -18,7 +18,8 @@ import time
 import unittest
 
 from hutch_client import HutchError, Sandbox, content_bytes
-from serve_fixture import SECRET, ServeCase, host_pids, unique_sleep
+from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, SECRET, ServeCase, host_pids,
+                           unique_sleep)
 
 
 class ServeTest(ServeCase, unittest.TestCase):
@@ -354,6 +355,41 @@ def wait_for(cond, secs):
         if v or time.monotonic() > deadline:
             return v
         time.sleep(0.02)
+
+
+class ApprovalsTest(ServeCase, unittest.TestCase):
+    """A server with a --rules file and a grants database that the test
+    keeps as the user would, with hutch grants beside it."""
+
+    rules_text = APPROVAL_RULES
+    sb: Sandbox
+
+    def test_decide_as_the_cli(self):
+        scope = ["--agent", "coder", "--workspace", self.ws]
+        for tool, arg, _ in APPROVAL_CALLS:
+            if tool == "bash":
+                self.assertEqual(self.sb.decide(tool, arg, agent="coder", workspace=self.ws)["decision"], "prompt",
+                                 "%s %r before any grant" % (tool, arg))
+        for tool, pattern, decision in APPROVAL_GRANTS:
+            self.grants("add", "--tool", tool, "--pattern", pattern, "--decision", decision, *scope)
+        # Read on every call: the grants count at once, as the CLI sees them.
+        for tool, arg, want in APPROVAL_CALLS:
+            v = self.sb.decide(tool, arg, agent="coder", workspace=self.ws)
+            self.assertEqual(v, self.grants("decide", "--rules", self.rules_path, "--tool", tool, "--arg", arg, *scope))
+            self.assertEqual(v["decision"], want, "%s %r: %r" % (tool, arg, v))
+        both = self.sb.decide("bash", "npm test && ls", agent="coder", workspace=self.ws)
+        self.assertEqual((len(both["grants"]), both["grant"]), (2, both["grants"][0]))
+        # The grants are coder's, in this workspace.
+        self.assertEqual(self.sb.decide("bash", "npm test", agent="other", workspace=self.ws)["decision"], "prompt")
+        self.assertEqual(self.sb.decide("bash", "npm test", agent="coder")["decision"], "prompt")
+
+    def test_rules_and_refusals(self):
+        rules = self.sb.approval_rules()
+        self.assertEqual(rules, self.grants("rules", "--rules", self.rules_path, "--json"))
+        self.assertIn({"tool": "write", "decision": "prompt", "danger": "medium", "shell": False}, rules)
+        with self.assertRaises(HutchError) as cm:
+            self.sb.decide("", "ls")
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "bad_request", "tool"))
 
 
 if __name__ == "__main__":

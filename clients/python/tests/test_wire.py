@@ -180,6 +180,21 @@ class WireTest(unittest.TestCase):
                 self.assertIsInstance(v, HutchError)
                 self.assertEqual((v.status, v.code, v.field), (404, "not_found", None))
 
+    def test_approvals(self):
+        body = b'{"decision": "allow", "danger": "high", "reason": "remembered", "grant": 1, "grants": [1, 2]}'
+        answer = [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body)]
+        for v, reqs in self.both(answer, lambda sb: sb.decide("bash", "npm test && ls", agent="coder")):
+            self.assertEqual(v, json.loads(body))
+            self.assertTrue(reqs[0][0].startswith("POST /v1/approvals/decide HTTP/1.1\r\n"), reqs)
+            self.assertEqual(json.loads(reqs[0][1]), {"tool": "bash", "arg": "npm test && ls", "agent": "coder"})
+        body = b'{"rules": [{"tool": "bash", "decision": "prompt", "danger": "high", "shell": true}]}'
+        answer = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)]
+        for v, reqs in self.both(answer, lambda sb: sb.approval_rules()):
+            self.assertEqual(v, json.loads(body)["rules"])
+            self.assertTrue(reqs[0][0].startswith("GET /v1/approvals/rules HTTP/1.1\r\n"), reqs)
+            self.assertEqual(reqs[0][1], b"")
+
     def test_errors(self):
         e = b'{"error": {"code": "denied", "message": "no", "field": "path"}}'
         answer = [b"HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s" % (len(e), e)]

@@ -455,6 +455,61 @@ impl ReadRequest {
     }
 }
 
+/// A tool call to judge: the body of `POST /v1/approvals/decide`, as
+/// `hutch grants decide`'s flags say it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecideRequest {
+    /// The tool called (`bash`, `read_file`...).
+    pub tool: String,
+    /// Its argument: a shell tool's command line (judged command by
+    /// command), a file tool's path.
+    pub arg: String,
+    /// The calling agent (remembered grants are per agent).
+    pub agent: String,
+    /// The workspace the call acts in (remembered grants are per
+    /// workspace).
+    pub workspace: String,
+}
+
+impl DecideRequest {
+    /// A call of tool with argument arg, by no named agent, in no named
+    /// workspace.
+    pub fn new(tool: impl Into<String>, arg: impl Into<String>) -> Self {
+        DecideRequest {
+            tool: tool.into(),
+            arg: arg.into(),
+            ..DecideRequest::default()
+        }
+    }
+
+    /// The calling agent.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self
+    }
+
+    /// The workspace the call acts in.
+    pub fn workspace(mut self, workspace: impl Into<String>) -> Self {
+        self.workspace = workspace.into();
+        self
+    }
+
+    fn body(&self) -> Value {
+        let mut m = BTreeMap::new();
+        m.insert("tool".to_string(), Value::from(self.tool.as_str()));
+        for (key, v) in [
+            ("arg", &self.arg),
+            ("agent", &self.agent),
+            ("workspace", &self.workspace),
+        ] {
+            if !v.is_empty() {
+                m.insert(key.to_string(), Value::from(v.as_str()));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
 /// A file to write: the body of `POST /v1/files/write`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteRequest {
@@ -619,6 +674,69 @@ impl Reloaded {
         Ok(Reloaded {
             status: field(&v, "status", Value::as_str, "a string")?.to_string(),
             workspace: field(&v, "workspace", Value::as_str, "a string")?.to_string(),
+            raw: v,
+        })
+    }
+}
+
+/// `POST /v1/approvals/decide`: the server's judgment of a tool call, as
+/// `hutch grants decide` prints it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// `allow` (make the call), `deny` (refuse it) or `prompt` (ask the
+    /// user; a grant they remember is theirs to add, with `hutch grants
+    /// add`).
+    pub decision: String,
+    /// `low`, `medium` or `high`.
+    pub danger: String,
+    /// Why.
+    pub reason: String,
+    /// The remembered grant that decided, if one did.
+    pub grant: Option<i64>,
+    /// All those that did, when a shell call's commands were allowed by
+    /// several (`grant` is the first); empty otherwise.
+    pub grants: Vec<i64>,
+    /// The whole answer.
+    pub raw: Value,
+}
+
+impl Verdict {
+    fn from_value(v: Value) -> Result<Verdict, Error> {
+        let ids = |g: &Value| g.as_array()?.iter().map(Value::as_i64).collect();
+        Ok(Verdict {
+            decision: field(&v, "decision", Value::as_str, "a string")?.to_string(),
+            danger: field(&v, "danger", Value::as_str, "a string")?.to_string(),
+            reason: field(&v, "reason", Value::as_str, "a string")?.to_string(),
+            grant: optional(&v, "grant", Value::as_i64, "a whole number")?,
+            grants: optional(&v, "grants", ids, "an array of whole numbers")?.unwrap_or_default(),
+            raw: v,
+        })
+    }
+}
+
+/// A tool's rule, of `GET /v1/approvals/rules` (`hutch grants rules
+/// --json`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApprovalRule {
+    /// The tool's name.
+    pub tool: String,
+    /// `allow`, `prompt` or `deny`.
+    pub decision: String,
+    /// `low`, `medium` or `high`.
+    pub danger: String,
+    /// The tool's argument is a command line, judged command by command.
+    pub shell: bool,
+    /// The whole row.
+    pub raw: Value,
+}
+
+impl ApprovalRule {
+    fn from_value(v: Value) -> Result<ApprovalRule, Error> {
+        Ok(ApprovalRule {
+            tool: field(&v, "tool", Value::as_str, "a string")?.to_string(),
+            decision: field(&v, "decision", Value::as_str, "a string")?.to_string(),
+            danger: field(&v, "danger", Value::as_str, "a string")?.to_string(),
+            shell: field(&v, "shell", Value::as_bool, "true or false")?,
             raw: v,
         })
     }
@@ -1103,6 +1221,23 @@ impl Client {
             "/v1/policy/reload",
             Some(&Value::object(Vec::<(String, Value)>::new())),
         )?)
+    }
+
+    /// `POST /v1/approvals/decide`: judges an agent's tool call as `hutch
+    /// grants decide` does, by the server's `--rules` and the remembered
+    /// grants of its `--grants-db`. A `prompt` is the caller's to put to
+    /// the user. Read-only: no call adds, revokes or lists grants
+    /// (consent is the user's to keep, not the agent's it judges).
+    pub fn decide(&self, req: &DecideRequest) -> Result<Verdict, Error> {
+        Verdict::from_value(self.call("POST", "/v1/approvals/decide", Some(&req.body()))?)
+    }
+
+    /// `GET /v1/approvals/rules`: the tools' rules in effect, sorted by
+    /// tool, as `hutch grants rules --json` prints them; a tool not
+    /// listed is prompted at high danger.
+    pub fn approval_rules(&self) -> Result<Vec<ApprovalRule>, Error> {
+        let v = self.call("GET", "/v1/approvals/rules", None)?;
+        list_of(&v, "rules", ApprovalRule::from_value)
     }
 }
 

@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hutch_client::{Client, Error, ExecRequest, OutputStream, ProcessStartRequest};
+use hutch_client::json::{self, Value};
+use hutch_client::{Client, DecideRequest, Error, ExecRequest, OutputStream, ProcessStartRequest};
 
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
@@ -67,16 +68,23 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        Server::start_with(None)
+        Server::start_with(None, None)
     }
 
     /// A server whose policy is also the policy file holding policy
     /// (`--policy`), which [`Server::write_policy`] rewrites.
     fn start_with_policy(policy: &str) -> Server {
-        Server::start_with(Some(policy))
+        Server::start_with(Some(policy), None)
     }
 
-    fn start_with(policy: Option<&str>) -> Server {
+    /// A server whose approvals rules are the rules file holding rules
+    /// (`--rules`), over a grants database of its own (`--grants-db`),
+    /// which [`Server::grants`] keeps as the user would.
+    fn start_with_rules(rules: &str) -> Server {
+        Server::start_with(None, Some(rules))
+    }
+
+    fn start_with(policy: Option<&str>, rules: Option<&str>) -> Server {
         let hutch = match env::var_os("HUTCH_BIN") {
             Some(h) if !h.is_empty() => h,
             _ => panic!(
@@ -108,6 +116,15 @@ impl Server {
             let file = base.join("policy.toml");
             fs::write(&file, policy).unwrap();
             cmd.arg("--policy").arg(file);
+        }
+        // Apart from the workspace: the server refuses a database in a
+        // directory that holds a tree its commands write.
+        cmd.arg("--grants-db")
+            .arg(base.join("grants").join("grants.db"));
+        if let Some(rules) = rules {
+            let file = base.join("rules.toml");
+            fs::write(&file, rules).unwrap();
+            cmd.arg("--rules").arg(file);
         }
         let child = cmd
             .stdin(Stdio::null())
@@ -173,6 +190,26 @@ impl Server {
 
     fn ws_str(&self) -> &str {
         self.ws.to_str().unwrap()
+    }
+
+    /// Runs `hutch grants --db GRANTS_DB ARGS...` (add, decide, rules
+    /// --json...) as the user would, beside the server, and returns what
+    /// it printed, as JSON.
+    fn grants(&self, args: &[&str]) -> Value {
+        let out = Command::new(env::var_os("HUTCH_BIN").unwrap())
+            .arg("grants")
+            .arg("--db")
+            .arg(self.base.join("grants").join("grants.db"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "hutch grants {:?}: {}",
+            args,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json::parse_bytes(&out.stdout).unwrap()
     }
 
     /// Replaces the policy file as an editor saves one: a new file
@@ -720,4 +757,88 @@ fn policy_and_reload_without_a_policy_file() {
     assert_eq!(srv.client.policy().unwrap(), p);
     srv.assert_exec_write_refused("echo x > after-reload.txt; ", "after-reload.txt");
     assert!(srv.host("after-reload.txt").exists());
+}
+
+#[test]
+fn approvals_decide_as_the_cli() {
+    // The server judges calls as hutch grants decide does, by its --rules
+    // and the grants the user remembers meanwhile (read on every call).
+    let srv = Server::start_with_rules("[tools.write]\ndecision = \"prompt\"\n");
+    let ws = srv.ws_str().to_string();
+    let rules = srv.base.join("rules.toml");
+    let rules = rules.to_str().unwrap();
+    let scope = ["--agent", "coder", "--workspace", ws.as_str()];
+    let call = |tool: &str, arg: &str| {
+        DecideRequest::new(tool, arg)
+            .agent("coder")
+            .workspace(ws.as_str())
+    };
+    let before = srv.client.decide(&call("bash", "npm test && ls")).unwrap();
+    assert_eq!(before.decision, "prompt", "{}", before.raw);
+    for (tool, pattern, decision) in [
+        ("bash", "npm test*", "allow"),
+        ("bash", "ls", "allow"),
+        ("bash", "sudo *", "deny"),
+        ("write", "src/*", "allow"),
+        ("write", ".env", "deny"),
+    ] {
+        let mut args = vec![
+            "add",
+            "--tool",
+            tool,
+            "--pattern",
+            pattern,
+            "--decision",
+            decision,
+        ];
+        args.extend(scope);
+        srv.grants(&args);
+    }
+    for (tool, arg, want) in [
+        ("bash", "npm test && ls", "allow"),
+        ("bash", "npm test; rm -rf ~", "prompt"),
+        ("bash", "ls; sudo rm -rf /", "deny"),
+        ("bash", "echo $(sudo id)", "deny"),
+        ("write", "src/main.rs", "allow"),
+        ("write", ".env", "deny"),
+        ("read_file", "/etc/passwd", "allow"),
+    ] {
+        let v = srv.client.decide(&call(tool, arg)).unwrap();
+        let mut args = vec!["decide", "--rules", rules, "--tool", tool, "--arg", arg];
+        args.extend(scope);
+        assert_eq!(v.raw, srv.grants(&args), "{} {:?}", tool, arg);
+        assert_eq!(v.decision, want, "{} {:?}: {}", tool, arg, v.raw);
+    }
+    let both = srv.client.decide(&call("bash", "npm test && ls")).unwrap();
+    assert_eq!(
+        (both.grants.len(), both.grant),
+        (2, both.grants.first().copied())
+    );
+    // The grants are coder's, in this workspace.
+    let other = DecideRequest::new("bash", "npm test")
+        .agent("other")
+        .workspace(ws.as_str());
+    assert_eq!(srv.client.decide(&other).unwrap().decision, "prompt");
+
+    // The rules, as hutch grants rules --json prints them.
+    let listed = srv.client.approval_rules().unwrap();
+    let cli = srv.grants(&["rules", "--rules", rules, "--json"]);
+    assert_eq!(
+        Value::from(listed.iter().map(|r| r.raw.clone()).collect::<Vec<_>>()),
+        cli
+    );
+    assert!(listed
+        .iter()
+        .any(|r| r.tool == "write" && r.decision == "prompt" && !r.shell));
+
+    // A call without a tool is the request's fault, naming the field.
+    match srv.client.decide(&DecideRequest::new("", "ls")) {
+        Err(Error::Api {
+            status: 400,
+            ref code,
+            ref field,
+            ..
+        }) if code == "bad_request" && field.as_deref() == Some("tool") => {}
+        other => panic!("a call without a tool: {:?}", other),
+    }
 }

@@ -127,6 +127,32 @@ export interface Reloaded {
   [key: string]: unknown;
 }
 
+/** POST /v1/approvals/decide: the server's judgment of a tool call, as
+ * `hutch grants decide` prints it. */
+export interface Verdict {
+  /** "allow": make the call; "deny": refuse it; "prompt": ask the user
+   * (a grant they remember is theirs to add, with `hutch grants add`). */
+  decision: "allow" | "prompt" | "deny";
+  danger: "low" | "medium" | "high";
+  reason: string;
+  /** The remembered grant that decided, if one did. */
+  grant?: number;
+  /** All those that did, when a shell call's commands were allowed by
+   * several (grant is the first). */
+  grants?: number[];
+  [key: string]: unknown;
+}
+
+/** A tool's rule, of GET /v1/approvals/rules (`hutch grants rules --json`). */
+export interface ApprovalRule {
+  tool: string;
+  decision: "allow" | "prompt" | "deny";
+  danger: "low" | "medium" | "high";
+  /** The tool's argument is a command line, judged command by command. */
+  shell: boolean;
+  [key: string]: unknown;
+}
+
 /** One connection attempt through the egress proxy. */
 export interface NetworkEvent {
   time: string;
@@ -371,6 +397,19 @@ export interface ProcessLogsOptions {
   tailBytes?: number;
 }
 
+/** A tool call to judge (POST /v1/approvals/decide). */
+export interface DecideOptions {
+  /** The tool called (bash, read_file...). */
+  tool: string;
+  /** Its argument: a shell tool's command line (judged command by
+   * command), a file tool's path. */
+  arg?: string;
+  /** The calling agent (remembered grants are per agent). */
+  agent?: string;
+  /** The workspace the call acts in (remembered grants are per workspace). */
+  workspace?: string;
+}
+
 export interface SandboxOptions {
   /** The socket `hutch serve --socket` listens on. */
   socketPath: string;
@@ -406,6 +445,7 @@ const OPTIONS = {
   } satisfies Table<ProcessStartOptions>,
   id: { id: "id" } satisfies Table<ProcessIdOptions>,
   logs: { id: "id", tailBytes: "tail_bytes" } satisfies Table<ProcessLogsOptions>,
+  decide: { tool: "tool", arg: "arg", agent: "agent", workspace: "workspace" } satisfies Table<DecideOptions>,
   none: {},
 } satisfies Record<string, Record<string, string>>;
 
@@ -819,6 +859,25 @@ export class Sandbox {
    * stays in effect. */
   async reload(): Promise<Reloaded> {
     return (await this.json({ method: "POST", path: "/v1/policy/reload", body: {}, table: OPTIONS.none })) as Reloaded;
+  }
+
+  /** POST /v1/approvals/decide: judges an agent's tool call as `hutch
+   * grants decide` does, by the server's --rules and the remembered grants
+   * of its --grants-db. A "prompt" is the caller's to put to the user.
+   * Read-only: no call adds, revokes or lists grants (consent is the
+   * user's to keep, not the agent's it judges). */
+  async decide(opts: DecideOptions): Promise<Verdict> {
+    const table = OPTIONS.decide;
+    const body = wireBody("decide", opts, table);
+    return (await this.json({ method: "POST", path: "/v1/approvals/decide", body, table })) as Verdict;
+  }
+
+  /** GET /v1/approvals/rules: the tools' rules in effect, sorted by tool,
+   * as `hutch grants rules --json` prints them; a tool not listed is
+   * prompted at high danger. */
+  async approvalRules(): Promise<ApprovalRule[]> {
+    const v = await this.json({ method: "GET", path: "/v1/approvals/rules", table: OPTIONS.none });
+    return (v["rules"] ?? []) as ApprovalRule[];
   }
 }
 

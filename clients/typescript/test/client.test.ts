@@ -27,6 +27,7 @@ import {
   type FileType,
   type ProcessRecord,
   type ServerPolicy,
+  type Verdict,
 } from "../src/client.js";
 
 const SECRET = "HUTCH-TS-CLIENT-SECRET-7d2a";
@@ -811,6 +812,75 @@ describe("policy", () => {
     } finally {
       await new Promise<void>((resolve) => fake.close(() => resolve()));
     }
+  });
+});
+
+describe("approvals", () => {
+  let srv: Server;
+  let sb: Sandbox;
+  let db: string;
+  let rules: string;
+
+  /** `hutch grants --db DB ARGS...`, as the user runs it beside the
+   * server: what it printed, as JSON. */
+  const grants = (...args: string[]): unknown => {
+    const r = spawnSync(hutchBin(), ["grants", "--db", db, ...args], { encoding: "utf8" });
+    assert.equal(r.status, 0, `hutch grants ${args.join(" ")}: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+
+  before(async () => {
+    srv = new Server("approvals");
+    db = path.join(srv.base, "grants", "grants.db");
+    rules = path.join(srv.base, "rules.toml");
+    fs.writeFileSync(rules, `[tools.write]\ndecision = "prompt"\n`);
+    await srv.start(["--rules", rules, "--grants-db", db]);
+    sb = srv.sb;
+  });
+
+  after(async () => {
+    await srv?.stop();
+  });
+
+  it("judges calls as hutch grants decide does, by the grants the user remembers meanwhile", async () => {
+    const ws = srv.ws;
+    const scope = ["--agent", "coder", "--workspace", ws];
+    const calls: [string, string, Verdict["decision"]][] = [
+      ["bash", "npm test && ls", "allow"],
+      ["bash", "npm test; rm -rf ~", "prompt"],
+      ["bash", "ls; sudo rm -rf /", "deny"],
+      ["bash", "echo $(sudo id)", "deny"],
+      ["write", "src/a.ts", "allow"],
+      ["write", ".env", "deny"],
+      ["read_file", "/etc/passwd", "allow"],
+    ];
+    assert.equal((await sb.decide({ tool: "bash", arg: "npm test && ls", agent: "coder", workspace: ws })).decision, "prompt");
+    for (const [tool, pattern, decision] of [
+      ["bash", "npm test*", "allow"],
+      ["bash", "ls", "allow"],
+      ["bash", "sudo *", "deny"],
+      ["write", "src/*", "allow"],
+      ["write", ".env", "deny"],
+    ]) {
+      grants("add", "--tool", tool!, "--pattern", pattern!, "--decision", decision!, ...scope);
+    }
+    for (const [tool, arg, want] of calls) {
+      const v = await sb.decide({ tool, arg, agent: "coder", workspace: ws });
+      assert.deepEqual(v, grants("decide", "--rules", rules, "--tool", tool, "--arg", arg, ...scope), `${tool} ${arg}`);
+      assert.equal(v.decision, want, `${tool} ${arg}: ${JSON.stringify(v)}`);
+    }
+    const both = await sb.decide({ tool: "bash", arg: "npm test && ls", agent: "coder", workspace: ws });
+    assert.equal(both.grants?.length, 2);
+    // The grants are coder's, in this workspace.
+    assert.equal((await sb.decide({ tool: "bash", arg: "npm test", agent: "other", workspace: ws })).decision, "prompt");
+  });
+
+  it("lists the rules as hutch grants rules --json does, and names a bad request's field", async () => {
+    const listed = await sb.approvalRules();
+    assert.deepEqual(listed, grants("rules", "--rules", rules, "--json"));
+    assert.ok(listed.some((r) => r.tool === "write" && r.decision === "prompt" && !r.shell));
+    await rejectsHutch(sb.decide({ tool: "", arg: "ls" }), { status: 400, code: "bad_request", field: "tool", wireField: "tool" });
+    await assert.rejects(sb.decide({ tool: "bash", command: "ls" } as never), HutchOptionError);
   });
 });
 
