@@ -149,6 +149,7 @@ func TestModeRules(t *testing.T) {
 	}{
 		{"default profile", Default(), retENOSYS},
 		{"mode wall", ModeWall(), retAllow},
+		{"nested", AllowNested(Default()), retENOSYS},
 	} {
 		t.Run(tt.name, func(t *testing.T) { checkModeRules(t, tt.prof, tt.other) })
 	}

@@ -574,3 +574,34 @@ func Adjust(p *Profile, allow, deny []string) *Profile {
 // services and its unix sockets are all a socket(2) away. socketpair(2)
 // stays: pipes between a program's own processes need no network.
 func WithoutSocket(p *Profile) *Profile { return Adjust(p, nil, []string{"socket"}) }
+
+// Nested are the system calls AllowNested opens: what a program needs to
+// build a sandbox of its own in namespaces (Chromium's and Firefox's
+// sandboxes, bubblewrap, unshare -Urn): clone and unshare with any
+// namespace flag, setns, and chroot.
+func Nested() []string { return []string{"clone", "unshare", "setns", "chroot"} }
+
+// AllowNested returns a copy of p in which a command may create
+// namespaces: clone with any flags, unshare with any but CLONE_NEWTIME
+// (which no sandbox needs), setns and chroot; p's own rules for these
+// calls are replaced. Everything else stays as p says: the mount API in
+// particular (mount, umount2, pivot_root, open_tree, ...) is still
+// refused, so a sandbox that must mount (bubblewrap) cannot be built;
+// one that only needs namespaces and chroot (Chromium's) can.
+//
+// The cost is attack surface: in a user namespace of its own a command
+// holds every capability there, which reaches kernel code an unprivileged
+// process otherwise cannot (netfilter, the namespaced file systems'
+// setup, many recent local privilege escalations went through an
+// unprivileged user namespace). What it holds there is worth nothing
+// outside: the kernel checks each capability against the namespace that
+// owns the object.
+func AllowNested(p *Profile) *Profile {
+	q := Adjust(p, Nested(), nil)
+	// Adjust's last rule allows Nested() outright; unshare's rules
+	// replace it there, keeping CLONE_NEWTIME out.
+	last := &q.Syscalls[len(q.Syscalls)-1]
+	last.Names = slices.DeleteFunc(last.Names, func(n string) bool { return n == "unshare" })
+	q.Syscalls = append(q.Syscalls, namespaceRules("unshare", []uint64{cloneNewTime})...)
+	return q
+}
