@@ -16,7 +16,8 @@ type Spec struct {
 	// Writable trees get every filesystem right.
 	Writable []string
 	// Devices trees may be read, written and ioctl'd (ttys), but not
-	// created in: usually /dev.
+	// created in: usually /dev, and the sandbox's own /proc where its
+	// existing files must be written (a nested user namespace's id maps).
 	Devices []string
 	// Deny are paths with no right at all. Inside a ReadOnly tree this is
 	// enforced by granting their siblings instead of the tree; inside a

@@ -37,6 +37,7 @@ type settings struct {
 	DenyNames       *[]string  `toml:"deny_names"`
 	DefaultDeny     *bool      `toml:"default_deny"`
 	AllowGitWrite   *bool      `toml:"allow_git_write"`
+	AllowNested     *bool      `toml:"allow_nested"`
 	AllowSystem     *[]string  `toml:"allow_system_write"`
 	Env             *[]string  `toml:"env"`
 	Home            *string    `toml:"home"`
@@ -277,7 +278,7 @@ func (f *File) Apply(p *runtime.Policy, profile string) error {
 // them, before any index) to the keys that set them.
 var fields = map[string]string{
 	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "DenyNames": "deny_names",
-	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "AllowSystemWrite": "allow_system_write", "Env": "env", "Home": "home",
+	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "AllowNested": "allow_nested", "AllowSystemWrite": "allow_system_write", "Env": "env", "Home": "home",
 	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
 	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
 	"AllowLocal": "allow_local", "Leaks": "leaks", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
@@ -311,6 +312,9 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.AllowGitWrite != nil {
 		p.AllowGitWrite = *s.AllowGitWrite
+	}
+	if s.AllowNested != nil {
+		p.AllowNested = *s.AllowNested
 	}
 	if s.Home != nil {
 		p.Home = *s.Home

@@ -143,6 +143,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	p.Writable, p.Deny, p.Env = []string{"/data"}, []string{"~/x"}, []string{"A=1"}
 	p.Network, p.AllowDomains = runtime.NetworkAllow, []string{"example.com"}
 	p.Memory, p.Pids, p.CPUs, p.Timeout, p.TmpSize = 3<<30, runtime.Unlimited, 0.5, 90*time.Second, 1<<30
+	p.AllowGitWrite, p.AllowNested = true, true
 	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a"}
 	p.SkipLayers = []runtime.Layer{runtime.LayerKeyring}
 	p.Grantable = runtime.Grant{Network: true, Domains: []string{"*.example.com"}, PackageManagers: []string{"go"}, Writable: []string{"/data/more"}, GitWrite: true}

@@ -25,6 +25,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		DenyNames       []string  `toml:"deny_names"`
 		DefaultDeny     bool      `toml:"default_deny"`
 		AllowGitWrite   bool      `toml:"allow_git_write"`
+		AllowNested     bool      `toml:"allow_nested"`
 		AllowSystem     []string  `toml:"allow_system_write"`
 		Env             []string  `toml:"env"`
 		Home            string    `toml:"home"`
@@ -54,7 +55,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 	o := out{
 		Mode:     map[bool]string{false: "enabled", true: "disabled"}[p.Unsandboxed],
 		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), DenyNames: list(p.DenyNames),
-		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, AllowSystem: list(p.AllowSystemWrite), Env: list(p.Env), Home: p.Home, Tools: p.Tools,
+		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, AllowNested: p.AllowNested, AllowSystem: list(p.AllowSystemWrite), Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
 		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
 		Memory: formatSize(p.Memory), TmpSize: formatSize(p.TmpSize), FileSize: formatSize(p.FileSize),

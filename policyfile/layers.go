@@ -105,6 +105,8 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "NoDefaultDeny", "it drops the default masks"
 	case p.AllowGitWrite && !base.AllowGitWrite:
 		return "AllowGitWrite", "it lets commands commit"
+	case p.AllowNested && !base.AllowNested:
+		return "AllowNested", "it lets commands create namespaces"
 	case !subset(p.AllowSystemWrite, base.AllowSystemWrite):
 		return "AllowSystemWrite", "it lets a system tree be writable"
 	case !reflect.DeepEqual(p.Seccomp, base.Seccomp):

@@ -404,6 +404,7 @@ func (sb *Sandbox) describe(r *Result, g *cgroups.Group) {
 		r.Unsandboxed, r.Network, r.Unenforced, r.LeakAction = true, NetworkHost, []string{unsandboxedNote}, ""
 		return
 	}
+	r.Nested = sb.policy.AllowNested
 	var groupLines []string
 	if g != nil {
 		groupLines = g.Unenforced()

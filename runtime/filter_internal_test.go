@@ -4,7 +4,9 @@ package runtime
 
 import (
 	"bytes"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hutchbox/hutch/seccomp"
@@ -175,4 +177,104 @@ func TestKernelBefore(t *testing.T) {
 			t.Errorf("kernelBefore(%q, 4, 8) = %v, want %v", tt.release, got, tt.want)
 		}
 	}
+}
+
+// TestFilterNested: Policy.AllowNested opens seccomp.Nested in whatever
+// profile the policy has, before the caller's own adjustments (a call in
+// SeccompDeny stays refused), and the filter's name says so.
+func TestFilterNested(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		policy    Policy
+		level     Level
+		oldKernel bool
+		wantName  string
+		// refused are calls of seccomp.Nested that stay refused.
+		refused []string
+	}{
+		{"default", Policy{AllowNested: true}, LevelNamespaces, false, "hutch-default+nested", nil},
+		{"denied by the caller", Policy{AllowNested: true, SeccompDeny: []string{"setns"}}, LevelNamespaces, false, "hutch-default+nested+adjusted", []string{"setns"}},
+		{"no network namespace", Policy{AllowNested: true}, LevelLandlock, false, "hutch-default+nested+no-socket", nil},
+		{"old kernel", Policy{AllowNested: true}, LevelNamespaces, true, "hutch-default+nested+no-tracing", nil},
+		{"custom", Policy{AllowNested: true, Seccomp: seccomp.Default()}, LevelNamespaces, false, "+nested", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prof, builtin, name, err := filterProfile(&tt.policy, tt.level, tt.oldKernel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if builtin != "" || prof == nil {
+				t.Fatalf("builtin %q: the precompiled default for a nested policy", builtin)
+			}
+			if !strings.HasSuffix(name, tt.wantName) {
+				t.Errorf("name %q, want %q", name, tt.wantName)
+			}
+			for _, call := range seccomp.Nested() {
+				if slices.Contains(tt.refused, call) {
+					if got := callAction(prof, call); got != "SCMP_ACT_ERRNO" {
+						t.Errorf("%s: %s, want SCMP_ACT_ERRNO", call, got)
+					}
+				} else if !opened(prof, call) {
+					t.Errorf("%s: not allowed (but for argument checks)", call)
+				}
+			}
+			if got := callAction(prof, "mount"); got != "SCMP_ACT_ERRNO" {
+				t.Errorf("mount: %s, want SCMP_ACT_ERRNO", got)
+			}
+			if _, err := seccomp.Compile(prof); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if _, builtin, name, _ := filterProfile(&Policy{}, LevelNamespaces, false); builtin != seccomp.BuiltinDefault || name != seccomp.DefaultName {
+		t.Errorf("without AllowNested: builtin %q, name %q; want the default, precompiled", builtin, name)
+	}
+}
+
+// TestCheckNested: where Policy.AllowNested is refused, and why.
+func TestCheckNested(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		nested    bool
+		level     Level
+		euid      int
+		oldKernel bool
+		want      string // in the refusal; "" for none
+	}{
+		{"off", false, LevelLandlock, 0, true, ""},
+		{"namespaces", true, LevelNamespaces, 1000, false, ""},
+		{"namespaces as root", true, LevelNamespaces, 0, false, ""},
+		{"no proc", true, LevelNamespacesNoProc, 1000, true, ""},
+		{"landlock", true, LevelLandlock, 1000, false, "at level landlock is the host's"},
+		{"root before 5.12", true, LevelNamespaces, 0, true, "before 5.12"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkNested(&Policy{AllowNested: tt.nested}, tt.level, tt.euid, tt.oldKernel)
+			var pe *PolicyError
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (!errors.As(err, &pe) || pe.Field != "AllowNested" || !strings.Contains(pe.Reason, tt.want)):
+				t.Errorf("got %v, want a refusal of AllowNested saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// opened says whether p allows call, refusing it only for some values of
+// its arguments (unshare's CLONE_NEWTIME) if at all.
+func opened(p *seccomp.Profile, call string) bool {
+	allowed := false
+	for _, s := range p.Syscalls {
+		if !slices.Contains(s.Names, call) {
+			continue
+		}
+		switch {
+		case s.Action == "SCMP_ACT_ALLOW":
+			allowed = true
+		case len(s.Args) == 0:
+			allowed = false
+		}
+	}
+	return allowed
 }

@@ -109,12 +109,23 @@ func filterProfile(p *Policy, level Level, oldKernel bool) (prof *seccomp.Profil
 			return nil, "", "", &PolicyError{Field: fmt.Sprintf("%s[%d]", field, i), Value: n, Reason: "not a system call name"}
 		}
 	}
-	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
+	// adjust changes the profile by change, which a built-in filter
+	// cannot take: its profile is made to be compiled instead.
+	adjust := func(suffix string, change func(*seccomp.Profile) *seccomp.Profile) {
 		if builtin != "" {
 			prof, builtin = builtin.Profile(), ""
 		}
-		prof = seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
-		name += "+adjusted"
+		prof = change(prof)
+		name += suffix
+	}
+	if p.AllowNested {
+		// Before SeccompDeny, which may still refuse some of the calls.
+		adjust("+nested", seccomp.AllowNested)
+	}
+	if len(p.SeccompAllow)+len(p.SeccompDeny) > 0 {
+		adjust("+adjusted", func(prof *seccomp.Profile) *seccomp.Profile {
+			return seccomp.Adjust(prof, p.SeccompAllow, p.SeccompDeny)
+		})
 	}
 	if level == LevelLandlock && p.Network != NetworkHost {
 		// No network namespace: seccomp.WithoutSocket says why.
@@ -126,11 +137,9 @@ func filterProfile(p *Policy, level Level, oldKernel bool) (prof *seccomp.Profil
 		name += "+no-socket"
 	}
 	if oldKernel {
-		if builtin != "" {
-			prof, builtin = builtin.Profile(), ""
-		}
-		prof = seccomp.Adjust(prof, nil, seccomp.Tracing())
-		name += "+no-tracing"
+		adjust("+no-tracing", func(prof *seccomp.Profile) *seccomp.Profile {
+			return seccomp.Adjust(prof, nil, seccomp.Tracing())
+		})
 	}
 	return prof, builtin, name, nil
 }
@@ -138,12 +147,16 @@ func filterProfile(p *Policy, level Level, oldKernel bool) (prof *seccomp.Profil
 // tracerPassesFilters reports whether this kernel is older than Linux
 // 4.8, which first ran a traced process's seccomp filter again after its
 // tracer changed the system call.
-var tracerPassesFilters = sync.OnceValue(func() bool {
+var tracerPassesFilters = sync.OnceValue(func() bool { return kernelBefore(kernelRelease(), 4, 8) })
+
+// kernelRelease is uname -r, or "" if it cannot be read (which
+// kernelBefore takes for an old kernel: the worst).
+var kernelRelease = sync.OnceValue(func() string {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
-		return true // unknown: assume the worst
+		return ""
 	}
-	return kernelBefore(unix.ByteSliceToString(u.Release[:]), 4, 8)
+	return unix.ByteSliceToString(u.Release[:])
 })
 
 // kernelBefore reports whether release (uname -r: "6.18.0-1-amd64")

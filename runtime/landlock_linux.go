@@ -44,10 +44,21 @@ func (sb *Sandbox) setupLandlock() error {
 		return nil
 	}
 	writable := append([]string{sb.spec.Workspace}, sb.spec.Writable...)
+	devices := []string{"/dev"}
+	if sb.policy.AllowNested {
+		// A nested sandbox writes the id maps of the user namespace it
+		// makes (/proc/PID/uid_map, gid_map, setgroups). The view's
+		// /proc is the sandbox's own: its system-wide files that a
+		// root-owned command could write (sys, sysrq-trigger, irq, bus,
+		// fs) are mounted read-only, so what this opens is the
+		// per-process files, under the kernel's own ptrace and owner
+		// checks. (At level landlock /proc is the host's: never.)
+		devices = append(devices, "/proc")
+	}
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly: []string{"/"},
 		Writable: append(writable, "/tmp", "/dev/shm"),
-		Devices:  []string{"/dev"},
+		Devices:  devices,
 		// A mask covers the inode that was there when the command
 		// started; a denied path the host replaces by rename (an editor
 		// saving ~/.netrc) or creates during the run (a first ~/.aws)

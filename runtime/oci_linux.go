@@ -47,6 +47,11 @@ func namespacesSandbox(p Policy) (*Sandbox, error) {
 	if p.Backend == BackendOCI || p.Backend == BackendAuto {
 		p.Backend = ""
 	}
+	if p.AllowNested {
+		// The bundle's /proc, its masks and its id mappings are the
+		// runtime's, which checkNested's reasoning does not cover.
+		return nil, &PolicyError{Field: "AllowNested", Value: "true", Reason: "not carried to an OCI runtime: nested sandboxes run with the namespaces backend"}
+	}
 	r, err := resolvePolicy(p, linuxRules())
 	if err != nil {
 		return nil, err

@@ -232,6 +232,20 @@ type Policy struct {
 	// Seccomp replaces the default system-call filter (seccomp.Default)
 	// with an OCI seccomp profile, e.g. one parsed by seccomp.Parse.
 	Seccomp *seccomp.Profile
+	// AllowNested lets commands build sandboxes of their own: the
+	// system-call filter lets them create user, pid, network, mount, ipc,
+	// uts and cgroup namespaces, setns and chroot (seccomp.AllowNested),
+	// which Chromium's sandbox needs (without it Chromium runs only with
+	// --no-sandbox). Everything else of the policy holds, inside the
+	// nested namespaces too: the view, the masks, the network, the
+	// limits; mounts stay refused (by the filter and by Landlock), so a
+	// sandbox that must mount (bubblewrap) still cannot be built. The
+	// cost is attack surface: a user namespace of the command's own
+	// reaches kernel code that an unprivileged process otherwise cannot,
+	// the route of many local privilege escalations. Results say so
+	// (Result.Nested, and a "+nested" SeccompProfile).
+	AllowNested bool `json:",omitempty"`
+
 	// SeccompAllow and SeccompDeny adjust the profile: names in
 	// SeccompAllow are allowed outright (replacing any argument checks:
 	// "clone", "unshare" and "setns" there opt in to nested namespaces),

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"os"
 	"slices"
 
 	"github.com/hutchbox/hutch/mounts"
@@ -43,6 +44,9 @@ func (sb *Sandbox) validate(r resolved) error {
 			return &PolicyError{Field: "ReadOnly", Value: p.ReadOnly[0], Reason: "read-only paths inside writable trees need mounts, which level landlock does not have (Landlock cannot take back what a tree grants)"}
 		}
 	}
+	if err := checkNested(p, sb.level, os.Geteuid(), kernelBefore(kernelRelease(), 5, 12)); err != nil {
+		return err
+	}
 	home, writable := Home, slices.Clone(p.Writable)
 	if p.Home != "" {
 		// A writable tree of its own, bound like the others.
@@ -72,6 +76,29 @@ func (sb *Sandbox) validate(r resolved) error {
 		return err
 	}
 	return sb.compileFilter()
+}
+
+// checkNested refuses Policy.AllowNested where a nested sandbox would
+// not work or would reach past the sandbox:
+//   - at level landlock, whose /proc is the host's and stays read-only to
+//     Landlock: a nested user namespace's id maps could not be written;
+//   - for a sandbox whose uid 0 is the host's root (euid, the uid hutch
+//     runs as, is 0) on a kernel before 5.12 (oldKernel): there an
+//     unprivileged process may map uid 0 into a user namespace of its
+//     own, whose root then writes file capabilities that hold for the
+//     host's root (Linux 5.12 requires CAP_SETFCAP for that mapping);
+//     a file with capabilities left in the workspace is a privilege route
+//     on the host, as a setuid file is (see seccomp's modeRules).
+func checkNested(p *Policy, level Level, euid int, oldKernel bool) error {
+	switch {
+	case !p.AllowNested:
+		return nil
+	case level == LevelLandlock:
+		return &PolicyError{Field: "AllowNested", Value: "true", Reason: "a nested sandbox writes its user namespace's id maps in /proc, which at level landlock is the host's and stays read-only"}
+	case euid == 0 && oldKernel:
+		return &PolicyError{Field: "AllowNested", Value: "true", Reason: "as root on a kernel before 5.12 a nested user namespace could map the host's root and write file capabilities that hold on the host; run hutch as another user, or on Linux 5.12+"}
+	}
+	return nil
 }
 
 // resolveAll resolves symlinks in each of paths (/var/run is usually a

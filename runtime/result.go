@@ -107,6 +107,14 @@ type Result struct {
 	Unenforced []string `json:"unenforced,omitempty"`
 	// Backend is what enforced the level (Policy.Backend; Level.Backend).
 	Backend Backend `json:"backend,omitempty"`
+	// Nested says the command could build sandboxes of its own
+	// (Policy.AllowNested): create namespaces, setns and chroot, which
+	// reach more of the kernel than the default filter lets a command
+	// reach. The seccomp layer was enforced all the same, by a filter
+	// SeccompProfile names with "+nested". A choice of the caller's, like
+	// Network "host", not a layer the host failed to set up: neither
+	// Skipped nor Unenforced lists it.
+	Nested bool `json:"nested,omitempty"`
 	// Unsandboxed says the command ran with no isolation at all
 	// (Policy.Unsandboxed, the disabled mode).
 	Unsandboxed bool `json:"unsandboxed,omitempty"`

@@ -92,6 +92,7 @@ type runFlags struct {
 	denyNames   []string
 	noDefDeny   bool
 	gitWrite    bool
+	nested      bool
 	verbose     bool
 	allowSystem []string
 	env         []string
@@ -199,6 +200,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.Var(repeated{&f.allowSystem}, "allow-system-write", "a system tree (/etc, /usr, /var, /boot, /bin, /sbin, /lib...) the workspace or a --write path may be or hold: refused otherwise, as more often a slip than a wish (repeatable)")
 	fl.BoolVar(&f.gitWrite, "allow-git-write", false, "let the command commit in the repositories present in the workspace and --write trees: their .git becomes writable except config, hooks, info, modules, worktrees (read-only by default: the host's git runs what is planted there)")
+	fl.BoolVar(&f.nested, "allow-nested", false, "let the command build sandboxes of its own (Chromium's, unshare -Ur): the system-call filter then allows creating user, pid, network, mount, ipc, uts and cgroup namespaces, setns and chroot; mounts stay refused; more kernel code reachable, the route of many privilege escalations")
 	fl.Var(repeated{&f.env}, "env", "KEY=VALUE for the command (repeatable)")
 	fl.Var(repeated{&f.readOnly}, "read-only", "a path inside the workspace or a --write or --home tree that stays read-only (repeatable)")
 	fl.StringVar(&f.appsDir, "apps-dir", "", "hide the workspace's directory of app directories (relative to it; with --app, \"apps\" by default) but for --app's")
@@ -291,6 +293,7 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
 	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
 	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite
+	p.AllowNested = p.AllowNested || f.nested
 	p.AllowSystemWrite = append(slices.Clip(p.AllowSystemWrite), f.allowSystem...)
 	p.AllowUnsandboxed = f.unsandboxed
 	p.Env = append(slices.Clip(p.Env), f.env...)
@@ -479,7 +482,8 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 // enforced, secrets found, why it was killed. What is the same for every
 // command on a host and was not chosen by the caller's flags' strength
 // (limits kept by rlimits for want of cgroups, as for an unprivileged
-// user; the host's network, asked for with --net host) is said only with
+// user; the host's network, asked for with --net host; the namespaces of
+// --allow-nested) is said only with
 // verbose: an agent feeds a command's stderr to its model, and the Result
 // (--result-json) holds it anyway. A level below namespaces, or a backend
 // that leaves layers out, is always said: never quietly weaker.
@@ -491,6 +495,9 @@ func printNotes(r *runtime.Result, verbose bool) {
 	}
 	if r.Network == runtime.NetworkHost && verbose {
 		fmt.Fprintln(os.Stderr, "hutch: --net host: the command shared the host's network, with no isolation")
+	}
+	if r.Nested && verbose {
+		fmt.Fprintln(os.Stderr, "hutch: --allow-nested: the command could create namespaces (setns, chroot too), which reach more of the kernel")
 	}
 	rlimits := slices.ContainsFunc(r.Skipped, func(s runtime.Skipped) bool { return s.Layer == runtime.LayerCgroup })
 	switch {

@@ -121,6 +121,13 @@ func added(list, base []string) ([]string, bool) {
 func differences(a, b runtime.Policy) []string {
 	ma, mb := policyFields(a), policyFields(b)
 	var out []string
+	// Both policies' keys: a field left out of one's JSON when it is
+	// false (AllowNested) is compared all the same.
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			ma[k] = nil
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(ma)) {
 		switch k {
 		case "Prewarm", "Grantable":

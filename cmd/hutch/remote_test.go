@@ -65,6 +65,8 @@ func TestCallFor(t *testing.T) {
 			p.Network, p.Writable, p.AllowGitWrite = runtime.NetworkHost, []string{"/data"}, true
 		}), server: server,
 			want: localapi.ExecRequest{CommandRequest: localapi.CommandRequest{Grant: []string{"@host-network", "write:/data", "@git-write"}}}},
+		{name: "nested sandboxes are no grant", local: with(func(p *runtime.Policy) { p.AllowNested = true }), server: server, differ: []string{"AllowNested"}},
+		{name: "the server's nested sandboxes", local: server, server: with(func(p *runtime.Policy) { p.AllowNested = true }), differ: []string{"AllowNested"}},
 		{name: "limits and masks differ", local: with(func(p *runtime.Policy) { p.Memory, p.Deny = 64<<20, []string{"/srv"} }), server: server,
 			differ: []string{"Deny", "Memory"}},
 		{name: "another workspace", local: runtime.DefaultPolicy("/v"), server: runtime.DefaultPolicy("/w"), differ: []string{"Workspace"}},
