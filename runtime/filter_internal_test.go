@@ -5,7 +5,9 @@ package runtime
 import (
 	"bytes"
 	"errors"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -277,4 +279,30 @@ func opened(p *seccomp.Profile, call string) bool {
 		}
 	}
 	return allowed
+}
+
+// TestNestedUserCounts: a sandbox whose commands may make namespaces caps
+// how many its user namespace may hold, to a share of the host user's;
+// the default sandbox writes only the shared counts, as before.
+func TestNestedUserCounts(t *testing.T) {
+	def := (&Sandbox{}).userCounts()
+	nested := (&Sandbox{policy: Policy{AllowNested: true}}).userCounts()
+	for _, n := range nestedCounts {
+		if _, ok := def[n]; ok {
+			t.Errorf("the default sandbox caps %s", n)
+		}
+		b, err := os.ReadFile("/proc/sys/user/" + n)
+		if err != nil {
+			continue // not on this kernel
+		}
+		host, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if got := nested[n]; got == 0 || got > max(1, host/userCountShare) {
+			t.Errorf("%s: %d, want at most a %dth of the host's %d", n, got, userCountShare, host)
+		}
+	}
+	for _, n := range sharedCounts {
+		if def[n] != nested[n] {
+			t.Errorf("%s: %d nested, %d by default", n, nested[n], def[n])
+		}
+	}
 }

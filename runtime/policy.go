@@ -243,13 +243,18 @@ type Policy struct {
 	// cost is attack surface: a user namespace of the command's own
 	// reaches kernel code that an unprivileged process otherwise cannot,
 	// the route of many local privilege escalations. Results say so
-	// (Result.Nested, and a "+nested" SeccompProfile).
+	// (Result.Nested, and a "+nested" SeccompProfile). The sandbox's user
+	// namespace then also caps the namespaces it may hold to a share of
+	// the host user's (LayerUserCounts). Omitted from the policy's JSON
+	// when false, as a build before it wrote that JSON.
 	AllowNested bool `json:",omitempty"`
 
 	// SeccompAllow and SeccompDeny adjust the profile: names in
 	// SeccompAllow are allowed outright (replacing any argument checks:
-	// "clone", "unshare" and "setns" there opt in to nested namespaces),
-	// names in SeccompDeny fail with EPERM.
+	// "clone" and "unshare" there let a command make namespaces, though
+	// Landlock keeps a user namespace's id maps unwritable: AllowNested
+	// is the way to nested sandboxes), names in SeccompDeny fail with
+	// EPERM, even those AllowNested opens.
 	SeccompAllow, SeccompDeny []string
 
 	// AllowDegraded names layers that may be skipped when the host cannot

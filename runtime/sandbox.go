@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"github.com/hutchbox/hutch/internal/hostprobe"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -390,7 +391,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,
 		UnixWall:   wall,
-		UserCounts: userCounts(),
+		UserCounts: sb.userCounts(),
 		// The rules on the host's own files (the carve-out's hundreds)
 		// from files kept open between spawns, not opened by each init.
 		HostRuleset: true,
@@ -408,12 +409,37 @@ const userCountShare = 4
 // caps to a share of its host user's.
 var sharedCounts = []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}
 
-// userCounts are the limits each init writes in its user namespace: a
-// userCountShare-th of this process's own, read once (a count this
-// kernel lacks is left out).
-var userCounts = sync.OnceValue(func() map[string]uint64 {
+// nestedCounts are the namespace counts a sandbox's user namespace caps
+// too when its commands may make namespaces (Policy.AllowNested): each
+// one the command makes is charged to the host user as well, who could
+// otherwise be left without any (hutch itself included).
+var nestedCounts = []string{"max_user_namespaces", "max_pid_namespaces", "max_net_namespaces", "max_mnt_namespaces",
+	"max_ipc_namespaces", "max_uts_namespaces", "max_cgroup_namespaces"}
+
+// userCounts are the limits each of sb's inits writes in its user
+// namespace.
+func (sb *Sandbox) userCounts() map[string]uint64 {
+	if !sb.policy.AllowNested {
+		return sharedCountLimits()
+	}
+	out := maps.Clone(sharedCountLimits())
+	maps.Copy(out, nestedCountLimits())
+	return out
+}
+
+// sharedCountLimits and nestedCountLimits are a userCountShare-th of this
+// process's own counts, read once.
+var (
+	sharedCountLimits = sync.OnceValue(func() map[string]uint64 { return countShares(sharedCounts) })
+	nestedCountLimits = sync.OnceValue(func() map[string]uint64 { return countShares(nestedCounts) })
+)
+
+// countShares maps each of the /proc/sys/user counts names to a
+// userCountShare-th of this process's own (a count this kernel lacks is
+// left out).
+func countShares(names []string) map[string]uint64 {
 	out := map[string]uint64{}
-	for _, n := range sharedCounts {
+	for _, n := range names {
 		b, err := os.ReadFile("/proc/sys/user/" + n)
 		if err != nil {
 			continue
@@ -425,7 +451,7 @@ var userCounts = sync.OnceValue(func() map[string]uint64 {
 		out[n] = max(1, min(v, 1<<31-1)/userCountShare)
 	}
 	return out
-})
+}
 
 // initHoldsSetpcap reports whether an init in the host's user namespace
 // (LevelLandlock) holds CAP_SETPCAP, which emptying its bounding set and
