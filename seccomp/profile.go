@@ -272,7 +272,12 @@ const (
 //     xattrs and cp -a/rsync -X. The kernel refuses it instead: writing it
 //     takes CAP_SETFCAP, and the command holds no capability and cannot
 //     regain one (an empty bounding set, no_new_privs against file
-//     capabilities and setuid, no new user namespace);
+//     capabilities and setuid, no new user namespace). Under AllowNested
+//     it holds CAP_SETFCAP in a user namespace of its own, where the
+//     kernel writes only a namespaced capability (v3, valid where the
+//     namespace's root is the root), and that root is never the host's
+//     (the runtime refuses AllowNested as root before Linux 5.12, which
+//     let an unprivileged process map uid 0);
 //   - chown, which could otherwise move a setuid bit to another owner,
 //     clears S_ISUID (and an executable S_ISGID) on a regular file whoever
 //     calls it, and no file with them can be made in the first place; link
