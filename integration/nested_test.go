@@ -231,7 +231,7 @@ func TestNestedChromium(t *testing.T) {
 // the workspace stays as it was (though writable to every uid on the
 // host), and no connection reaches a host listener, from the command nor
 // from a network namespace it made. Without the flag no namespace can be
-// made at all.
+// made at all. hutch run --verbose says which.
 func TestNestedPolicyHolds(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare on this host (util-linux)")
@@ -279,7 +279,7 @@ exit 0
 			if nested {
 				flags = append(flags, "--allow-nested")
 			}
-			flags = append(flags, "--deny", token)
+			flags = append(flags, "--deny", token, "--verbose")
 			res := runCLI(t, ws, flags, "sh", "-c", script)
 			if res.code != 0 {
 				t.Fatalf("%v", res)
@@ -304,6 +304,9 @@ exit 0
 			}
 			if n := accepted.Load(); n != 0 {
 				t.Errorf("the host listener accepted %d connections", n)
+			}
+			if said := strings.Contains(res.stderr, "hutch: --allow-nested:"); said != nested {
+				t.Errorf("--verbose said the namespaces %v, want %v:\n%v", said, nested, res)
 			}
 			if res.result == nil || res.result.Nested != nested || strings.HasSuffix(res.result.SeccompProfile, "+nested") != nested {
 				t.Errorf("result does not say nested %v: %+v", nested, res.result)
