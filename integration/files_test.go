@@ -27,10 +27,10 @@ import (
 
 // fileFixture is a tree that puts every kind of path the file door must
 // judge within reach: files inside and outside the workspace, masked deny
-// names at the top and deeper, app directories (the Sandbox runs as app
-// a1: its directory read-only, its data writable, a2's hidden), a denied
-// path outside (a Landlock
-// carve-out and a mask), planted secrets in $HOME, symlinks and hard links
+// names at the top and deeper, app directories (the Sandbox is an
+// ordinary agent: every app's hidden; an app agent, confined to its own,
+// is TestAppConfined's), a denied path outside (a Landlock carve-out and
+// a mask), planted secrets in $HOME, symlinks and hard links
 // in and out, chains and loops, and a path into the private /tmp. Every
 // file holds content of its own, so a read proves which file it reached.
 type fileFixture struct {
@@ -55,8 +55,8 @@ func newFileFixture(t *testing.T) *fileFixture {
 	file(filepath.Join(fx.ws, "sub", "deep", "c.txt"))
 	file(filepath.Join(fx.ws, ".env"))                        // a deny name at the top: masked per command
 	file(filepath.Join(fx.ws, "sub", ".env.local"))           // deeper: masked from New on
-	file(filepath.Join(fx.ws, "apps", "a1", "x.txt"))         // the sandbox's own app: read-only
-	file(filepath.Join(fx.ws, "apps", "a1", "data", "y.txt")) // its data: writable
+	file(filepath.Join(fx.ws, "apps", "a1", "x.txt"))         // an app's: hidden
+	file(filepath.Join(fx.ws, "apps", "a1", "data", "y.txt")) // its data: hidden too
 	file(filepath.Join(fx.ws, "apps", "a2", "z.txt"))         // another app's: hidden
 	file(filepath.Join(fx.out, "o.txt"))
 	file(filepath.Join(fx.out, "denied", "d.txt"))
@@ -85,7 +85,7 @@ func newFileFixture(t *testing.T) *fileFixture {
 	fx.sb = newSandbox(t, fx.ws, func(p *runtime.Policy) {
 		p.Deny = append(p.Deny, filepath.Join(fx.out, "denied"))
 		p.Writable = append(p.Writable, fx.results)
-		p.Apps = &runtime.AppIsolation{ID: "a1"}
+		p.Apps = &runtime.AppIsolation{}
 	})
 	t.Cleanup(func() { fx.sb.Close() })
 	return fx

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,36 +172,43 @@ func TestReadOnlyCarveOut(t *testing.T) {
 
 // TestAppIsolation: an ordinary agent reaches no app directory; an app
 // agent reads its own, writes only its data, and reaches no other app's.
-// Commands and the file door alike, judged by the host's files.
+// Commands and the file door alike, judged by the host's files. (The rest
+// of an app's workspace is TestAppConfined's.)
 func TestAppIsolation(t *testing.T) {
 	ws := dir(t, "ws-")
 	for _, f := range []string{"apps/a1/code.txt", "apps/a1/data/d.txt", "apps/a2/secret.txt"} {
 		must(os.MkdirAll(filepath.Dir(filepath.Join(ws, f)), 0o755))
 		must(os.WriteFile(filepath.Join(ws, f), []byte("content of "+f+"\n"), 0o644))
 	}
-	script := `for f in apps/a1/code.txt apps/a1/data/d.txt apps/a2/secret.txt; do cat $f > seen-$(basename $f) 2>/dev/null; done
+	// The command copies what it reads to out, a directory it writes.
+	script := `for f in apps/a1/code.txt apps/a1/data/d.txt apps/a2/secret.txt; do cat $f > $OUT/seen-$(basename $f) 2>/dev/null; done
 		for f in apps/a1/data/new apps/a1/new apps/a2/new apps/new; do echo x > $f 2>/dev/null; done; exit 0`
 	for _, tt := range []struct {
-		id                 string
+		id, out            string
 		seen, written      []string // what the command read, wrote (others: nothing)
 		readable, writable []string // what the file door allows
 	}{
-		{"", nil, nil, nil, nil},
-		{"a1", []string{"code.txt", "d.txt"}, []string{"apps/a1/data/new"}, []string{"apps/a1/code.txt", "apps/a1/data/d.txt"}, []string{"apps/a1/data/api"}},
+		{"", ".", nil, nil, nil, nil},
+		{"a1", "apps/a1/data", []string{"code.txt", "d.txt"}, []string{"apps/a1/data/new"}, []string{"apps/a1/code.txt", "apps/a1/data/d.txt"}, []string{"apps/a1/data/api"}},
 	} {
 		t.Run("app="+tt.id, func(t *testing.T) {
-			for _, f := range []string{"seen-code.txt", "seen-d.txt", "seen-secret.txt", "apps/a1/data/new", "apps/a1/new", "apps/a2/new", "apps/new", "apps/a1/data/api"} {
+			for _, f := range []string{"seen-code.txt", "seen-d.txt", "seen-secret.txt"} {
+				os.Remove(filepath.Join(ws, tt.out, f))
+			}
+			for _, f := range []string{"apps/a1/data/new", "apps/a1/new", "apps/a2/new", "apps/new", "apps/a1/data/api"} {
 				os.Remove(filepath.Join(ws, f))
 			}
 			sb := newSandbox(t, ws, func(p *runtime.Policy) { p.Apps = &runtime.AppIsolation{ID: tt.id} })
 			defer sb.Close()
-			if out, err := sb.Command(context.Background(), "sh", "-c", script).CombinedOutput(); err != nil {
+			c := sb.Command(context.Background(), "sh", "-c", script)
+			c.Env = []string{"OUT=" + tt.out}
+			if out, err := c.CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			for _, f := range []string{"apps/a1/code.txt", "apps/a1/data/d.txt", "apps/a2/secret.txt"} {
 				// What the command copied out, against the host's file: only
 				// the very bytes prove it was read.
-				b, _ := os.ReadFile(filepath.Join(ws, "seen-"+filepath.Base(f)))
+				b, _ := os.ReadFile(filepath.Join(ws, tt.out, "seen-"+filepath.Base(f)))
 				real, _ := os.ReadFile(filepath.Join(ws, f))
 				if read := len(b) > 0 && bytes.Equal(b, real); read != slices.Contains(tt.seen, filepath.Base(f)) {
 					t.Errorf("the command read %s: %v (%q)", f, read, b)
@@ -235,5 +243,102 @@ func TestAppIsolation(t *testing.T) {
 		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Field, "Apps.") {
 			t.Errorf("Apps %+v: %v, want a PolicyError on Apps.Dir or Apps.ID", a, err)
 		}
+	}
+}
+
+// TestAppConfined: an app agent (--app a1) reads nothing of its workspace
+// but its own app's directory and writes nothing but that directory's
+// data: the workspace is an empty read-only directory holding only the way
+// down to apps/a1, and stays the working directory. Commands and the file
+// door (hutch read, hutch write) alike, judged by the host's files: the
+// markers planted at the workspace's top and in another app never appear
+// in anything the command printed or wrote.
+func TestAppConfined(t *testing.T) {
+	ws := dir(t, "ws-")
+	rootMarker, a2Marker := "ROOT-MARKER-"+filepath.Base(ws), "A2-MARKER-"+filepath.Base(ws)
+	files := map[string]string{
+		"notes.md": rootMarker + "\n", "sub/deep.txt": rootMarker + "\n", "apps/a2/secret": a2Marker + "\n",
+		"apps/a1/code.txt": "code\n", "apps/a1/data/d.txt": "data\n",
+	}
+	for f, content := range files {
+		must(os.MkdirAll(filepath.Dir(filepath.Join(ws, f)), 0o755))
+		must(os.WriteFile(filepath.Join(ws, f), []byte(content), 0o644))
+	}
+	// A way out of the data directory the host left there.
+	must(os.Symlink(filepath.Join(ws, "notes.md"), filepath.Join(ws, "apps/a1/data/ln")))
+	// Where the view has the path's directory, a write fails read-only;
+	// where it hides it, there is no such directory (dash's words for
+	// ENOENT, or the C library's).
+	const erofs, enoent = "Read-only file system", "Directory nonexistent|No such file or directory"
+	refused := map[string]string{"notes2.md": erofs, "notes.md": erofs, "apps/new": erofs, "apps/a1/new": erofs,
+		"apps/a1/code.txt": erofs, "sub/new": enoent, "apps/a2/new": enoent, "apps/a2/secret": enoent}
+	out := "apps/a1/data/"
+	script := `pwd > ` + out + `pwd; ls -A . > ` + out + `ls-root; ls -A apps > ` + out + `ls-apps
+		for f in ` + strings.Join(slices.Sorted(maps.Keys(refused)), " ") + `; do { echo x >> "$f"; } 2>> ` + out + `write-errors; done
+		rm -rf notes.md sub apps/a2 2>> ` + out + `write-errors; mkdir apps/a1/d2 2>> ` + out + `write-errors
+		cat notes.md sub/deep.txt apps/a2/secret apps/a1/data/ln > ` + out + `copied 2> ` + out + `read-errors
+		cat apps/a1/code.txt apps/a1/data/d.txt > ` + out + `own; echo hello > ` + out + `x; cat notes.md apps/a2/secret; exit 0`
+	r := sh(t, ws, script, "--app", "a1")
+	if r.code != 0 {
+		t.Fatalf("hutch run --app a1: %s", r)
+	}
+	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(ws, f)); return string(b) }
+	for f, content := range files {
+		if got := read(f); got != content {
+			t.Errorf("%s on the host holds %q; want %q, as before the command", f, got, content)
+		}
+	}
+	for _, f := range []string{"notes2.md", "sub/new", "apps/new", "apps/a1/new", "apps/a2/new", "apps/a1/d2"} {
+		if _, err := os.Lstat(filepath.Join(ws, f)); err == nil {
+			t.Errorf("the command made %s on the host", f)
+		}
+	}
+	for f, want := range map[string]string{"x": "hello\n", "own": "code\ndata\n", "pwd": ws + "\n", "ls-root": "apps\n", "ls-apps": "a1\n", "copied": ""} {
+		if got := read(out + f); got != want {
+			t.Errorf("%s%s on the host holds %q; want %q", out, f, got, want)
+		}
+	}
+	errs := read(out + "write-errors")
+	for f, want := range refused {
+		if !slices.ContainsFunc(strings.Split(want, "|"), func(w string) bool { return strings.Contains(errs, " "+f+": "+w+"\n") }) {
+			t.Errorf("the write to %s did not fail with %q:\n%s", f, want, errs)
+		}
+	}
+	// Nothing the command printed or wrote holds a marker.
+	seen := r.stdout + r.stderr
+	filepath.WalkDir(filepath.Join(ws, "apps/a1/data"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			seen += string(b)
+		}
+		return nil
+	})
+	for _, m := range []string{rootMarker, a2Marker} {
+		if strings.Contains(seen, m) {
+			t.Errorf("the command read %s", m)
+		}
+	}
+
+	// The file door refuses the same.
+	for _, f := range []string{"notes.md", "sub/deep.txt", "apps/a2/secret", "apps/a1/data/ln"} {
+		if r := runCLIArgs(t, "read", "--workspace", ws, "--app", "a1", f); r.code == 0 || strings.Contains(r.stdout+r.stderr, "MARKER") {
+			t.Errorf("hutch read --app a1 %s: %s", f, r)
+		}
+	}
+	if r := runCLIArgs(t, "read", "--workspace", ws, "--app", "a1", "apps/a1/code.txt"); r.code != 0 || !strings.Contains(r.stdout, "code") {
+		t.Errorf("hutch read --app a1 apps/a1/code.txt: %s", r)
+	}
+	for f := range refused {
+		if r := runCLIArgs(t, "write", "--workspace", ws, "--app", "a1", "--content", "door", filepath.Join(ws, f)); r.code == 0 {
+			t.Errorf("hutch write --app a1 %s: %s", f, r)
+		}
+	}
+	for f, content := range files {
+		if got := read(f); got != content {
+			t.Errorf("after the file door, %s on the host holds %q; want %q", f, got, content)
+		}
+	}
+	if r := runCLIArgs(t, "write", "--workspace", ws, "--app", "a1", "--content", "door", filepath.Join(ws, out, "door")); r.code != 0 || read(out+"door") != "door" {
+		t.Errorf("hutch write --app a1 %sdoor: %s; the host's file holds %q", out, r, read(out+"door"))
 	}
 }

@@ -121,11 +121,59 @@ type Spec struct {
 	NoProc bool
 }
 
-// Apps hides Dir (absolute, in a writable tree) behind an empty
-// read-only tmpfs, and shows in it only the app directory named ID (none
-// when ID is empty), read-only, with its "data" directory writable.
+// Apps hides Dir (absolute, in the workspace) behind an empty read-only
+// tmpfs. With an ID, the sandbox runs as that app and is confined to it:
+// the whole workspace is hidden so, an empty read-only directory holding
+// only the way down to <Dir>/<ID>, which shows read-only with its "data"
+// directory the one writable tree of the workspace. Without one, an
+// ordinary agent's workspace stays writable but for Dir.
 type Apps struct {
 	Dir, ID string
+}
+
+// app is the app's directory, <Dir>/<ID>, or "" for an ordinary agent.
+func (a *Apps) app() string {
+	if a == nil || a.ID == "" {
+		return ""
+	}
+	return path.Join(a.Dir, a.ID)
+}
+
+// Trees are the host trees the workspace and Writable show in the view,
+// where deny names and repositories are looked for: the workspace, or for
+// an app the app's directory only, then Writable.
+func (s Spec) Trees() []string {
+	top := s.Workspace
+	if app := s.Apps.app(); app != "" {
+		top = app
+	}
+	return append([]string{top}, s.Writable...)
+}
+
+// WritableTrees are the trees the view lets a command write, besides its
+// private /tmp: the workspace, or for an app its data directory only,
+// then Writable. Landlock must be given these, to agree with the mounts.
+func (s Spec) WritableTrees() []string {
+	top := s.Workspace
+	if app := s.Apps.app(); app != "" {
+		top = path.Join(app, "data")
+	}
+	return append([]string{top}, s.Writable...)
+}
+
+// hidden reports whether p lies where Apps hides the host's tree (Dir, or
+// for an app the whole workspace, but the app's directory): the view holds
+// nothing there to mask, pin or guard, and a step there would only make
+// its path appear.
+func (s Spec) hidden(p string) bool {
+	a := s.Apps
+	switch {
+	case a == nil:
+		return false
+	case a.ID == "":
+		return Within(p, a.Dir)
+	}
+	return Within(p, s.Workspace) && !Within(p, a.app())
 }
 
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
@@ -147,9 +195,12 @@ func Build(s Spec) Plan {
 		add(Mount{Kind: EmptyRO, Target: d, Optional: true})
 	}
 
-	writable := append([]string{s.Workspace}, s.Writable...)
+	writable := s.WritableTrees()
+	app := s.Apps.app()
 	for _, w := range sortedUnique(writable) {
-		add(Mount{Kind: BindRW, Source: w, Target: w})
+		if app == "" || w != writable[0] {
+			add(Mount{Kind: BindRW, Source: w, Target: w})
+		}
 	}
 	if s.Home != "" {
 		// The home lives in the private /tmp unless it is elsewhere in a
@@ -162,21 +213,21 @@ func Build(s Spec) Plan {
 			}
 		}
 	}
-	if a := s.Apps; a != nil {
-		// Over the writable binds, under the pins, read-only paths and
-		// masks (which may lie in the app's directory).
-		add(Mount{Kind: EmptyRO, Target: a.Dir, Optional: true})
-		if a.ID != "" {
-			app := path.Join(a.Dir, a.ID)
-			add(Mount{Kind: BindRO, Source: app, Target: app, Optional: true})
-			add(Mount{Kind: BindRW, Source: path.Join(app, "data"), Target: path.Join(app, "data"), Optional: true})
-		}
+	// Over the writable binds (one holding the workspace must not bury
+	// it), under the pins, read-only paths and masks (which may lie in
+	// the app's directory).
+	if app != "" {
+		add(Mount{Kind: EmptyRO, Target: s.Workspace})
+		add(Mount{Kind: BindRO, Source: app, Target: app, Optional: true})
+		add(Mount{Kind: BindRW, Source: writable[0], Target: writable[0], Optional: true})
+	} else if s.Apps != nil {
+		add(Mount{Kind: EmptyRO, Target: s.Apps.Dir, Optional: true})
 	}
 	// A masked or read-only path inside a writable tree could otherwise
 	// be moved away by renaming one of its ancestors (and another put in
 	// its place): pin every ancestor between the writable root and it.
-	masks := outermost(sortedUnique(s.Deny))
-	readOnly := sortedUnique(s.ReadOnly)
+	masks := outermost(s.shown(s.Deny))
+	readOnly := s.shown(s.ReadOnly)
 	pinned := map[string]bool{}
 	var pins []string
 	pin := func(dir string) {
@@ -185,7 +236,7 @@ func Build(s Spec) Plan {
 			pins = append(pins, dir)
 		}
 	}
-	for _, d := range append(append(slices.Clone(masks), readOnly...), sortedUnique(s.Pins)...) {
+	for _, d := range append(append(slices.Clone(masks), readOnly...), s.shown(s.Pins)...) {
 		root, ok := longestPrefix(d, writable)
 		if !ok {
 			continue
@@ -194,7 +245,7 @@ func Build(s Spec) Plan {
 			pin(dir)
 		}
 	}
-	for _, d := range sortedUnique(s.Pins) {
+	for _, d := range s.shown(s.Pins) {
 		if root, ok := longestPrefix(d, writable); ok && d != root {
 			pin(d)
 		}
@@ -214,6 +265,11 @@ func Build(s Spec) Plan {
 		add(Mount{Kind: Mask, Target: d, Optional: true})
 	}
 	return p
+}
+
+// shown are paths, sorted and unique, but those Apps hides.
+func (s Spec) shown(paths []string) []string {
+	return slices.DeleteFunc(sortedUnique(paths), s.hidden)
 }
 
 // Validate checks the plan's own shape: absolute clean paths and a host

@@ -444,27 +444,30 @@ func TestLookup(t *testing.T) {
 			t.Errorf("HostBelow(%q) = %v", path, got)
 		}
 	}
-	// App directories: only the app's own shows, read-only, its data
-	// writable; an ordinary agent sees none.
-	app := Build(Spec{Workspace: "/w", Apps: &Apps{Dir: "/w/apps", ID: "a1"}})
+	// App directories: an app sees its own, read-only, its data writable,
+	// and nothing else of the workspace; an ordinary agent sees no app's
+	// and the rest of the workspace as before.
+	app := Build(Spec{Workspace: "/w", Writable: []string{"/out"}, Apps: &Apps{Dir: "/w/apps", ID: "a1"}})
+	none := Build(Spec{Workspace: "/w", Apps: &Apps{Dir: "/w/apps"}})
 	for _, tt := range []struct {
+		plan     Plan
 		path     string
 		reach    Reach
 		writable bool
 	}{
-		{"/w/apps", Masked, false}, {"/w/apps/a2/x", Masked, false}, {"/w/apps/a1/x", OnHost, false},
-		{"/w/apps/a1/data/x", OnHost, true}, {"/w/other", OnHost, true},
+		{app, "/w", Masked, false}, {app, "/w/other", Masked, false}, {app, "/w/apps", Masked, false},
+		{app, "/w/apps/a2/x", Masked, false}, {app, "/w/apps/a1/x", OnHost, false},
+		{app, "/w/apps/a1/data/x", OnHost, true}, {app, "/out/x", OnHost, true}, {app, "/etc/x", OnHost, false},
+		{none, "/w/other", OnHost, true}, {none, "/w/apps", Masked, false}, {none, "/w/apps/a1/data/x", Masked, false},
 	} {
-		if got := app.Lookup(tt.path); got.Reach != tt.reach || got.Writable != tt.writable {
-			t.Errorf("app a1: Lookup(%q) = %d writable %v", tt.path, got.Reach, got.Writable)
+		if got := tt.plan.Lookup(tt.path); got.Reach != tt.reach || got.Writable != tt.writable {
+			t.Errorf("Lookup(%q) = %d writable %v; want %d writable %v", tt.path, got.Reach, got.Writable, tt.reach, tt.writable)
 		}
 	}
-	if !app.HostBelow("/w/apps") || app.HostBelow("/w/apps/a2") {
-		t.Error("app a1: HostBelow")
-	}
-	none := Build(Spec{Workspace: "/w", Apps: &Apps{Dir: "/w/apps"}})
-	if got := none.Lookup("/w/apps/a1/data/x"); got.Reach != Masked {
-		t.Errorf("no app: apps/a1/data/x is %d", got.Reach)
+	for path, want := range map[string]bool{"/w": true, "/w/apps": true, "/w/apps/a2": false, "/w/other": false} {
+		if got := app.HostBelow(path); got != want {
+			t.Errorf("app a1: HostBelow(%q) = %v", path, got)
+		}
 	}
 	// A later mount on an ancestor buries an earlier one beneath it.
 	buried := Plan{Mounts: []Mount{{Kind: HostRoot, Source: "/", Target: "/"}, {Kind: BindRW, Source: "/a/b", Target: "/a/b"}, {Kind: Mask, Target: "/a"}}}
@@ -473,5 +476,65 @@ func TestLookup(t *testing.T) {
 	}
 	if buried.HostBelow("/a") {
 		t.Error("a buried bind counts as a way below /a")
+	}
+}
+
+// TestBuildApps: the steps Apps adds, and the masks, pins and read-only
+// paths it drops where it hides the host's tree (a step there would only
+// make its path appear in the empty directory).
+func TestBuildApps(t *testing.T) {
+	deny := []string{"/w/.env", "/w/apps/a1/.env", "/w/apps/a1/data/sub/.env", "/w/apps/a2/.env", "/etc/shadow"}
+	readOnly := []string{"/w/.git", "/w/apps/a1/data/repo/.git"}
+	for _, tt := range []struct {
+		name string
+		apps *Apps
+		want []string // the plan's steps after the private mounts
+	}{
+		{"no apps", nil, []string{
+			"bind-rw /w", "pin /w/apps (optional)", "pin /w/apps/a1 (optional)", "pin /w/apps/a2 (optional)", "pin /w/apps/a1/data (optional)",
+			"pin /w/apps/a1/data/repo (optional)", "pin /w/apps/a1/data/sub (optional)", "read-only /w/.git (optional)", "read-only /w/apps/a1/data/repo/.git (optional)",
+			"mask /etc/shadow (optional)", "mask /w/.env (optional)", "mask /w/apps/a1/.env (optional)",
+			"mask /w/apps/a1/data/sub/.env (optional)", "mask /w/apps/a2/.env (optional)"}},
+		{"ordinary agent", &Apps{Dir: "/w/apps"}, []string{
+			"bind-rw /w", "empty-ro /w/apps (optional)", "read-only /w/.git (optional)",
+			"mask /etc/shadow (optional)", "mask /w/.env (optional)"}},
+		{"app a1", &Apps{Dir: "/w/apps", ID: "a1"}, []string{
+			"empty-ro /w", "bind-ro /w/apps/a1 (optional)", "bind-rw /w/apps/a1/data (optional)",
+			"pin /w/apps/a1/data/repo (optional)", "pin /w/apps/a1/data/sub (optional)", "read-only /w/apps/a1/data/repo/.git (optional)",
+			"mask /etc/shadow (optional)", "mask /w/apps/a1/.env (optional)", "mask /w/apps/a1/data/sub/.env (optional)"}},
+		{"app in a nested dir", &Apps{Dir: "/w/x/apps", ID: "a1"}, []string{
+			"empty-ro /w", "bind-ro /w/x/apps/a1 (optional)", "bind-rw /w/x/apps/a1/data (optional)", "mask /etc/shadow (optional)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Build(Spec{Workspace: "/w", Deny: deny, ReadOnly: readOnly, Apps: tt.apps})
+			var got []string
+			for _, m := range p.Mounts[4:] {
+				got = append(got, m.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestSpecTrees: the trees deny names are looked for in and the trees a
+// command may write, for an ordinary agent and for an app.
+func TestSpecTrees(t *testing.T) {
+	for _, tt := range []struct {
+		apps            *Apps
+		trees, writable []string
+	}{
+		{nil, []string{"/w", "/out"}, []string{"/w", "/out"}},
+		{&Apps{Dir: "/w/apps"}, []string{"/w", "/out"}, []string{"/w", "/out"}},
+		{&Apps{Dir: "/w/apps", ID: "a1"}, []string{"/w/apps/a1", "/out"}, []string{"/w/apps/a1/data", "/out"}},
+	} {
+		s := Spec{Workspace: "/w", Writable: []string{"/out"}, Apps: tt.apps}
+		if got := s.Trees(); !slices.Equal(got, tt.trees) {
+			t.Errorf("%+v: Trees() = %v; want %v", tt.apps, got, tt.trees)
+		}
+		if got := s.WritableTrees(); !slices.Equal(got, tt.writable) {
+			t.Errorf("%+v: WritableTrees() = %v; want %v", tt.apps, got, tt.writable)
+		}
 	}
 }

@@ -397,6 +397,11 @@ func (b *podBuilder) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 			}
 			ro := m.Kind == mounts.BindRO
 			claimed := m.Source == pol.Workspace && b.o.WorkspaceClaim != ""
+			if !claimed && b.o.WorkspaceClaim != "" && mounts.Within(m.Source, pol.Workspace) && b.hostVols[pol.Workspace] == "" {
+				// An app's directory in its hidden workspace: a
+				// subPath of the claim, the workspace itself unmounted.
+				b.hostVols[pol.Workspace] = b.hostVolume(pol.Workspace, true, pol)
+			}
 			if vol, rel, ok := b.hostTree(m.Source); ok && !claimed {
 				b.mount(m.Target, vol, rel, ro)
 				continue

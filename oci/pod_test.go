@@ -379,22 +379,15 @@ func TestPodSchema(t *testing.T) {
 
 // TestPodMounts: what the plan's trees become: the workspace a claim
 // when one is named, the writable trees and Home the node's directories,
-// an app's directory alone shown from the hidden apps directory, git's
-// code read-only with the git directory pinned (a mount point), and a
-// --read-only path mounted read-only.
+// git's code read-only with the git directory pinned (a mount point), a
+// --read-only path mounted read-only, and another app's directory hidden;
+// for an app agent the workspace is an empty read-only directory with its
+// app's directory alone shown from the claim.
 func TestPodMounts(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	ws := podWorkspace(t)
 	cache, home := mkdir(ws+"-cache"), mkdir(ws+"-home")
 	t.Cleanup(func() { os.RemoveAll(cache); os.RemoveAll(home) })
-	p := runtime.DefaultPolicy(ws)
-	p.Writable, p.Home, p.ReadOnly, p.AllowGitWrite = []string{cache}, home, []string{"keep"}, true
-	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a1"}
-	m, err := podOf(p, []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws-claim"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := m.Objects[len(m.Objects)-1].(*kubePod)
 	type want struct {
 		path     string
 		source   func(volume) bool
@@ -410,29 +403,49 @@ func TestPodMounts(t *testing.T) {
 		}
 	}
 	empty := func(v volume) bool { return v.EmptyDir != nil }
-	for _, w := range []want{
-		{ws, claim, "", false},
-		{cache, node(cache), "", false},
-		{home, node(home), "", false},
-		{filepath.Join(ws, "apps"), empty, "", true},
-		{filepath.Join(ws, "apps/a1"), claim, "apps/a1", true},
-		{filepath.Join(ws, "apps/a1/data"), claim, "apps/a1/data", false},
-		{filepath.Join(ws, ".git"), claim, ".git", false},
-		{filepath.Join(ws, ".git/hooks"), claim, ".git/hooks", true},
-		{filepath.Join(ws, "keep"), claim, "keep", true},
-		{filepath.Join(ws, "sub"), claim, "sub", false},
-		{filepath.Join(ws, "sub/.ssh"), empty, "", true},
+	trees := []want{{cache, node(cache), "", false}, {home, node(home), "", false}}
+	for _, tc := range []struct {
+		app       string
+		want      []want
+		unmounted []string
+	}{
+		{"", append(trees,
+			want{ws, claim, "", false},
+			want{filepath.Join(ws, "apps"), empty, "", true},
+			want{filepath.Join(ws, ".git"), claim, ".git", false},
+			want{filepath.Join(ws, ".git/hooks"), claim, ".git/hooks", true},
+			want{filepath.Join(ws, "keep"), claim, "keep", true},
+			want{filepath.Join(ws, "sub"), claim, "sub", false},
+			want{filepath.Join(ws, "sub/.ssh"), empty, "", true},
+		), []string{"apps/a1", "apps/a2"}},
+		{"a1", append(trees,
+			want{ws, empty, "", true},
+			want{filepath.Join(ws, "apps/a1"), claim, "apps/a1", true},
+			want{filepath.Join(ws, "apps/a1/data"), claim, "apps/a1/data", false},
+		), []string{"apps", "apps/a2", ".git", "keep", "sub", "sub/.ssh"}},
 	} {
-		vm, ok := mountAt(*pod, w.path)
-		if !ok || !w.source(volumeNamed(*pod, vm.Name)) || vm.SubPath != w.subPath || vm.ReadOnly != w.readOnly {
-			t.Errorf("%s: mount %+v of %+v", w.path, vm, volumeNamed(*pod, vm.Name))
+		p := runtime.DefaultPolicy(ws)
+		p.Writable, p.Home, p.ReadOnly, p.AllowGitWrite = []string{cache}, home, []string{"keep"}, true
+		p.Apps = &runtime.AppIsolation{Dir: "apps", ID: tc.app}
+		m, err := podOf(p, []string{"true"}, PodOptions{Image: "alpine", WorkspaceClaim: "ws-claim"})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, ok := mountAt(*pod, filepath.Join(ws, "apps/a2")); ok {
-		t.Errorf("another app's directory is mounted")
-	}
-	if _, ok := mountAt(*pod, runtime.Home); ok {
-		t.Errorf("HOME is a node's directory, yet mounted in /tmp too")
+		pod := m.Objects[len(m.Objects)-1].(*kubePod)
+		for _, w := range tc.want {
+			vm, ok := mountAt(*pod, w.path)
+			if !ok || !w.source(volumeNamed(*pod, vm.Name)) || vm.SubPath != w.subPath || vm.ReadOnly != w.readOnly {
+				t.Errorf("app %q: %s: mount %+v of %+v", tc.app, w.path, vm, volumeNamed(*pod, vm.Name))
+			}
+		}
+		for _, u := range tc.unmounted {
+			if vm, ok := mountAt(*pod, filepath.Join(ws, u)); ok {
+				t.Errorf("app %q: %s is mounted: %+v", tc.app, u, vm)
+			}
+		}
+		if _, ok := mountAt(*pod, runtime.Home); ok {
+			t.Errorf("app %q: HOME is a node's directory, yet mounted in /tmp too", tc.app)
+		}
 	}
 }
 

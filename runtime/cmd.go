@@ -242,7 +242,7 @@ func (c *Cmd) Start() error {
 	if testHookStart != nil {
 		testHookStart("send", c)
 	}
-	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir, Roots: c.sb.roots(), Refused: cwdRefused}, [3]*os.File{stdin, stdout, stderr})
+	err = in.send(nsinit.Command{Path: path, Args: c.Args, Env: mergeEnv(c.sb.env, c.Env), Dir: c.Dir, Roots: c.sb.dirRoots(), Refused: cwdRefused}, [3]*os.File{stdin, stdout, stderr})
 	for _, f := range childEnds {
 		f.Close()
 	}

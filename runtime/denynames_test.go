@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/spawn"
 )
 
@@ -174,7 +175,7 @@ func TestNameMounts(t *testing.T) {
 		{[]string{"/ws/a/.env", "/extra/a/.env"}, 4},
 		{[]string{"/home/u/secret.env"}, 1}, // a link's target outside: no pins
 	} {
-		if got := nameMounts(tc.paths, roots, nil, false); got != tc.want {
+		if got := nameMounts(mounts.Spec{Workspace: roots[0], Writable: roots[1:]}, tc.paths, nil, false); got != tc.want {
 			t.Errorf("nameMounts(%q, nil, false) = %d, want %d", tc.paths, got, tc.want)
 		}
 	}

@@ -8,8 +8,15 @@ import (
 	"github.com/hutchbox/hutch/mounts"
 )
 
-// roots are the writable trees: the workspace and Writable.
-func (sb *Sandbox) roots() []string {
+// roots are the trees of the workspace and Writable the view shows, where
+// deny names and repositories are looked for: the workspace, or for an app
+// (Policy.Apps.ID) only its directory, then Writable (mounts.Spec.Trees).
+func (sb *Sandbox) roots() []string { return sb.spec.Trees() }
+
+// dirRoots are the trees a command's working directory may lie in, as
+// workDir checks it: the workspace (for an app an empty directory on the
+// way to its own) and Writable.
+func (sb *Sandbox) dirRoots() []string {
 	return append([]string{sb.spec.Workspace}, sb.spec.Writable...)
 }
 
@@ -17,11 +24,10 @@ func (sb *Sandbox) roots() []string {
 // takes: what mounts.Build plans for them (a mask or read-only bind each,
 // a pin for each directory between a writable root and a path in it, and
 // the pinned .git of repositories commands may commit to), counted from
-// the plan itself
-// so the bound follows the one rule that makes the mounts. roots[0] is the
-// workspace.
-func nameMounts(paths, roots []string, repos []gitRepo, allowGitWrite bool) int {
-	spec := mounts.Spec{Workspace: roots[0], Writable: roots[1:], Deny: paths}
+// the plan itself, built from spec with them, so the bound follows the one
+// rule that makes the mounts (an app's hidden workspace needs none).
+func nameMounts(spec mounts.Spec, paths []string, repos []gitRepo, allowGitWrite bool) int {
+	spec.Deny = paths
 	spec.ReadOnly, spec.Pins = gitGuard(repos, allowGitWrite)
 	plan := mounts.Build(spec)
 	n := 0
@@ -39,7 +45,7 @@ func (sb *Sandbox) checkNamed(all named, repos []gitRepo) error {
 	count := all.total()
 	mountsNeeded := 0
 	if count <= MaxNameMounts {
-		if mountsNeeded = nameMounts(all.paths, sb.roots(), repos, sb.policy.AllowGitWrite); mountsNeeded <= MaxNameMounts {
+		if mountsNeeded = nameMounts(sb.spec, all.paths, repos, sb.policy.AllowGitWrite); mountsNeeded <= MaxNameMounts {
 			return nil
 		}
 	}
@@ -47,7 +53,10 @@ func (sb *Sandbox) checkNamed(all named, repos []gitRepo) error {
 	for i, root := range sb.roots() {
 		if c := all.counts[i]; c > 0 {
 			tree := "writable " + root
-			if i == 0 {
+			switch {
+			case i == 0 && root != sb.spec.Workspace:
+				tree = "app directory " + root
+			case i == 0:
 				tree = "workspace " + root
 			}
 			e.Trees = append(e.Trees, TreeCount{Tree: tree, Count: c})

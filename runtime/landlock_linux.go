@@ -43,7 +43,9 @@ func (sb *Sandbox) setupLandlock() error {
 		sb.landlockSkip = reason
 		return nil
 	}
-	writable := append([]string{sb.spec.Workspace}, sb.spec.Writable...)
+	// For an app the workspace is its data directory (the view shows
+	// nothing else of the workspace writable): the two layers agree.
+	writable := sb.spec.WritableTrees()
 	devices := []string{"/dev"}
 	if sb.policy.AllowNested {
 		// A nested sandbox writes the id maps of the user namespace it
@@ -107,7 +109,7 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 	deny := append(slices.Clone(sb.spec.Deny), f.named.paths...)
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly:    []string{"/"},
-		Writable:    append(append([]string{sb.spec.Workspace}, sb.spec.Writable...), sb.tmpDir),
+		Writable:    append(sb.spec.WritableTrees(), sb.tmpDir),
 		Devices:     []string{"/dev"},
 		Deny:        deny,
 		RestrictTCP: true,

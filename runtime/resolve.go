@@ -458,8 +458,28 @@ func resolveApps(r *resolved) error {
 		if strings.ContainsRune(a.ID, '/') || a.ID == "." || a.ID == ".." {
 			return &PolicyError{Field: "Apps.ID", Value: a.ID, Reason: "must be a single name, the app's directory in Apps.Dir"}
 		}
+		if err := checkAppTrees(r.policy, filepath.Join(res, a.ID, "data")); err != nil {
+			return err
+		}
 	}
 	a.Dir = res
+	return nil
+}
+
+// checkAppTrees refuses, for an app whose only writable tree in the
+// workspace is data, a Writable path or Home elsewhere in the workspace:
+// the view hides the rest of the workspace, and a tree there would show
+// it again.
+func checkAppTrees(p Policy, data string) error {
+	fields, trees := []string{"Home"}, []string{p.Home}
+	for i, w := range p.Writable {
+		fields, trees = append(fields, fmt.Sprintf("Writable[%d]", i)), append(trees, w)
+	}
+	for i, t := range trees {
+		if t != "" && mounts.Within(t, p.Workspace) && !mounts.Within(t, data) {
+			return &PolicyError{Field: fields[i], Value: t, Reason: "inside the workspace, of which app " + p.Apps.ID + " writes only " + data}
+		}
+	}
 	return nil
 }
 
