@@ -349,8 +349,19 @@ func (p *Policy) logger() *slog.Logger {
 
 // AppIsolation is Policy.Apps: the workspace's directory of app
 // directories, <Workspace>/<Dir>/<id>, is hidden from the sandbox (an
-// empty read-only directory in its place), but for the app the sandbox
-// runs as, whose directory it reads and whose <id>/data alone it writes.
+// empty read-only directory in its place).
+//
+// An ordinary agent (ID empty) reaches no app's directory and the rest of
+// the workspace as usual. An app agent (ID set) is confined to its app:
+// of the whole workspace it reads only <Dir>/<ID> and writes only
+// <Dir>/<ID>/data, as app platforms require of the agents they run. The
+// workspace is then an empty read-only directory holding only the way down
+// to <Dir>/<ID>; it stays the commands' default working directory, so
+// that paths relative to it keep their meaning. The mount plan and
+// Landlock's writable trees agree (<Dir>/<ID>/data instead of the
+// workspace), and so does the file door. Deny names, Deny, ReadOnly and
+// the git guards hold inside <Dir>/<ID>; outside the workspace nothing
+// changes. A Writable path or Home elsewhere in the workspace is refused.
 // Mounts enforce it, so level landlock refuses it.
 type AppIsolation struct {
 	// Dir is the directory of app directories, relative to the

@@ -204,7 +204,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.Var(repeated{&f.env}, "env", "KEY=VALUE for the command (repeatable)")
 	fl.Var(repeated{&f.readOnly}, "read-only", "a path inside the workspace or a --write or --home tree that stays read-only (repeatable)")
 	fl.StringVar(&f.appsDir, "apps-dir", "", "hide the workspace's directory of app directories (relative to it; with --app, \"apps\" by default) but for --app's")
-	fl.StringVar(&f.app, "app", "", "the app the sandbox runs as: it reads only its own directory in --apps-dir and writes only its data directory there")
+	fl.StringVar(&f.app, "app", "", "the app the sandbox runs as: of the workspace it reads only its own directory in --apps-dir and writes only that directory's data; the rest of the workspace is an empty read-only directory (still the working directory)")
 	fl.StringVar(&f.home, "home", "", "a directory of the host that is the sandbox's HOME across commands, with XDG_* and the language caches in it (default: a fresh HOME in the private /tmp for every command)")
 	fl.StringVar(&f.resultJSON, "result-json", "", "write the result (exit code, signal, reason, timings, layers) as JSON to this file")
 	fl.StringVar(&f.seccomp, "seccomp", "", "an OCI seccomp profile (JSON) to use instead of the default")
