@@ -165,7 +165,7 @@ func ReadFileStable(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	time.Sleep(stableWait)
+	pause(stableWait)
 	second, err := ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -178,6 +178,9 @@ func ReadFileStable(path string) (*File, error) {
 
 // stableWait is how long apart ReadFileStable's two readings are.
 const stableWait = 50 * time.Millisecond
+
+// pause is time.Sleep; a test puts a write between the two readings.
+var pause = time.Sleep
 
 // readOpened reads and parses f, opened at path, and closes it.
 func readOpened(path string, f *os.File) (*File, error) {

@@ -91,10 +91,14 @@ func TestReadFileStable(t *testing.T) {
 	if _, err := ReadFileStable(path); err != nil {
 		t.Fatalf("a file left alone: %v", err)
 	}
-	go func() {
-		time.Sleep(10 * time.Millisecond)
-		os.WriteFile(path, []byte("version = 1\n"), 0o644)
-	}()
+	// The rewrite falls between the readings whatever the machine's
+	// load (a writer racing the first reading was sometimes first).
+	defer func() { pause = time.Sleep }()
+	pause = func(time.Duration) {
+		if err := os.WriteFile(path, []byte("version = 1\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	if f, err := ReadFileStable(path); err == nil {
 		t.Errorf("a file rewritten between the readings was read: %+v", f)
 	}
