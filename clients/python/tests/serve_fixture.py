@@ -163,3 +163,9 @@ APPROVAL_CALLS = [("bash", "npm test && ls", "allow"), ("bash", "npm test; rm -r
                   ("write", "src/a.py", "allow"), ("write", ".env", "deny"), ("write", "README", "prompt"),
                   ("read_file", "/etc/passwd", "allow")]
 
+
+#: A command that prints "one", waits for the file {mark} (made by the
+#: client when it sees "one"), then prints "two"; "never" and exit 9 if the
+#: file does not come in 30 s.
+HANDSHAKE = ("echo one; i=0; while [ ! -e {mark} ]; do i=$((i+1)); "
+             "[ $i -gt 600 ] && {{ echo never; exit 9; }}; sleep 0.05; done; echo two")
