@@ -225,7 +225,14 @@ class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
                         "the host's pid is not the sleep")
         self.assertIn(p["id"], [q["id"] for q in await self.asb.processes()])
         self.assertEqual((await self.asb.get_process(p["id"]))["name"], "aio-nap")
-        logs = await self.asb.process_logs(p["id"])
+        # The supervisor copies the output into the log as it comes: the
+        # sleep may be running before "up" is there.
+        deadline = time.monotonic() + 10
+        while True:
+            logs = await self.asb.process_logs(p["id"])
+            if logs["content"] or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.02)
         self.assertEqual((logs["content"], logs["length"]), ("up\n", 3))
         with self.assertRaises(HutchError) as cm:
             await self.asb.remove_process(p["id"])

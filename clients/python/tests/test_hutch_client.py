@@ -171,7 +171,10 @@ class ServeTest(ServeCase, unittest.TestCase):
             time.sleep(0.01)
         self.assertEqual(cmdline, b"sleep\0" + arg.encode() + b"\0", "the host's pid is not the sleep")
         self.assertIn(p["id"], [q["id"] for q in self.sb.processes()])
-        self.assertEqual(self.sb.process_logs(p["id"])["content"], "up\n")
+        # The supervisor copies the output into the log as it comes: the
+        # sleep may be running before "up" is there.
+        logs = wait_for(lambda: self.sb.process_logs(p["id"])["content"], 10)
+        self.assertEqual(logs, "up\n")
         with self.assertRaises(HutchError) as cm:
             self.sb.remove_process(p["id"])
         self.assertEqual((cm.exception.status, cm.exception.code), (409, "active"))
