@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,7 +94,7 @@ func TestNestedChromium(t *testing.T) {
 	chromium := chromiumBin(t)
 	ws := dir(t, "ws-")
 	must(os.WriteFile(filepath.Join(ws, "page.html"), []byte(`<html><body style="margin:0;background:#00aa00"><h1>hutch</h1></body></html>`), 0o644))
-	run := func(t *testing.T, nested bool) (res *runtime.Result, stderr string, seen map[int]hostProc, elapsed time.Duration) {
+	run := func(t *testing.T, nested bool) (res *runtime.Result, stderr string, seen map[int][]hostProc, elapsed time.Duration) {
 		t.Helper()
 		shot := filepath.Join(ws, "shot.png")
 		os.Remove(shot)
@@ -117,16 +118,18 @@ func TestNestedChromium(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- c.Wait() }()
-		seen = map[int]hostProc{}
+		seen = map[int][]hostProc{}
 	poll:
 		for {
 			for _, pid := range descendants(c.Process.Pid) {
-				// The last reading before it exits: its namespaces change
-				// as Chromium's sandbox builds (a renderer moves to a
-				// user namespace of its own), and an exiting process
-				// shows no command line.
-				if p, ok := readProc(pid); ok && p.cmdline != "" {
-					seen[pid] = p
+				// Every reading that differs: a process's namespaces
+				// change as Chromium's sandbox builds (a renderer moves
+				// to a user namespace of its own after its pid namespace,
+				// and may end soon after: its last reading may come
+				// before the move), and an exiting process shows no
+				// command line.
+				if p, ok := readProc(pid); ok && p.cmdline != "" && !slices.Contains(seen[pid], p) {
+					seen[pid] = append(seen[pid], p)
 				}
 			}
 			select {
@@ -190,21 +193,22 @@ func TestNestedChromium(t *testing.T) {
 		// The command's own namespace is that of the browser process
 		// (no --type); its renderers must be in one of their own.
 		var browser *hostProc
-		var renderers []hostProc
-		for _, p := range seen {
+		var renderers [][]hostProc
+		for _, readings := range seen {
+			p := readings[0]
 			if strings.Contains(p.cmdline, "--no-sandbox") {
 				t.Errorf("pid %d ran with --no-sandbox: %s", p.pid, p.cmdline)
 			}
 			switch {
 			case strings.Contains(p.cmdline, "--type=renderer"):
-				renderers = append(renderers, p)
+				renderers = append(renderers, readings)
 			case strings.Contains(p.cmdline, "--user-data-dir=") && !strings.Contains(p.cmdline, "--type="):
 				browser = &p
 			}
 		}
 		if browser == nil || len(renderers) == 0 {
-			for _, p := range seen {
-				t.Logf("seen: pid %d %s %.100s", p.pid, p.userNS, p.cmdline)
+			for _, readings := range seen {
+				t.Logf("seen: pid %d %s %.100s", readings[0].pid, readings[0].userNS, readings[0].cmdline)
 			}
 			t.Fatalf("the host saw no browser (%v) or no renderer (%d) among %d processes", browser != nil, len(renderers), len(seen))
 		}
@@ -212,15 +216,19 @@ func TestNestedChromium(t *testing.T) {
 		if browser.userNS == hostNS {
 			t.Errorf("the browser ran in the host's user namespace %s", hostNS)
 		}
-		for _, r := range renderers {
-			if r.userNS == browser.userNS || r.userNS == hostNS || r.pidNS == browser.pidNS {
-				t.Errorf("renderer %d: user namespace %s, pid namespace %s; the command's are %s, %s: Chromium's sandbox was off", r.pid, r.userNS, r.pidNS, browser.userNS, browser.pidNS)
-			}
-			if r.seccomp != "2" || r.noPrivs != "1" {
-				t.Errorf("renderer %d: Seccomp %q, NoNewPrivs %q; want a filter (2) and 1", r.pid, r.seccomp, r.noPrivs)
+		// Each renderer was seen, at least once, in user and pid
+		// namespaces of its own, under a filter and no_new_privs.
+		for _, readings := range renderers {
+			if !slices.ContainsFunc(readings, func(r hostProc) bool {
+				return r.userNS != browser.userNS && r.userNS != hostNS && r.pidNS != browser.pidNS && r.seccomp == "2" && r.noPrivs == "1"
+			}) {
+				for _, r := range readings {
+					t.Errorf("renderer %d: user namespace %s, pid namespace %s, Seccomp %q, NoNewPrivs %q; the command's are %s, %s", r.pid, r.userNS, r.pidNS, r.seccomp, r.noPrivs, browser.userNS, browser.pidNS)
+				}
+				t.Errorf("renderer %d was never seen sandboxed: Chromium's sandbox was off", readings[0].pid)
 			}
 		}
-		t.Logf("browser in %s; %d renderers, e.g. pid %d in %s", browser.userNS, len(renderers), renderers[0].pid, renderers[0].userNS)
+		t.Logf("browser in %s; %d renderers, e.g. pid %d in %s", browser.userNS, len(renderers), renderers[0][0].pid, renderers[0][len(renderers[0])-1].userNS)
 	})
 }
 
