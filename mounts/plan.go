@@ -23,6 +23,13 @@ const (
 	// HostRoot binds the host's whole tree at / read-only, submounts
 	// included, with nosuid and nodev. It must be the first mount of a plan.
 	HostRoot Kind = "host-root"
+	// EmptyRoot makes the root an empty tmpfs, read-only once the view is
+	// built: the host shows only where later steps bind it (a listed
+	// view, Spec.Listed). A plan starts with it or with HostRoot.
+	EmptyRoot Kind = "empty-root"
+	// Symlink makes a symlink at Target holding Link, in a tmpfs of the
+	// plan: the host's top-level links (/bin -> usr/bin) in a listed view.
+	Symlink Kind = "symlink"
 	// BindRW binds host Source at Target read-write (recursively).
 	BindRW Kind = "bind-rw"
 	// BindRO binds host Source at Target read-only (recursively).
@@ -62,6 +69,8 @@ type Mount struct {
 	Mode uint32 `json:"mode,omitempty"`
 	// SizeBytes caps a Tmpfs; 0 means the kernel default (half of RAM).
 	SizeBytes int64 `json:"size,omitempty"`
+	// Link is a Symlink's content, as the host's link holds it.
+	Link string `json:"link,omitempty"`
 	// Optional skips the step when its path does not exist at apply time
 	// (a masked file that was deleted, a socket that went away). A missing
 	// path of a required step fails the whole setup.
@@ -73,6 +82,9 @@ func (m Mount) String() string {
 	s := string(m.Kind) + " " + m.Target
 	if m.Source != "" && m.Source != m.Target {
 		s += " <- " + m.Source
+	}
+	if m.Link != "" {
+		s += " -> " + m.Link
 	}
 	if m.Optional {
 		s += " (optional)"
@@ -115,6 +127,10 @@ type Spec struct {
 	// Apps, when set, hides a directory of app directories in a writable
 	// tree but for one of them.
 	Apps *Apps
+	// Listed, when set, builds the view on an empty read-only root instead
+	// of the host's: of the host, only the trees it lists, the workspace,
+	// the writable trees and Home are there.
+	Listed *Listed
 	// NoProc leaves /proc an empty read-only directory instead of a fresh
 	// procfs, for hosts where procfs cannot be mounted (nested in a
 	// container whose /proc has masked submounts).
@@ -129,6 +145,22 @@ type Spec struct {
 // ordinary agent's workspace stays writable but for Dir.
 type Apps struct {
 	Dir, ID string
+}
+
+// Listed is what a listed view shows of the host besides the workspace
+// and the writable trees.
+type Listed struct {
+	// Trees are host directories (or files) shown read-only at their own
+	// paths: the system trees programs need and those the caller listed.
+	Trees []string
+	// Links are the host's symlinks among its top-level system trees
+	// (/bin -> usr/bin on a merged /usr), made again at their own paths.
+	Links []Link
+}
+
+// Link is a symlink of a listed view: its path and its content.
+type Link struct {
+	Path, Target string
 }
 
 // app is the app's directory, <Dir>/<ID>, or "" for an ordinary agent.
@@ -166,6 +198,9 @@ func (s Spec) WritableTrees() []string {
 // nothing there to mask, pin or guard, and a step there would only make
 // its path appear.
 func (s Spec) hidden(p string) bool {
+	if s.Listed != nil && !s.listedShows(p) {
+		return true
+	}
 	a := s.Apps
 	switch {
 	case a == nil:
@@ -176,6 +211,15 @@ func (s Spec) hidden(p string) bool {
 	return Within(p, s.Workspace) && !Within(p, a.app())
 }
 
+// listedShows reports whether a listed view holds host path p: it lies in
+// a listed tree, a writable one or the workspace. (Only a Listed Spec asks.)
+func (s Spec) listedShows(p string) bool {
+	in := func(trees []string) bool {
+		return slices.ContainsFunc(trees, func(t string) bool { return Within(p, t) })
+	}
+	return in(s.Listed.Trees) || in(s.Trees()) || in(s.WritableTrees())
+}
+
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
 // first, then private mounts, then writable binds, then pins and read-only
 // rebinds inside them, and masks last so nothing can be mounted over them.
@@ -183,7 +227,18 @@ func Build(s Spec) Plan {
 	var p Plan
 	add := func(m Mount) { p.Mounts = append(p.Mounts, m) }
 
-	add(Mount{Kind: HostRoot, Source: "/", Target: "/"})
+	if s.Listed == nil {
+		add(Mount{Kind: HostRoot, Source: "/", Target: "/"})
+	} else {
+		// Links first: a tree is bound at its resolved path, never
+		// through one (the executor follows no symlink).
+		add(Mount{Kind: EmptyRoot, Target: "/"})
+		links := slices.Clone(s.Listed.Links)
+		slices.SortFunc(links, func(a, b Link) int { return strings.Compare(a.Path, b.Path) })
+		for _, l := range links {
+			add(Mount{Kind: Symlink, Target: l.Path, Link: l.Target})
+		}
+	}
 	add(Mount{Kind: Dev, Target: "/dev"})
 	if s.NoProc {
 		add(Mount{Kind: EmptyRO, Target: "/proc"})
@@ -191,8 +246,16 @@ func Build(s Spec) Plan {
 		add(Mount{Kind: Proc, Target: "/proc"})
 	}
 	add(Mount{Kind: Tmpfs, Target: "/tmp", Mode: 0o1777, SizeBytes: s.TmpSizeBytes})
-	for _, d := range sortedUnique(s.HideDirs) {
+	for _, d := range s.shown(s.HideDirs) {
 		add(Mount{Kind: EmptyRO, Target: d, Optional: true})
+	}
+	if s.Listed != nil {
+		// After the private mounts, which would bury a tree listed in
+		// /tmp; a listed tree that went away since the policy was
+		// checked is not there to show.
+		for _, t := range outermost(sortedUnique(s.Listed.Trees)) {
+			add(Mount{Kind: BindRO, Source: t, Target: t, Optional: true})
+		}
 	}
 
 	writable := s.WritableTrees()
@@ -272,11 +335,12 @@ func (s Spec) shown(paths []string) []string {
 	return slices.DeleteFunc(sortedUnique(paths), s.hidden)
 }
 
-// Validate checks the plan's own shape: absolute clean paths and a host
-// root first. It does not look at the host.
+// Validate checks the plan's own shape: absolute clean paths and a root
+// (HostRoot or EmptyRoot) first and only there. It does not look at the
+// host.
 func (p Plan) Validate() error {
-	if len(p.Mounts) == 0 || p.Mounts[0].Kind != HostRoot {
-		return fmt.Errorf("mounts: plan must start with %s", HostRoot)
+	if len(p.Mounts) == 0 || !p.Mounts[0].isRoot() {
+		return fmt.Errorf("mounts: plan must start with %s or %s", HostRoot, EmptyRoot)
 	}
 	for i, m := range p.Mounts {
 		if !isAbsClean(m.Target) {
@@ -287,6 +351,18 @@ func (p Plan) Validate() error {
 		}
 		if (m.Kind == BindRO || m.Kind == BindRW) && m.Source == "" {
 			return fmt.Errorf("mounts: step %d (%s): no source", i, m.Kind)
+		}
+		if i > 0 && m.isRoot() {
+			return fmt.Errorf("mounts: step %d: %s only comes first", i, m.Kind)
+		}
+		if m.isRoot() && m.Target != "/" {
+			return fmt.Errorf("mounts: step %d (%s): target %q is not /", i, m.Kind, m.Target)
+		}
+		if (m.Kind == Symlink) != (m.Link != "") {
+			return fmt.Errorf("mounts: step %d (%s): a link's content goes with a symlink, and only there", i, m.Kind)
+		}
+		if m.Kind == Symlink && m.Target == "/" {
+			return fmt.Errorf("mounts: step %d (%s): target is /", i, m.Kind)
 		}
 	}
 	return nil
@@ -341,7 +417,7 @@ func (p Plan) Lookup(target string) Place {
 			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW}
 		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
-		case Mask, EmptyRO:
+		case Mask, EmptyRO, EmptyRoot, Symlink:
 			pl = Place{Reach: Masked, Closed: m.Kind == Mask}
 		case ReadOnly:
 			pl.Writable = false
@@ -363,6 +439,8 @@ func (p Plan) HostBelow(target string) bool {
 	}
 	return false
 }
+
+func (m Mount) isRoot() bool { return m.Kind == HostRoot || m.Kind == EmptyRoot }
 
 func isAbsClean(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
 

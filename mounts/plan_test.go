@@ -314,7 +314,7 @@ func TestValidate(t *testing.T) {
 		plan    Plan
 		wantErr string // substring; "" means valid
 	}{
-		{"empty plan", Plan{}, "must start with host-root"},
+		{"empty plan", Plan{}, "must start with host-root or empty-root"},
 		{"host root not first", Plan{Mounts: []Mount{{Kind: Tmpfs, Target: "/tmp"}, root}}, "must start with host-root"},
 		{"host root only", Plan{Mounts: []Mount{root}}, ""},
 		{"relative target", Plan{Mounts: []Mount{root, {Kind: Mask, Target: "etc/shadow"}}}, `target "etc/shadow"`},
@@ -329,6 +329,13 @@ func TestValidate(t *testing.T) {
 		{"bind-ro without source", Plan{Mounts: []Mount{root, {Kind: BindRO, Target: "/w"}}}, "no source"},
 		{"step index in message", Plan{Mounts: []Mount{root, {Kind: Proc, Target: "/proc"}, {Kind: Mask, Target: "x"}}}, "step 2 (mask)"},
 		{"good plan", Build(Spec{Workspace: "/w", Deny: []string{"/w/a/.env"}, Home: "/tmp/home"}), ""},
+		{"empty root only", Plan{Mounts: []Mount{{Kind: EmptyRoot, Target: "/"}}}, ""},
+		{"two roots", Plan{Mounts: []Mount{root, {Kind: EmptyRoot, Target: "/"}}}, "step 1: empty-root only comes first"},
+		{"root elsewhere", Plan{Mounts: []Mount{{Kind: EmptyRoot, Target: "/x"}}}, `target "/x" is not /`},
+		{"symlink without content", Plan{Mounts: []Mount{root, {Kind: Symlink, Target: "/bin"}}}, "a link's content"},
+		{"content without symlink", Plan{Mounts: []Mount{root, {Kind: BindRO, Source: "/a", Target: "/a", Link: "b"}}}, "a link's content"},
+		{"symlink at the root", Plan{Mounts: []Mount{root, {Kind: Symlink, Target: "/", Link: "b"}}}, "target is /"},
+		{"good listed plan", Build(Spec{Workspace: "/w", Home: "/tmp/home", Listed: &Listed{Trees: []string{"/usr"}, Links: []Link{{"/bin", "usr/bin"}}}}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -536,5 +543,59 @@ func TestSpecTrees(t *testing.T) {
 		if got := s.WritableTrees(); !slices.Equal(got, tt.writable) {
 			t.Errorf("%+v: WritableTrees() = %v; want %v", tt.apps, got, tt.writable)
 		}
+	}
+}
+
+// TestBuildListed: a listed view starts from an empty root, makes the
+// host's links, binds the listed trees read-only after the private mounts
+// (a tree listed in /tmp is not buried) and the outermost only; masks,
+// hidden directories and guards outside what it shows are dropped, and
+// Lookup finds nothing of the host there.
+func TestBuildListed(t *testing.T) {
+	s := Spec{
+		Workspace: "/home/u/w", Writable: []string{"/srv/cache"}, Home: "/tmp/home",
+		Deny:     []string{"/etc/shadow", "/root/.ssh", "/home/u/w/.env", "/home/other/.aws"},
+		HideDirs: []string{"/run"}, ReadOnly: []string{"/home/u/w/.git"},
+		Listed: &Listed{
+			Trees: []string{"/usr", "/etc", "/usr/local/go", "/tmp/tools"},
+			Links: []Link{{"/lib", "usr/lib"}, {"/bin", "usr/bin"}},
+		},
+	}
+	p := Build(s)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Mounts[0].Kind != EmptyRoot {
+		t.Fatalf("first step %v, want %s", p.Mounts[0], EmptyRoot)
+	}
+	if got, want := targetsOf(p, Symlink), []string{"/bin", "/lib"}; !slices.Equal(got, want) {
+		t.Errorf("links %v, want %v", got, want)
+	}
+	if got, want := targetsOf(p, BindRO), []string{"/etc", "/tmp/tools", "/usr"}; !slices.Equal(got, want) {
+		t.Errorf("read-only binds %v, want %v", got, want)
+	}
+	if tmp, tools := slices.Index(targetsOf(p, Tmpfs), "/tmp"), slices.IndexFunc(p.Mounts, func(m Mount) bool { return m.Target == "/tmp/tools" }); tmp < 0 || tools < indexesOf(p, Tmpfs)[0] {
+		t.Errorf("/tmp/tools (step %d) is bound before the private /tmp: %v", tools, p.Mounts)
+	}
+	if got, want := targetsOf(p, Mask), []string{"/etc/shadow", "/home/u/w/.env"}; !slices.Equal(got, want) {
+		t.Errorf("masks %v, want %v", got, want)
+	}
+	if got := targetsOf(p, EmptyRO); len(got) != 0 {
+		t.Errorf("hidden directories %v, want none: /run is not in the view", got)
+	}
+	if got, want := targetsOf(p, ReadOnly), []string{"/home/u/w/.git"}; !slices.Equal(got, want) {
+		t.Errorf("read-only %v, want %v", got, want)
+	}
+	for path, want := range map[string]Reach{
+		"/": Masked, "/root": Masked, "/home/other": Masked, "/var/lib": Masked, "/bin": Masked,
+		"/usr/bin/sh": OnHost, "/etc/passwd": OnHost, "/home/u/w/x": OnHost, "/srv/cache/y": OnHost,
+		"/tmp/x": Private, "/tmp/tools/t": OnHost,
+	} {
+		if got := p.Lookup(path).Reach; got != want {
+			t.Errorf("Lookup(%s).Reach = %v, want %v", path, got, want)
+		}
+	}
+	if pl := p.Lookup("/usr/bin/sh"); pl.Writable {
+		t.Errorf("/usr/bin/sh is writable in the view")
 	}
 }

@@ -440,6 +440,42 @@ static int root(struct ctx *c, const struct wire_record *r)
 	return c->root < 0 ? failed(c, "open new root") : 0;
 }
 
+/* empty_root mounts an empty tmpfs as the new root, to be sealed
+ * read-only at MNT_ENTER: the host shows only where later steps bind it. */
+static int empty_root(struct ctx *c, const struct wire_record *r, size_t index)
+{
+	int fsfd = (int)syscall(SYS_fsopen, "tmpfs", K_FSOPEN_CLOEXEC), mfd = -1, rc = 0;
+	if (fsfd < 0)
+		return failed(c, "fsopen");
+	if (syscall(SYS_fsconfig, fsfd, K_FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+	    syscall(SYS_fsconfig, fsfd, K_FSCONFIG_SET_STRING, "size", "1m", 0) < 0)
+		rc = failed(c, "fsconfig");
+	else if (syscall(SYS_fsconfig, fsfd, K_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		rc = failed(c, "fsconfig create");
+	else if ((mfd = (int)syscall(SYS_fsmount, fsfd, K_FSMOUNT_CLOEXEC, r->ints[0])) < 0)
+		rc = failed(c, "fsmount");
+	int saved = errno;
+	close(fsfd);
+	errno = saved;
+	if (rc < 0)
+		return -1;
+	int nr = open(SCRATCH_NEWROOT, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (nr < 0 || sys_move_mount(mfd, nr) < 0) {
+		rc = failed(c, nr < 0 ? "open " SCRATCH_NEWROOT : "move_mount");
+		saved = errno;
+		close(mfd);
+		if (nr >= 0)
+			close(nr);
+		errno = saved;
+		return rc;
+	}
+	close(nr);
+	c->seal_fd[c->nseal] = mfd;
+	c->seal_index[c->nseal++] = (int)index;
+	c->root = open(SCRATCH_NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	return c->root < 0 ? failed(c, "open new root") : 0;
+}
+
 /* target_step runs the steps that work on a target: bind, newfs, mask,
  * rebind. It returns 1 when the step was skipped. */
 static int target_step(struct ctx *c, const struct wire_record *r, size_t index)
@@ -572,6 +608,12 @@ static int clean_abs(const char *p)
 	return 1;
 }
 
+/* is_root says whether kind makes the new root (the message's second record). */
+static int is_root(uint16_t kind)
+{
+	return kind == MNT_ROOT || kind == MNT_EMPTY_ROOT;
+}
+
 /* check_record checks one record's shape: its field counts, its flags and
  * attributes, its paths and names. It returns a reason, or NULL. */
 static const char *check_record(const struct wire_record *r, size_t i, size_t n)
@@ -582,10 +624,11 @@ static const char *check_record(const struct wire_record *r, size_t i, size_t n)
 		[MNT_PREPARE] = {1, 1, 1}, [MNT_ROOT] = {1, 1, 1},   [MNT_BIND] = {2, 2, 2},
 		[MNT_NEWFS] = {3, 0, 1},   [MNT_MKDIR] = {2, 1, 1},  [MNT_SYMLINK] = {1, 3, 1},
 		[MNT_MASK] = {2, 1, 1},    [MNT_REBIND] = {2, 1, 1}, [MNT_ENTER] = {0, 0, 0},
+		[MNT_EMPTY_ROOT] = {1, 0, 0},
 	};
-	if (r->kind == 0 || r->kind > MNT_ENTER)
+	if (r->kind == 0 || r->kind > MNT_EMPTY_ROOT)
 		return "unknown kind";
-	if ((i == 0) != (r->kind == MNT_PREPARE) || (i == 1) != (r->kind == MNT_ROOT) ||
+	if ((i == 0) != (r->kind == MNT_PREPARE) || (i == 1) != is_root(r->kind) ||
 	    (i == n - 1) != (r->kind == MNT_ENTER))
 		return "out of order (prepare, root, steps, enter)";
 	if (r->nints != shape[r->kind].ints)
@@ -606,6 +649,7 @@ static const char *check_record(const struct wire_record *r, size_t i, size_t n)
 	case MNT_PREPARE:
 		return r->ints[0] & ~(uint64_t)MNT_NO_SETATTR ? "unknown flags" : NULL;
 	case MNT_ROOT:
+	case MNT_EMPTY_ROOT:
 		return r->ints[0] & ~(uint64_t)ALL_ATTRS ? "unknown attributes" : NULL;
 	case MNT_NEWFS:
 		if (r->blobs[1].len == 0)
@@ -686,6 +730,7 @@ static const char *step_path(const struct wire_record *r)
 	case MNT_SYMLINK:
 		return wire_path(r, 1);
 	case MNT_ENTER:
+	case MNT_EMPTY_ROOT:
 		return "/";
 	default:
 		return wire_path(r, 0);
@@ -707,7 +752,7 @@ int mnt_apply(const uint8_t *msg, size_t len, struct mnt_result *res)
 		const struct wire_record *r = &recs[i];
 		c.op_path[0] = 0;
 		errno = 0;
-		if (r->nints > 0 && r->kind != MNT_PREPARE && r->kind != MNT_ROOT && (r->ints[0] & MNT_DEPENDS) &&
+		if (r->nints > 0 && r->kind != MNT_PREPARE && !is_root(r->kind) && (r->ints[0] & MNT_DEPENDS) &&
 		    c.skipped)
 			continue;
 		int skipped = 0;
@@ -717,6 +762,9 @@ int mnt_apply(const uint8_t *msg, size_t len, struct mnt_result *res)
 			break;
 		case MNT_ROOT:
 			rc = root(&c, r);
+			break;
+		case MNT_EMPTY_ROOT:
+			rc = empty_root(&c, r, i);
 			break;
 		case MNT_MKDIR:
 			rc = mkdir_p(&c, wire_path(r, 0), (mode_t)r->ints[1]);
@@ -732,7 +780,7 @@ int mnt_apply(const uint8_t *msg, size_t len, struct mnt_result *res)
 			skipped = rc == 1;
 			rc = rc < 0 ? -1 : 0;
 		}
-		if (r->nints > 0 && r->kind != MNT_PREPARE && r->kind != MNT_ROOT && !(r->ints[0] & MNT_DEPENDS))
+		if (r->nints > 0 && r->kind != MNT_PREPARE && !is_root(r->kind) && !(r->ints[0] & MNT_DEPENDS))
 			c.skipped = skipped;
 	}
 	if (rc < 0) {

@@ -9,7 +9,8 @@
  *
  * Paths are absolute. A target is a path in the new root; a source is a
  * path in the host tree, or in the new root with MNT_SRC_ROOT. The message
- * starts with MNT_PREPARE and MNT_ROOT and ends with MNT_ENTER; errors name
+ * starts with MNT_PREPARE and MNT_ROOT (or MNT_EMPTY_ROOT) and ends with
+ * MNT_ENTER; errors name
  * a step by its record's index.
  */
 #ifndef HUTCH_MOUNTS_H
@@ -39,6 +40,9 @@
 		       * bind target's tree onto itself with attrs added */
 #define MNT_ENTER 9   /* no fields
 		       * seal, pivot into the new root, detach the host and the scratch */
+#define MNT_EMPTY_ROOT 10 /* ints: attrs; no blobs; in MNT_ROOT's place
+			   * mount an empty tmpfs (mode 0755) as the new root, with attrs;
+			   * sealed read-only at MNT_ENTER */
 
 /* Step flags. */
 #define MNT_OPTIONAL 0x1   /* skip when the target is missing or denied, or the source missing */

@@ -26,6 +26,8 @@ const (
 	mntRebind  = C.MNT_REBIND
 	mntEnter   = C.MNT_ENTER
 
+	mntEmptyRoot = C.MNT_EMPTY_ROOT
+
 	mntOptional  = C.MNT_OPTIONAL
 	mntIfExists  = C.MNT_IF_EXISTS
 	mntCreate    = C.MNT_CREATE

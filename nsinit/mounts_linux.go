@@ -4,6 +4,7 @@ package nsinit
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 
 	"github.com/hutchbox/hutch/mounts"
@@ -50,7 +51,7 @@ type fsOption struct {
 // expander builds the steps of one plan.
 type expander struct {
 	steps []mountStep
-	own   []string // targets of the plan's own filesystems
+	done  []mounts.Mount // the plan's mounts expanded so far
 	cur   mounts.Mount
 }
 
@@ -76,15 +77,23 @@ func (e *expander) newFS(flags, attrs uint64, target, fstype string, opts ...fsO
 }
 
 // inOwn says whether p lies strictly below one of the plan's own
-// filesystems, where a missing target may be created: in the read-only
-// host tree it may not.
+// filesystems (a tmpfs, /dev, /proc, an empty root) and no host tree bound
+// in it since: there a missing target may be created; in a host tree,
+// read-only or the user's, it may not.
 func (e *expander) inOwn(p string) bool {
-	for _, o := range e.own {
-		if p != o && mounts.Within(p, o) {
-			return true
+	own := false
+	for _, m := range e.done {
+		if !mounts.Within(p, m.Target) {
+			continue
+		}
+		switch m.Kind {
+		case mounts.Tmpfs, mounts.EmptyRO, mounts.Dev, mounts.Proc, mounts.EmptyRoot:
+			own = p != m.Target
+		case mounts.HostRoot, mounts.BindRO, mounts.BindRW, mounts.Mask:
+			own = false
 		}
 	}
-	return false
+	return own
 }
 
 // expandPlan turns a plan into the executor's steps. prepareFlags go to
@@ -93,22 +102,14 @@ func expandPlan(p mounts.Plan, prepareFlags uint64) ([]mountStep, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	e := &expander{cur: mounts.Mount{Kind: mounts.HostRoot, Target: "/"}}
-	for _, m := range p.Mounts {
-		switch m.Kind {
-		case mounts.Tmpfs, mounts.EmptyRO, mounts.Dev, mounts.Proc:
-			e.own = append(e.own, m.Target)
-		}
-	}
+	e := &expander{cur: p.Mounts[0]}
 	e.add(mntPrepare, []uint64{prepareFlags}, scratchDir)
-	for i, m := range p.Mounts {
-		if m.Kind == mounts.HostRoot && i > 0 {
-			return nil, fmt.Errorf("mounts: step %d: %s only comes first", i, m.Kind)
-		}
+	for _, m := range p.Mounts {
 		e.cur = m
 		if err := e.mount(m); err != nil {
 			return nil, err
 		}
+		e.done = append(e.done, m)
 	}
 	e.cur = mounts.Mount{Kind: mounts.HostRoot, Target: "/"}
 	e.add(mntEnter, nil)
@@ -128,6 +129,11 @@ func (e *expander) mount(m mounts.Mount) error {
 	case mounts.HostRoot:
 		// The host's whole tree, submounts included.
 		e.add(mntRoot, []uint64{attrsRO}, "/")
+	case mounts.EmptyRoot:
+		// Sealed read-only at the end, as an EmptyRO is.
+		e.add(mntEmptyRoot, []uint64{attrNosuid | attrNodev})
+	case mounts.Symlink:
+		e.add(mntSymlink, []uint64{0}, path.Dir(m.Target), path.Base(m.Target), m.Link)
 	case mounts.BindRW:
 		e.add(mntBind, []uint64{flags | mntRecursive, attrsRW}, m.Source, m.Target)
 	case mounts.BindRO:

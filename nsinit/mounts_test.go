@@ -23,7 +23,7 @@ import (
 // stepString shows a record as its kind name, its strings and its ints.
 func stepString(r Record) string {
 	kinds := map[uint16]string{mntPrepare: "prepare", mntRoot: "root", mntBind: "bind", mntNewFS: "newfs",
-		mntMkdir: "mkdir", mntSymlink: "symlink", mntMask: "mask", mntRebind: "rebind", mntEnter: "enter"}
+		mntMkdir: "mkdir", mntSymlink: "symlink", mntMask: "mask", mntRebind: "rebind", mntEnter: "enter", mntEmptyRoot: "empty-root"}
 	s := kinds[r.Kind]
 	for _, b := range r.Blobs {
 		s += " " + strconv.Quote(string(b))
@@ -101,6 +101,41 @@ func TestExpandPlan(t *testing.T) {
 	}
 }
 
+// TestExpandListed: an empty root's plan makes the root a sealed tmpfs,
+// creates what it mounts in it (links, binds, /dev), but never in a host
+// tree bound there (a mask below a listed tree is looked for, not made).
+func TestExpandListed(t *testing.T) {
+	plan := mounts.Plan{Mounts: []mounts.Mount{
+		{Kind: mounts.EmptyRoot, Target: "/"},
+		{Kind: mounts.Symlink, Target: "/bin", Link: "usr/bin"},
+		{Kind: mounts.BindRO, Source: "/usr", Target: "/usr", Optional: true},
+		{Kind: mounts.BindRW, Source: "/w", Target: "/home/u/w"},
+		{Kind: mounts.Mask, Target: "/usr/secret", Optional: true},
+		{Kind: mounts.Mask, Target: "/home/u/w/.env", Optional: true},
+	}}
+	steps, err := expandPlan(plan, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{
+		rec(mntPrepare, []uint64{0}, "/tmp"),
+		rec(mntEmptyRoot, []uint64{attrNosuid | attrNodev}),
+		rec(mntSymlink, []uint64{0}, "/", "bin", "usr/bin"),
+		rec(mntBind, []uint64{mntOptional | mntCreate | mntRecursive, attrsRO}, "/usr", "/usr"),
+		rec(mntBind, []uint64{mntCreate | mntRecursive, attrsRW}, "/w", "/home/u/w"),
+		rec(mntMask, []uint64{mntOptional, attrsSealed}, "/usr/secret"),
+		rec(mntMask, []uint64{mntOptional, attrsSealed}, "/home/u/w/.env"),
+		rec(mntEnter, nil),
+	}
+	var got []Record
+	for _, s := range steps {
+		got = append(got, s.rec)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(want)) {
+		t.Errorf("steps:\n%s\nwant:\n%s", showSteps(got), showSteps(want))
+	}
+}
+
 func showSteps(recs []Record) string {
 	var b strings.Builder
 	for _, r := range recs {
@@ -170,6 +205,7 @@ func TestExpandPlanRefused(t *testing.T) {
 		{Mounts: []mounts.Mount{{Kind: mounts.Tmpfs, Target: "/tmp"}}},
 		{Mounts: []mounts.Mount{{Kind: mounts.HostRoot, Target: "/"}, {Kind: mounts.HostRoot, Target: "/"}}},
 		{Mounts: []mounts.Mount{{Kind: mounts.HostRoot, Target: "/"}, {Kind: "bogus", Target: "/x"}}},
+		{Mounts: []mounts.Mount{{Kind: mounts.HostRoot, Target: "/"}, {Kind: mounts.EmptyRoot, Target: "/"}}},
 	} {
 		if _, err := expandPlan(p, 0); err == nil {
 			t.Errorf("expandPlan(%v) = nil error", p)
@@ -211,6 +247,11 @@ func TestMountStepsMalformed(t *testing.T) {
 		{"link name with a slash", mk(rec(mntSymlink, []uint64{0}, "/dev", "a/b", "x")), "bad link name"},
 		{"droppable option missing", mk(rec(mntNewFS, []uint64{0, 0, 2}, "/a", "tmpfs", "mode", "1")), "droppable"},
 		{"no fstype", mk(rec(mntNewFS, []uint64{0, 0, 0}, "/a", "")), "no filesystem type"},
+		{"empty root", []Record{prep, rec(mntEmptyRoot, []uint64{attrNosuid}), enter}, ""},
+		{"empty root with a source", []Record{prep, rec(mntEmptyRoot, []uint64{0}, "/"), enter}, "wrong number of blobs"},
+		{"empty root with an unknown attribute", []Record{prep, rec(mntEmptyRoot, []uint64{1 << 20}), enter}, "unknown attributes"},
+		{"empty root as a step", mk(rec(mntEmptyRoot, []uint64{0})), "out of order"},
+		{"two roots", []Record{prep, root, rec(mntEmptyRoot, []uint64{0}), enter}, "out of order"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,6 +367,9 @@ func mountsChild() int {
 		if unix.Stat("/tmp/home", &st) == nil {
 			r.HomeMode = st.Mode & 0o7777
 		}
+		for _, p := range filepath.SplitList(os.Getenv(mountsChildEnv + "_STAT")) {
+			r.Errnos["stat "+p] = errnoString(unix.Stat(p, &st))
+		}
 	}
 	b, _ := json.Marshal(r)
 	fmt.Println(string(b))
@@ -352,31 +396,9 @@ func TestApplyInNamespaces(t *testing.T) {
 		Workspace: ws, Deny: []string{filepath.Join(ws, "secret")}, ReadOnly: []string{filepath.Join(ws, "ro")},
 		Pins: []string{filepath.Join(ws, "pinned")}, Home: "/tmp/home", HideDirs: []string{"/run"},
 	})
-	pj, _ := json.Marshal(plan)
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
-			cmd := exec.Command("/proc/self/exe", "-test.run", "^$")
-			cmd.Env = append(os.Environ(), mountsChildEnv+"=1", mountsChildEnv+"_PLAN="+string(pj), mountsChildEnv+"_WS="+ws)
-			if fallback {
-				cmd.Env = append(cmd.Env, mountsChildEnv+"_FALLBACK=1")
-			}
-			uid, gid := os.Getuid(), os.Getgid()
-			cmd.SysProcAttr = &syscall.SysProcAttr{
-				Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID,
-				UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
-				GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
-			}
-			out, err := cmd.Output()
-			if err != nil {
-				t.Skipf("cannot create namespaces here: %v", err)
-			}
-			var r childReport
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatalf("child said %q: %v", out, err)
-			}
-			if r.ApplyErr != "" {
-				t.Fatalf("apply: %s", r.ApplyErr)
-			}
+			r := applyInChild(t, plan, ws, fallback)
 			if r.FellBack != fallback {
 				t.Errorf("remount fallback used = %v with fallback forced = %v", r.FellBack, fallback)
 			}
@@ -385,22 +407,97 @@ func TestApplyInNamespaces(t *testing.T) {
 				"dev": unix.EROFS.Error(), "pin": unix.EBUSY.Error(),
 				"workspace": "", "tmp": "", "dev-null": "", "dev-shm": "",
 			}
-			for k, v := range want {
-				if r.Errnos[k] != v {
-					t.Errorf("%s: %q, want %q", k, r.Errnos[k], v)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(ws, "w")); err != nil {
-				t.Errorf("host: the workspace write did not arrive: %v", err)
-			}
-			os.Remove(filepath.Join(ws, "w"))
-			if r.MaskContent == "s" {
-				t.Errorf("the masked file's content was read")
-			}
+			r.check(t, ws, want)
 			if r.DevFd != "/proc/self/fd" || !r.ProcSysRO || r.KcoreMode != 0 || r.RunEntries != 0 || r.HomeMode != 0o700 {
 				t.Errorf("/dev/fd -> %q, /proc/sys read-only %v, /proc/kcore mode %o, %d entries in /run, /tmp/home mode %o",
 					r.DevFd, r.ProcSysRO, r.KcoreMode, r.RunEntries, r.HomeMode)
 			}
 		})
+	}
+}
+
+// applyInChild applies plan in a child in fresh user, mount and pid
+// namespaces (with the remount fallback if fallback) and returns what the
+// child found, statting stat too; it skips where namespaces cannot be made.
+func applyInChild(t *testing.T, plan mounts.Plan, ws string, fallback bool, stat ...string) childReport {
+	t.Helper()
+	pj, _ := json.Marshal(plan)
+	cmd := exec.Command("/proc/self/exe", "-test.run", "^$")
+	cmd.Env = append(os.Environ(), mountsChildEnv+"=1", mountsChildEnv+"_PLAN="+string(pj), mountsChildEnv+"_WS="+ws,
+		mountsChildEnv+"_STAT="+strings.Join(stat, string(filepath.ListSeparator)))
+	if fallback {
+		cmd.Env = append(cmd.Env, mountsChildEnv+"_FALLBACK=1")
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("cannot create namespaces here: %v", err)
+	}
+	var r childReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("child said %q: %v", out, err)
+	}
+	if r.ApplyErr != "" {
+		t.Fatalf("apply: %s", r.ApplyErr)
+	}
+	return r
+}
+
+// TestApplyListed builds a listed view (an empty root holding a link and
+// two host trees) with and without mount_setattr: the listed trees and the
+// link are there, read-only; nothing else of the host is, not even as an
+// empty directory; the root itself is read-only; the workspace, /tmp and
+// the masks work as in the host's view.
+func TestApplyListed(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "secret"), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ = filepath.EvalSymlinks(ws)
+	t.Cleanup(func() { os.Remove("/hutch-mounts-test") })
+	plan := mounts.Build(mounts.Spec{
+		Workspace: ws, Deny: []string{filepath.Join(ws, "secret"), "/root/.ssh", "/etc/hutch-no-such"},
+		Home: "/tmp/home", HideDirs: []string{"/run"},
+		Listed: &mounts.Listed{Trees: []string{"/usr", "/etc"}, Links: []mounts.Link{{Path: "/hutch-link", Target: "usr/bin"}}},
+	})
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			r := applyInChild(t, plan, ws, fallback,
+				"/usr/bin/env", "/hutch-link/env", "/etc/passwd", "/root", "/var", "/home", "/run", "/root/.ssh")
+			want := map[string]string{
+				"root": unix.EROFS.Error(), "workspace": "", "tmp": "", "dev-null": "", "dev": unix.EROFS.Error(),
+				"stat /usr/bin/env": "", "stat /hutch-link/env": "", "stat /etc/passwd": "",
+				"stat /root": unix.ENOENT.Error(), "stat /var": unix.ENOENT.Error(), "stat /home": unix.ENOENT.Error(),
+				"stat /run": unix.ENOENT.Error(), "stat /root/.ssh": unix.ENOENT.Error(),
+			}
+			r.check(t, ws, want)
+			if r.DevFd != "/proc/self/fd" || r.HomeMode != 0o700 {
+				t.Errorf("/dev/fd -> %q, /tmp/home mode %o", r.DevFd, r.HomeMode)
+			}
+		})
+	}
+}
+
+// check compares the child's verdicts with want, checks on the host that
+// its workspace write arrived (and removes it) and that the masked file's
+// content was not read.
+func (r childReport) check(t *testing.T, ws string, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if r.Errnos[k] != v {
+			t.Errorf("%s: %q, want %q", k, r.Errnos[k], v)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "w")); err != nil {
+		t.Errorf("host: the workspace write did not arrive: %v", err)
+	}
+	os.Remove(filepath.Join(ws, "w"))
+	if r.MaskContent == "s" {
+		t.Errorf("the masked file's content was read")
 	}
 }
