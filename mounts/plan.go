@@ -380,6 +380,10 @@ const (
 	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc),
 	// which exists only inside a running sandbox.
 	Private
+	// Built: an empty root's directories and links (EmptyRoot, Symlink),
+	// made on the way to what a listed view shows: read-only, the same in
+	// every sandbox of the plan, holding nothing of the host's.
+	Built
 )
 
 // Place is where a path of the view lies: what Lookup returns.
@@ -417,8 +421,10 @@ func (p Plan) Lookup(target string) Place {
 			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW}
 		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
-		case Mask, EmptyRO, EmptyRoot, Symlink:
+		case Mask, EmptyRO:
 			pl = Place{Reach: Masked, Closed: m.Kind == Mask}
+		case EmptyRoot, Symlink:
+			pl = Place{Reach: Built}
 		case ReadOnly:
 			pl.Writable = false
 		case Pin, Dir:

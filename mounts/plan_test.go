@@ -587,7 +587,7 @@ func TestBuildListed(t *testing.T) {
 		t.Errorf("read-only %v, want %v", got, want)
 	}
 	for path, want := range map[string]Reach{
-		"/": Masked, "/root": Masked, "/home/other": Masked, "/var/lib": Masked, "/bin": Masked,
+		"/": Built, "/root": Built, "/home/other": Built, "/var/lib": Built, "/bin": Built,
 		"/usr/bin/sh": OnHost, "/etc/passwd": OnHost, "/home/u/w/x": OnHost, "/srv/cache/y": OnHost,
 		"/tmp/x": Private, "/tmp/tools/t": OnHost,
 	} {

@@ -34,6 +34,8 @@ type settings struct {
 	Writable        *[]string  `toml:"writable"`
 	ReadOnly        *[]string  `toml:"read_only"`
 	Deny            *[]string  `toml:"deny"`
+	Reads           *string    `toml:"reads"`
+	Read            *[]string  `toml:"read"`
 	DenyNames       *[]string  `toml:"deny_names"`
 	DefaultDeny     *bool      `toml:"default_deny"`
 	AllowGitWrite   *bool      `toml:"allow_git_write"`
@@ -280,7 +282,7 @@ func (f *File) Apply(p *runtime.Policy, profile string) error {
 // fields map the Policy's field names (as a *runtime.PolicyError names
 // them, before any index) to the keys that set them.
 var fields = map[string]string{
-	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "DenyNames": "deny_names",
+	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "Reads": "reads", "Read": "read", "DenyNames": "deny_names",
 	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "AllowNested": "allow_nested", "AllowSystemWrite": "allow_system_write", "Env": "env", "Home": "home",
 	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
 	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
@@ -303,6 +305,7 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	list(&p.AllowSystemWrite, s.AllowSystem)
 	list(&p.ReadOnly, s.ReadOnly)
 	list(&p.Deny, s.Deny)
+	list(&p.Read, s.Read)
 	list(&p.DenyNames, s.DenyNames)
 	list(&p.Env, s.Env)
 	list(&p.AllowDomains, s.AllowDomains)
@@ -321,6 +324,13 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.Home != nil {
 		p.Home = *s.Home
+	}
+	if s.Reads != nil {
+		// "host" is the default, which a Policy says with "".
+		p.Reads = runtime.ReadScope(*s.Reads)
+		if p.Reads == runtime.ReadsHost {
+			p.Reads = ""
+		}
 	}
 	if s.Tools != nil {
 		p.Tools = *s.Tools

@@ -22,6 +22,8 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Writable        []string  `toml:"writable"`
 		ReadOnly        []string  `toml:"read_only"`
 		Deny            []string  `toml:"deny"`
+		Reads           string    `toml:"reads"`
+		Read            []string  `toml:"read"`
 		DenyNames       []string  `toml:"deny_names"`
 		DefaultDeny     bool      `toml:"default_deny"`
 		AllowGitWrite   bool      `toml:"allow_git_write"`
@@ -54,7 +56,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 	}
 	o := out{
 		Mode:     map[bool]string{false: "enabled", true: "disabled"}[p.Unsandboxed],
-		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), DenyNames: list(p.DenyNames),
+		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), Reads: string(orHost(p.Reads)), Read: list(p.Read), DenyNames: list(p.DenyNames),
 		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, AllowNested: p.AllowNested, AllowSystem: list(p.AllowSystemWrite), Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
 		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
@@ -136,4 +138,12 @@ func formatNumber[T int64 | float64](v T) any {
 		return "default"
 	}
 	return v
+}
+
+// orHost is r, or ReadsHost for the default "".
+func orHost(r runtime.ReadScope) runtime.ReadScope {
+	if r == "" {
+		return runtime.ReadsHost
+	}
+	return r
 }

@@ -107,6 +107,10 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "AllowGitWrite", "it lets commands commit"
 	case p.AllowNested && !base.AllowNested:
 		return "AllowNested", "it lets commands create namespaces"
+	case base.Reads == runtime.ReadsListed && p.Reads != runtime.ReadsListed:
+		return "Reads", "the host's whole tree is more than the listed trees"
+	case base.Reads == runtime.ReadsListed && !subset(p.Read, base.Read):
+		return "Read", "it lists a tree the layer below does not"
 	case !subset(p.AllowSystemWrite, base.AllowSystemWrite):
 		return "AllowSystemWrite", "it lets a system tree be writable"
 	case !reflect.DeepEqual(p.Seccomp, base.Seccomp):

@@ -648,6 +648,10 @@ func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 		p := path.Join(dir.Path, e.Name)
 		pl := door.plan.Lookup(p)
 		switch {
+		case pl.Reach == mounts.Built && e.Err == 0:
+			// A listed view's own directory or link: what the
+			// sandbox sees, nothing of the host's.
+			out = append(out, FileInfo{Path: p, Size: e.Size, Mode: nsinit.FileMode(e.Mode), ModTime: e.ModTime})
 		case pl.Reach != mounts.OnHost:
 			out = append(out, FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private})
 		case e.Err == unix.ENOENT:

@@ -100,6 +100,9 @@ func (sb *Sandbox) unenforced() []string {
 			"network: no network namespace; socket(2) is refused by seccomp instead (socketpair works)",
 			"/tmp: the host's; TMPDIR and HOME point to a private directory ("+sb.tmpDir+")",
 		)
+		if sb.spec.Listed != nil {
+			out = append(out, "reads listed: what lies outside the listed trees cannot be read or listed (Landlock), but its paths exist and can be stat'ed")
+		}
 		if sb.cgroups == nil {
 			out = append(out, "lifetime: if the host process itself dies, processes the command daemonized can outlive it (no pid namespace or cgroup to kill them by)")
 		}

@@ -84,15 +84,32 @@ func (sb *Sandbox) setupLandlock() error {
 // writable tree (new files there must stay readable, so masks and pins keep
 // those) nor under a mount of the view's own (/tmp, /dev, /proc, the hidden
 // directories), where the host's directory is not what the command sees.
+//
+// In a listed view only the listed trees are the host's: a denied path
+// anywhere else is not there at all.
 func (sb *Sandbox) carvable(deny []string) []string {
 	own := append(append([]string{sb.spec.Workspace, "/tmp", "/dev", "/proc"}, sb.spec.Writable...), sb.spec.HideDirs...)
+	in := func(d string, trees []string) bool {
+		return slices.ContainsFunc(trees, func(o string) bool { return mounts.Within(d, o) })
+	}
 	var out []string
 	for _, d := range deny {
-		if !slices.ContainsFunc(own, func(o string) bool { return mounts.Within(d, o) }) && !slices.Contains(out, d) {
+		if !in(d, own) && !slices.Contains(out, d) && (sb.spec.Listed == nil || in(d, sb.spec.Listed.Trees)) {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// readable are the trees Landlock lets commands read at level landlock,
+// where the host's tree is the view: the whole of it, or for a listed
+// view the listed trees and the host's /proc (the command's own processes
+// are there; the host's others are beyond ptrace's and the pid checks).
+func (sb *Sandbox) readable() []string {
+	if sb.spec.Listed == nil {
+		return []string{"/"}
+	}
+	return append(slices.Clone(sb.spec.Listed.Trees), "/proc")
 }
 
 // setupLandlockOnly builds the ruleset of LevelLandlock, where Landlock is
@@ -108,7 +125,7 @@ func (sb *Sandbox) setupLandlockOnly(abi int) error {
 	}
 	deny := append(slices.Clone(sb.spec.Deny), f.named.paths...)
 	rs, err := landlock.Build(landlock.Spec{
-		ReadOnly:    []string{"/"},
+		ReadOnly:    sb.readable(),
 		Writable:    append(sb.spec.WritableTrees(), sb.tmpDir),
 		Devices:     []string{"/dev"},
 		Deny:        deny,

@@ -73,6 +73,28 @@ func (e *LevelError) Error() string {
 	return s
 }
 
+// ReadScope is what of the host a Sandbox's commands may read
+// (Policy.Reads).
+type ReadScope string
+
+// The read modes: the host's whole tree but the deny-list; only what the
+// policy lists.
+const (
+	ReadsHost   ReadScope = "host"
+	ReadsListed ReadScope = "listed"
+)
+
+// ListedSystemTrees are the host trees a listed view (ReadsListed) shows
+// to every command, read-only, where the host has them: programs and their
+// libraries (/usr, and /bin, /sbin and the /lib directories, links into
+// /usr on most hosts, the programs themselves on the others) and /etc, for
+// the dynamic loader's cache, users and groups, name resolution, TLS
+// roots and the alternatives programs are found through. /etc is shown
+// with the deny-list applied. Nothing else of the host is: not /home,
+// /root, /var, /opt, /srv, /mnt, /media, /boot or /sys; Policy.Read lists
+// more.
+var ListedSystemTrees = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
 // NetworkMode is what a Sandbox's commands can reach (Policy.Network).
 type NetworkMode string
 

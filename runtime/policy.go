@@ -103,6 +103,23 @@ type Policy struct {
 	// Mounts enforce them, so level landlock refuses them.
 	ReadOnly []string
 
+	// Reads says what of the host commands may read. ReadsHost ("", the
+	// default) is the host's whole tree but the deny-list. ReadsListed
+	// shows only what the policy lists: ListedSystemTrees, the workspace,
+	// the Writable trees, Home, Tools and Read, besides the sandbox's own
+	// /tmp, /dev and /proc; the deny-list applies inside them. Nothing
+	// else of the host exists for a command or the file operations, not
+	// even as an empty directory, so a forgotten secret elsewhere (another
+	// user's home, /var/lib, a second checkout) is out of reach by
+	// construction. At level namespaces the view is built on an empty
+	// root; at level landlock, Landlock grants reads of exactly those
+	// trees. Omitted from the policy's JSON when "".
+	Reads ReadScope `json:",omitempty"`
+	// Read are more host paths a listed view (ReadsListed) shows,
+	// read-only at their own paths: absolute, existing, not in /proc, /sys,
+	// /dev or the hidden socket directories, nor under a denied path.
+	Read []string `json:",omitempty"`
+
 	// Deny are masked in addition to DefaultDeny (unless NoDefaultDeny):
 	// unreadable even through symlinks. Relative paths are resolved
 	// against Workspace.
@@ -382,6 +399,7 @@ func (p Policy) clone() Policy {
 	p.AllowSystemWrite = slices.Clone(p.AllowSystemWrite)
 	p.LeakValues = maps.Clone(p.LeakValues)
 	p.ReadOnly = slices.Clone(p.ReadOnly)
+	p.Read = slices.Clone(p.Read)
 	if p.Apps != nil {
 		a := *p.Apps
 		p.Apps = &a

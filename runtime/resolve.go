@@ -170,6 +170,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if err := resolveApps(&r); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveReads(&r, host); err != nil {
+		return resolved{}, err
+	}
 	if err := checkEnv("Env", p.Env); err != nil {
 		return resolved{}, err
 	}
@@ -388,6 +391,51 @@ func resolveHome(r *resolved, host hostRules) error {
 		return &PolicyError{Field: "Home", Value: h, Reason: "not a directory"}
 	}
 	r.policy.Home = res
+	return nil
+}
+
+// resolveReads checks Policy.Reads and Policy.Read and resolves Read in
+// place: each is absolute and exists, is no kernel tree or hidden
+// directory (the view has its own, or hides it: a host one there would
+// show what the view keeps out) and lies under no denied path; / itself
+// is the host's whole tree, ReadsHost.
+func resolveReads(r *resolved, host hostRules) error {
+	p := &r.policy
+	switch p.Reads {
+	case "", ReadsHost, ReadsListed:
+	default:
+		return &PolicyError{Field: "Reads", Value: string(p.Reads), Reason: "not a read mode (host or listed)"}
+	}
+	if len(p.Read) > 0 && p.Reads != ReadsListed {
+		return &PolicyError{Field: "Read", Value: p.Read[0], Reason: "only with Reads listed: otherwise the host's whole tree is readable already"}
+	}
+	for i, given := range p.Read {
+		field := fmt.Sprintf("Read[%d]", i)
+		if err := checkPath(field, given); err != nil {
+			return err
+		}
+		if !filepath.IsAbs(given) {
+			return &PolicyError{Field: field, Value: given, Reason: "must be an absolute path"}
+		}
+		res, err := filepath.EvalSymlinks(given)
+		if err != nil {
+			return &PolicyError{Field: field, Value: given, Reason: pathReason(err)}
+		}
+		if res == "/" {
+			return &PolicyError{Field: field, Value: given, Reason: "the host's whole tree: that is Reads host"}
+		}
+		for _, t := range host.noWrite {
+			if mounts.Within(res, t.dir) {
+				return &PolicyError{Field: field, Value: given, Reason: "lies in " + t.dir + ", which every view has of its own or hides"}
+			}
+		}
+		for _, d := range r.deny {
+			if mounts.Within(res, d) {
+				return &PolicyError{Field: field, Value: given, Reason: "lies under the denied path " + d}
+			}
+		}
+		p.Read[i] = res
+	}
 	return nil
 }
 

@@ -86,6 +86,14 @@ func TestResolvedSameOnBothPlatforms(t *testing.T) {
 		{name: "deny through a symlink out", p: Policy{Workspace: ws, Deny: []string{"elsewhere/x"}}, field: "Deny[0]"},
 		{name: "deny with a control character", p: Policy{Workspace: ws, Deny: []string{"a\nb"}}, field: "Deny[0]"},
 
+		{name: "unknown read scope", p: Policy{Workspace: ws, Reads: "some"}, field: "Reads"},
+		{name: "read without listed reads", p: Policy{Workspace: ws, Read: []string{"/opt"}}, field: "Read"},
+		{name: "relative read", p: Policy{Workspace: ws, Reads: ReadsListed, Read: []string{"opt"}}, field: "Read[0]"},
+		{name: "missing read", p: Policy{Workspace: ws, Reads: ReadsListed, Read: []string{"/usr", "/nonexistent-hutch-read"}}, field: "Read[1]"},
+		{name: "read /", p: Policy{Workspace: ws, Reads: ReadsListed, Read: []string{"/"}}, field: "Read[0]"},
+		{name: "read in /proc", p: Policy{Workspace: ws, Reads: ReadsListed, Read: []string{"/proc/self"}}, field: "Read[0]"},
+		{name: "read under a denied path", p: Policy{Workspace: ws, Reads: ReadsListed, Deny: []string{"/usr/share"}, Read: []string{"/usr/share/doc"}}, field: "Read[0]"},
+
 		{name: "relative tools", p: Policy{Workspace: ws, Tools: "bin"}, field: "Tools"},
 		{name: "missing tools", p: Policy{Workspace: ws, Tools: "/nonexistent-hutch-tools"}, field: "Tools"},
 		{name: "tools is a file", p: Policy{Workspace: ws, Tools: file}, field: "Tools"},

@@ -97,6 +97,9 @@ func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
 	if p.Apps != nil {
 		return nil, nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
 	}
+	if p.Reads == ReadsListed {
+		return nil, nil, &PolicyError{Field: "Reads", Value: string(p.Reads), Reason: "a listed view is not implemented for the Seatbelt profile yet"}
+	}
 	if p.AllowNested {
 		return nil, nil, &PolicyError{Field: "AllowNested", Value: "true", Reason: "macOS has no namespaces to nest; a Seatbelt profile cannot be nested in another either"}
 	}

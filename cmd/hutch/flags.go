@@ -161,6 +161,8 @@ func (f runFlags) byField() map[string]typedFlag {
 		"Writable":         {name: "--write", list: f.write},
 		"AllowSystemWrite": {name: "--allow-system-write", list: f.allowSystem},
 		"Deny":             {name: "--deny", list: f.deny},
+		"Reads":            {name: "--reads", one: &f.reads},
+		"Read":             {name: "--read", list: f.read},
 		"DenyNames":        {name: "--deny-name", list: f.denyNames},
 		"Env":              {name: "--env", list: f.env},
 		"Seccomp":          {name: "--seccomp", one: &f.seccomp},

@@ -89,6 +89,8 @@ type runFlags struct {
 	// worktree is run's --worktree REPO[:BRANCH].
 	worktree    string
 	write, deny []string
+	reads       string
+	read        []string
 	denyNames   []string
 	noDefDeny   bool
 	gitWrite    bool
@@ -196,6 +198,8 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.workspace, "workspace", "", "writable workspace directory (default: the current directory)")
 	fl.Var(repeated{&f.write}, "write", "a further writable path (repeatable)")
 	fl.Var(repeated{&f.deny}, "deny", "a further path to mask (repeatable)")
+	fl.StringVar(&f.reads, "reads", "", "what of the host the command may read: host (the default: everything but the masked paths) or listed (only /usr, /bin, /sbin, /lib*, /etc, the workspace, the --write and --home trees and --read paths; nothing else of the host exists)")
+	fl.Var(repeated{&f.read}, "read", "with --reads listed: a further host path shown read-only (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.Var(repeated{&f.allowSystem}, "allow-system-write", "a system tree (/etc, /usr, /var, /boot, /bin, /sbin, /lib...) the workspace or a --write path may be or hold: refused otherwise, as more often a slip than a wish (repeatable)")
@@ -290,6 +294,19 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	}
 	p.Deny = append(slices.Clip(p.Deny), f.deny...)
 	p.Deny = append(p.Deny, dataDirDeny(ws)...)
+	if f.given("reads", f.reads) {
+		if f.reads == "" {
+			return p, &flagErr{"--reads", "", "empty: host or listed"}
+		}
+		p.Reads = runtime.ReadScope(f.reads)
+	}
+	for _, r := range f.read {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return p, &flagErr{"--read", r, err.Error()}
+		}
+		p.Read = append(slices.Clip(p.Read), abs)
+	}
 	p.DenyNames = append(slices.Clip(p.DenyNames), f.denyNames...)
 	p.NoDefaultDeny = p.NoDefaultDeny || f.noDefDeny
 	p.AllowGitWrite = p.AllowGitWrite || f.gitWrite
