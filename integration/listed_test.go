@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,74 +44,141 @@ func systemTool(name string) string {
 // command copies every marker it can reach into the workspace; the host
 // then finds none there, nor in its output, and finds the --read marker.
 func TestListedReads(t *testing.T) {
-	ws, other := dir(t, "ws-"), dir(t, "checkout-")
-	listed := dir(t, "listed-")
-	tag := filepath.Base(ws)
-	const marker = "LISTED-MARKER-"
-	secrets := map[string]string{filepath.Join(other, ".env.production"): marker + "checkout"}
-	if os.Geteuid() == 0 {
-		for _, d := range []string{"/root", "/var/lib", "/opt", "/home/hutch-other-" + tag} {
-			p := filepath.Join(d, "hutch-listed-"+tag)
-			if d != "/root" && d != "/var/lib" && d != "/opt" {
-				must(os.MkdirAll(d, 0o755))
-				t.Cleanup(func() { os.RemoveAll(d) })
-			}
-			secrets[p] = marker + filepath.Base(d)
-		}
-	}
-	for p, content := range secrets {
-		must(os.WriteFile(p, []byte(content+"\n"), 0o644))
-		t.Cleanup(func() { os.Remove(p) })
-	}
-	must(os.WriteFile(filepath.Join(listed, "shown"), []byte("SHOWN-"+tag+"\n"), 0o644))
-
-	paths := []string{"/root", "/home", "/var/lib", "/opt", other}
-	for p := range secrets {
-		paths = append(paths, p)
-	}
-	script := `for p in ` + strings.Join(paths, " ") + `; do
-		cat "$p" >> copied 2>/dev/null; ls -A "$p" >> listings 2>/dev/null
-		[ -e "$p" ] && echo "$p" >> exists
-	done
-	cat ` + filepath.Join(listed, "shown") + ` > shown; echo x > ` + filepath.Join(listed, "w") + ` 2>/dev/null; exit 0`
-	r := sh(t, ws, script, "--reads", "listed", "--read", listed)
+	ws := dir(t, "ws-")
+	m := plantListedMarkers(t, ws)
+	r := sh(t, ws, m.script, "--reads", "listed", "--read", m.listed)
 	if r.code != 0 {
 		t.Fatalf("hutch run --reads listed: %s", r)
 	}
+	m.check(t, ws, r, true)
+	// The same command with the host's reads (the default) sees the
+	// checkout: the test can tell.
+	if r := sh(t, ws, "cat "+filepath.Join(m.other, ".env.production")); !strings.Contains(r.stdout, listedMarker) {
+		t.Errorf("with the host's reads, the checkout was not readable: %s", r)
+	}
+
+	// The file door shows the same view.
+	for p := range m.secrets {
+		if r := runCLIArgs(t, "read", "--workspace", ws, "--reads", "listed", p); r.code == 0 || strings.Contains(r.stdout+r.stderr, listedMarker) {
+			t.Errorf("hutch read --reads listed %s: %s", p, r)
+		}
+	}
+	if r := runCLIArgs(t, "read", "--workspace", ws, "--reads", "listed", "--read", m.listed, filepath.Join(m.listed, "shown")); r.code != 0 || !strings.Contains(r.stdout, "SHOWN-") {
+		t.Errorf("hutch read of a --read file: %s", r)
+	}
+	if r := runCLIArgs(t, "ls", "--workspace", ws, "--reads", "listed", filepath.Dir(ws)); r.code != 0 || strings.Contains(r.stdout, filepath.Base(m.other)) || !strings.Contains(r.stdout, filepath.Base(ws)) {
+		t.Errorf("hutch ls of the workspace's parent shows the checkout beside it, or not the workspace: %s", r)
+	}
+}
+
+// TestListedReadsLandlock: at level landlock (no mount namespace) a
+// listed policy is Landlock's read rules for exactly the listed trees:
+// nothing outside them is read or listed (its paths still exist, which
+// the Result says it does not enforce).
+func TestListedReadsLandlock(t *testing.T) {
+	ws := dir(t, "ws-")
+	m := plantListedMarkers(t, ws)
+	r := runCLIArgsEnv(t, []string{"HUTCH_SIMULATE=no-userns"}, "run", "--workspace", ws, "--min-level", "landlock",
+		"--reads", "listed", "--read", m.listed, "--", "sh", "-c", m.script)
+	if r.code != 0 {
+		t.Fatalf("hutch run --reads listed at level landlock: %s", r)
+	}
+	m.check(t, ws, r, false)
+	if !strings.Contains(r.stderr, "reads listed: ") {
+		t.Errorf("the run does not say what a listed view does not enforce at level landlock:\n%s", r)
+	}
+}
+
+// TestOCIListed (issue 44, must-show 4): the OCI form of a listed policy
+// (an empty rootfs holding the host's links, the listed trees bound
+// read-only) keeps out the same markers under each runtime.
+func TestOCIListed(t *testing.T) {
+	for _, rt := range ociRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			flags := ociFlags(t, rt)
+			ws := dir(t, "ws-")
+			m := plantListedMarkers(t, ws)
+			r := sh(t, ws, m.script, append(flags, "--reads", "listed", "--read", m.listed)...)
+			if r.code != 0 {
+				t.Fatalf("hutch run --backend oci --reads listed: %s", r)
+			}
+			m.check(t, ws, r, true)
+		})
+	}
+}
+
+const listedMarker = "LISTED-MARKER-"
+
+// listedMarkers are what plantListedMarkers placed for a listed view to
+// keep out, and the script that tries to reach them from the workspace.
+type listedMarkers struct {
+	// secrets are marker files by path, other a checkout beside the
+	// workspace, listed a directory to --read holding "shown".
+	secrets       map[string]string
+	other, listed string
+	script        string
+}
+
+// plantListedMarkers places markers a listed view must keep out: in a
+// checkout beside ws and, as root, in /root, /var/lib, /opt and another
+// user's home (removed when the test ends). Its script copies into the
+// workspace what it can read (copied) or list (listings) of them and of
+// the host's /root, /home, /var/lib and /opt, names those that exist
+// (exists), copies the --read tree's file (shown) and tries to write
+// there.
+func plantListedMarkers(t *testing.T, ws string) listedMarkers {
+	t.Helper()
+	m := listedMarkers{other: dir(t, "checkout-"), listed: dir(t, "listed-")}
+	tag := filepath.Base(ws)
+	m.secrets = map[string]string{filepath.Join(m.other, ".env.production"): listedMarker + "checkout"}
+	if os.Geteuid() == 0 {
+		for _, d := range []string{"/root", "/var/lib", "/opt", "/home/hutch-other-" + tag} {
+			if strings.HasPrefix(d, "/home/") {
+				must(os.MkdirAll(d, 0o755))
+				t.Cleanup(func() { os.RemoveAll(d) })
+			}
+			m.secrets[filepath.Join(d, "hutch-listed-"+tag)] = listedMarker + filepath.Base(d)
+		}
+	}
+	for p, content := range m.secrets {
+		must(os.WriteFile(p, []byte(content+"\n"), 0o644))
+		t.Cleanup(func() { os.Remove(p) })
+	}
+	must(os.WriteFile(filepath.Join(m.listed, "shown"), []byte("SHOWN-"+tag+"\n"), 0o644))
+	dirs := []string{"/root", "/home", "/var/lib", "/opt", m.other}
+	paths := slices.Clone(dirs)
+	for p := range m.secrets {
+		paths = append(paths, p)
+	}
+	m.script = `for d in ` + strings.Join(dirs, " ") + `; do ls -A "$d" >> listings 2>/dev/null; done
+	for p in ` + strings.Join(paths, " ") + `; do
+		cat "$p" >> copied 2>/dev/null; [ -e "$p" ] && echo "$p" >> exists
+	done
+	cat ` + filepath.Join(m.listed, "shown") + ` > shown; echo x > ` + filepath.Join(m.listed, "w") + ` 2>/dev/null; exit 0`
+	return m
+}
+
+// check judges on the host what m's script left in ws and printed (r):
+// no marker read or listed, the --read file read and not written, and,
+// when stat is judged, nothing outside the listed trees there at all.
+func (m listedMarkers) check(t *testing.T, ws string, r cliResult, stat bool) {
+	t.Helper()
 	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(ws, f)); return string(b) }
 	seen := r.stdout + r.stderr + read("copied") + read("listings")
-	if strings.Contains(seen, marker) {
+	if strings.Contains(seen, listedMarker) {
 		t.Errorf("the command read a marker outside the listed trees:\n%s", seen)
 	}
 	if strings.Contains(seen, "hutch-listed-") {
 		t.Errorf("the command listed a marker's name:\n%s", seen)
 	}
-	if e := read("exists"); e != "" {
+	if e := read("exists"); stat && e != "" {
 		t.Errorf("paths outside the listed trees exist in the view:\n%s", e)
 	}
-	if got := read("shown"); got != "SHOWN-"+tag+"\n" {
+	if got := read("shown"); got != "SHOWN-"+filepath.Base(ws)+"\n" {
 		t.Errorf("the --read tree's file: %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(listed, "w")); err == nil {
+	if _, err := os.Stat(filepath.Join(m.listed, "w")); err == nil {
 		t.Errorf("the command wrote into a --read tree")
-	}
-	// The same command with the host's reads (the default) sees the
-	// checkout: the test can tell.
-	if r := sh(t, ws, "cat "+filepath.Join(other, ".env.production")); !strings.Contains(r.stdout, marker) {
-		t.Errorf("with the host's reads, the checkout was not readable: %s", r)
-	}
-
-	// The file door shows the same view.
-	for p := range secrets {
-		if r := runCLIArgs(t, "read", "--workspace", ws, "--reads", "listed", p); r.code == 0 || strings.Contains(r.stdout+r.stderr, marker) {
-			t.Errorf("hutch read --reads listed %s: %s", p, r)
-		}
-	}
-	if r := runCLIArgs(t, "read", "--workspace", ws, "--reads", "listed", "--read", listed, filepath.Join(listed, "shown")); r.code != 0 || !strings.Contains(r.stdout, "SHOWN-") {
-		t.Errorf("hutch read of a --read file: %s", r)
-	}
-	if r := runCLIArgs(t, "ls", "--workspace", ws, "--reads", "listed", filepath.Dir(ws)); r.code != 0 || strings.Contains(r.stdout, filepath.Base(other)) || !strings.Contains(r.stdout, tag) {
-		t.Errorf("hutch ls of the workspace's parent shows the checkout beside it, or not the workspace: %s", r)
 	}
 }
 

@@ -37,6 +37,14 @@ type Form struct {
 	// directory must hold / bound read-only (recursively) when the
 	// runtime starts, which Run does in a mount namespace of its own.
 	HostRoot bool
+	// EmptyRoot says the root is a listed view's (runtime.ReadsListed):
+	// the bundle's rootfs is an empty directory holding RootLinks, the
+	// host's trees bound into it by the configuration's mounts; the
+	// runtime makes their mount points there and the root read-only.
+	EmptyRoot bool
+	// RootLinks are the links Write makes in an empty root (the host's
+	// /bin -> usr/bin and the like).
+	RootLinks []mounts.Link
 	// Layers are hutch's layers the configuration enforces.
 	Layers []runtime.Layer
 	// SeccompName names the filter as Result.SeccompProfile does.
@@ -76,6 +84,12 @@ func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 	}
 	pol := v.Policy
 	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network, Timeout: max(pol.Timeout, 0)}
+	if len(v.Mounts.Mounts) > 0 && v.Mounts.Mounts[0].Kind == mounts.EmptyRoot {
+		if o.Rootfs != "" {
+			return nil, fmt.Errorf("oci: rootfs %q: a listed view (Reads listed) is a root of its own, made of the host's listed trees; it takes no image", o.Rootfs)
+		}
+		f.HostRoot, f.EmptyRoot = false, true
+	}
 	root := &specs.Root{Path: RootfsDir, Readonly: true}
 	if o.Rootfs != "" {
 		abs, err := filepath.Abs(o.Rootfs)
@@ -144,8 +158,10 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
 	for i, m := range plan.Mounts {
 		switch m.Kind {
-		case mounts.HostRoot:
-			// The root: Form.HostRoot.
+		case mounts.HostRoot, mounts.EmptyRoot:
+			// The root: Form.HostRoot, Form.EmptyRoot.
+		case mounts.Symlink:
+			f.RootLinks = append(f.RootLinks, mounts.Link{Path: m.Target, Target: m.Link})
 		case mounts.Dev:
 			add(specs.Mount{Destination: m.Target, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}})
 			add(specs.Mount{Destination: m.Target + "/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}})
@@ -315,8 +331,13 @@ func (f *Form) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("oci: bundle %q: %w", dir, err)
 	}
-	if f.HostRoot {
+	if f.HostRoot || f.EmptyRoot {
 		if err := os.MkdirAll(filepath.Join(dir, RootfsDir), 0o755); err != nil {
+			return fmt.Errorf("oci: bundle %q: %w", dir, err)
+		}
+	}
+	for _, l := range f.RootLinks {
+		if err := writeLink(filepath.Join(dir, RootfsDir, l.Path), l.Target); err != nil {
 			return fmt.Errorf("oci: bundle %q: %w", dir, err)
 		}
 	}
@@ -324,6 +345,18 @@ func (f *Form) Write(dir string) error {
 		return fmt.Errorf("oci: bundle %q: %w", dir, err)
 	}
 	return os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644)
+}
+
+// writeLink makes path a symlink to target, or leaves it if it is one
+// already (a bundle written again).
+func writeLink(path, target string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if have, err := os.Readlink(path); err == nil && have == target {
+		return nil
+	}
+	return os.Symlink(target, path)
 }
 
 // writeMaskFile makes path an empty file of mode 0000 (whatever the

@@ -294,3 +294,51 @@ func podOf(p runtime.Policy, args []string, o PodOptions) (*Manifest, error) {
 	}
 	return Pod(r, args, o)
 }
+
+// TestExportListed: a listed policy's form is an empty rootfs that Write
+// fills with the host's top-level links, the listed trees bound read-only
+// into it and nothing else of the host's tree; it takes no image.
+func TestExportListed(t *testing.T) {
+	ws := t.TempDir()
+	p := runtime.DefaultPolicy(ws)
+	p.Reads = runtime.ReadsListed
+	f, err := Export(mustCheck(t, p), []string{"true"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.EmptyRoot || f.HostRoot || !f.Spec.Root.Readonly {
+		t.Errorf("EmptyRoot %v, HostRoot %v, read-only root %v; want an empty read-only root", f.EmptyRoot, f.HostRoot, f.Spec.Root.Readonly)
+	}
+	binds := map[string][]string{}
+	for _, m := range f.Spec.Mounts {
+		if m.Type == "bind" {
+			binds[m.Destination] = m.Options
+		}
+	}
+	if !slices.Contains(binds["/usr"], "ro") || !slices.Contains(binds["/etc"], "ro") || !slices.Contains(binds[ws], "rw") {
+		t.Errorf("binds %v: want /usr and /etc read-only, the workspace read-write", binds)
+	}
+	for d := range binds {
+		if d == "/" || d == "/root" || d == "/home" || d == "/var" || d == "/opt" {
+			t.Errorf("the host's %s is bound into a listed view", d)
+		}
+	}
+	bundle := t.TempDir()
+	if err := f.Write(bundle); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range f.RootLinks {
+		if got, err := os.Readlink(filepath.Join(bundle, RootfsDir, l.Path)); err != nil || got != l.Target {
+			t.Errorf("rootfs%s -> %q (%v), want %q", l.Path, got, err, l.Target)
+		}
+	}
+	if fi, err := os.Lstat("/bin"); err == nil && fi.Mode()&os.ModeSymlink != 0 && len(f.RootLinks) == 0 {
+		t.Errorf("the host's /bin is a link, and the form makes none")
+	}
+	if err := f.Write(bundle); err != nil {
+		t.Errorf("a bundle written again: %v", err)
+	}
+	if _, err := Export(mustCheck(t, p), []string{"true"}, Options{Rootfs: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "takes no image") {
+		t.Errorf("a listed view with an image: %v, want a refusal", err)
+	}
+}

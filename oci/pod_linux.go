@@ -367,6 +367,8 @@ func (b *podBuilder) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 		case mounts.HostRoot, mounts.Dev, mounts.Proc:
 			// The image's root, read-only (readOnlyRootFilesystem); the
 			// runtime's /dev and /proc, its kernel interfaces masked.
+		case mounts.EmptyRoot, mounts.Symlink:
+			return fmt.Errorf("oci: a listed view (Reads listed) has no Pod form: a Pod's root is its image, and the listed trees are the host's")
 		case mounts.Tmpfs:
 			b.tmpSize = m.SizeBytes
 			b.mount(m.Target, b.volume("tmp", b.memoryDir()), "", false)

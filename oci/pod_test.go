@@ -473,6 +473,7 @@ func TestPodRefuses(t *testing.T) {
 		{"no command", runtime.DefaultPolicy(ws), nil, PodOptions{Image: "alpine"}, "", "no command"},
 		{"no workspace", runtime.DefaultPolicy(""), []string{"true"}, PodOptions{Image: "alpine"}, "", "Workspace"},
 		{"disabled", runtime.Policy{Workspace: ws, Backend: runtime.BackendNone}, []string{"true"}, PodOptions{Image: "alpine"}, "", "disabled mode"},
+		{"listed reads", runtime.Policy{Workspace: ws, Reads: runtime.ReadsListed}, []string{"true"}, PodOptions{Image: "alpine"}, "", "no Pod form"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := podOf(tc.p, tc.args, tc.o)

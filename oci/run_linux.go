@@ -239,15 +239,15 @@ func globalFlags(runtimeName string, f *Form) []string {
 	return flags
 }
 
-// startIn starts cmd; with hostRoot, in a mount namespace of its own
-// where bundle's rootfs holds the host's / bound read-only, recursively,
-// without suid and device files, as hutch's own view's root is. The
-// namespace is made on a thread of this process locked for it and
-// never returned to the scheduler: a forked child inherits the thread's
-// mount namespace, and the namespace and its mounts go away with the
-// runtime and the thread.
+// startIn starts cmd; with hostRoot, or for crun (see hideHybridCgroup2),
+// in a mount namespace of its own, where with hostRoot bundle's rootfs
+// holds the host's / bound read-only, recursively, without suid and
+// device files, as hutch's own view's root is. The namespace is made on
+// a thread of this process locked for it and never returned to the
+// scheduler: a forked child inherits the thread's mount namespace, and
+// the namespace and its mounts go away with the runtime and the thread.
 func startIn(cmd *exec.Cmd, hostRoot bool, bundle, runtimeName string) error {
-	if !hostRoot {
+	if !hostRoot && runtimeName != "crun" {
 		return cmd.Start()
 	}
 	errc := make(chan error, 1)
@@ -260,13 +260,15 @@ func startIn(cmd *exec.Cmd, hostRoot bool, bundle, runtimeName string) error {
 			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 				return fmt.Errorf("make / private: %w", err)
 			}
-			rootfs := filepath.Join(bundle, RootfsDir)
-			if err := unix.Mount("/", rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-				return fmt.Errorf("bind / at %s: %w", rootfs, err)
-			}
-			attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-			if err := unix.MountSetattr(-1, rootfs, unix.AT_RECURSIVE, attr); err != nil {
-				return fmt.Errorf("make %s read-only: %w", rootfs, err)
+			if hostRoot {
+				rootfs := filepath.Join(bundle, RootfsDir)
+				if err := unix.Mount("/", rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+					return fmt.Errorf("bind / at %s: %w", rootfs, err)
+				}
+				attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+				if err := unix.MountSetattr(-1, rootfs, unix.AT_RECURSIVE, attr); err != nil {
+					return fmt.Errorf("make %s read-only: %w", rootfs, err)
+				}
 			}
 			if runtimeName == "crun" {
 				if err := hideHybridCgroup2(); err != nil {
