@@ -147,6 +147,9 @@ func BenchmarkSpawn(b *testing.B) {
 		defer sb.Close()
 		compare(b, prewarmed("hutch", sb, 2), cpuTimes.total)
 	})
+	b.Run("hutch/reads-listed", func(b *testing.B) {
+		compare(b, cold("hutch", sandbox(b, func(p *runtime.Policy) { p.Reads = runtime.ReadsListed })), cpuTimes.total)
+	})
 	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring, runtime.LayerLandlock} {
 		b.Run("hutch/without-"+string(l), func(b *testing.B) {
 			compare(b, cold("hutch", sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })), cpuTimes.total)
@@ -167,6 +170,14 @@ func BenchmarkSeccompLoad(b *testing.B) {
 // that skips it.
 func BenchmarkLandlockCost(b *testing.B) {
 	layerCost(b, sandbox(b, nil), sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerLandlock} }))
+}
+
+// BenchmarkListedCost reports what a listed view (Reads listed: an empty
+// root, the host's links made and its listed trees bound into it) costs a
+// cold spawn over the host's root: listed against host, alternated; a
+// negative figure is a saving.
+func BenchmarkListedCost(b *testing.B) {
+	layerCost(b, sandbox(b, func(p *runtime.Policy) { p.Reads = runtime.ReadsListed }), sandbox(b, nil))
 }
 
 // BenchmarkNetNSCost reports what the network namespace (a fresh one,
