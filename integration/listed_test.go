@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,4 +271,89 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestBind (issue 44, must-show 3): --bind HOST:/workspace shows the host
+// tree at /workspace to the command and to the file door, with the host's
+// path beside it; writes land on the host tree; the deny names and the
+// git guard inside it hold at /workspace; a bind that would hide a mask or
+// the workspace is refused. With the host's reads, a sandbox path in the
+// private /tmp works alike. All judged on the host.
+func TestBind(t *testing.T) {
+	ws, bound := dir(t, "ws-"), dir(t, "bound-")
+	must(os.Chmod(bound, 0o777))
+	const secret = "BIND-SECRET-ENV"
+	must(os.WriteFile(filepath.Join(bound, "f"), []byte("bound file\n"), 0o644))
+	must(os.WriteFile(filepath.Join(bound, ".env"), []byte(secret+"\n"), 0o644))
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(bound, "repo")).CombinedOutput(); err != nil {
+		t.Skipf("git init: %v: %s", err, out)
+	}
+	must(os.Chmod(filepath.Join(bound, "repo"), 0o777))
+	hook := filepath.Join(bound, "repo", ".git", "hooks", "pre-commit")
+	for _, tc := range []struct {
+		name, at string
+		flags    []string
+	}{
+		{"listed", "/workspace", []string{"--reads", "listed"}},
+		{"host reads, in /tmp", "/tmp/agent", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := append(slices.Clone(tc.flags), "--bind", bound+":"+tc.at)
+			script := `cat ` + tc.at + `/f > seen; echo via-bind > ` + tc.at + `/written
+				cat ` + tc.at + `/.env > copied 2>/dev/null; echo x > ` + tc.at + `/.env 2>/dev/null
+				echo 'touch /tmp/pwned' > ` + tc.at + `/repo/.git/hooks/pre-commit 2>/dev/null; exit 0`
+			r := sh(t, ws, script, flags...)
+			if r.code != 0 {
+				t.Fatalf("hutch run --bind: %s", r)
+			}
+			read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
+			if got := read(filepath.Join(ws, "seen")); got != "bound file\n" {
+				t.Errorf("the command read %q at %s/f", got, tc.at)
+			}
+			if got := read(filepath.Join(bound, "written")); got != "via-bind\n" {
+				t.Errorf("host: the write through the bind holds %q", got)
+			}
+			os.Remove(filepath.Join(bound, "written"))
+			if strings.Contains(read(filepath.Join(ws, "copied"))+r.stdout+r.stderr, secret) {
+				t.Errorf("the bound tree's .env was read")
+			}
+			if got := read(filepath.Join(bound, ".env")); got != secret+"\n" {
+				t.Errorf("host: the bound .env was changed: %q", got)
+			}
+			if _, err := os.Stat(hook); err == nil {
+				os.Remove(hook)
+				t.Errorf("host: the command planted a hook in the bound repository")
+			}
+
+			// The file door sees the same tree at the same path.
+			door := append([]string{"--workspace", ws}, flags...)
+			r = runCLIArgs(t, append(append([]string{"read"}, door...), tc.at+"/f")...)
+			var info struct {
+				HostPath string `json:"host_path"`
+				Content  string
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Content != "bound file\n" || info.HostPath != filepath.Join(bound, "f") {
+				t.Errorf("hutch read %s/f: %+v %v\n%s", tc.at, info, err, r)
+			}
+			if r := runCLIArgs(t, append(append([]string{"read"}, door...), tc.at+"/.env")...); r.code == 0 || strings.Contains(r.stdout, secret) {
+				t.Errorf("hutch read %s/.env: %s", tc.at, r)
+			}
+			if r := runCLIArgs(t, append(append([]string{"write"}, door...), "--content", "door", tc.at+"/door")...); r.code != 0 || read(filepath.Join(bound, "door")) != "door" {
+				t.Errorf("hutch write %s/door: %s", tc.at, r)
+			}
+			os.Remove(filepath.Join(bound, "door"))
+		})
+	}
+
+	// Refused, naming the flag: a bind that would hide a mask, or the
+	// workspace, or one the host's read-only root has no place for.
+	for _, at := range []string{"/etc/ssh", ws, filepath.Dir(ws), "/hutch-no-such-dir"} {
+		r := sh(t, ws, "touch "+filepath.Join(bound, "ran"), "--bind", bound+":"+at)
+		if r.code != 125 || !strings.Contains(r.stderr, "--bind "+bound+":"+at+": the sandbox's path") {
+			t.Errorf("--bind %s:%s: %s", bound, at, r)
+		}
+		if _, err := os.Stat(filepath.Join(bound, "ran")); err == nil {
+			t.Errorf("--bind %s:%s ran the command", bound, at)
+		}
+	}
 }

@@ -152,6 +152,7 @@ func schemaTypes() map[string][]any {
 		"AppIsolation":        {runtime.AppIsolation{}},
 		"ApprovalRule":        {approvals.RuleRow{}},
 		"Backoff":             {processes.Backoff{}},
+		"Bind":                {runtime.Bind{}},
 		"DecideRequest":       {DecideRequest{}},
 		"EmptyRequest":        {struct{}{}},
 		"Error":               {Error{}},

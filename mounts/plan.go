@@ -127,6 +127,11 @@ type Spec struct {
 	// Apps, when set, hides a directory of app directories in a writable
 	// tree but for one of them.
 	Apps *Apps
+	// Binds show host trees at other paths of the view (Bind). What Deny,
+	// ReadOnly and Pins name inside a bind's Source holds at its Target
+	// too, and deny names and repositories are looked for in the sources
+	// (Trees).
+	Binds []Bind
 	// Listed, when set, builds the view on an empty read-only root instead
 	// of the host's: of the host, only the trees it lists, the workspace,
 	// the writable trees and Home are there.
@@ -145,6 +150,13 @@ type Spec struct {
 // ordinary agent's workspace stays writable but for Dir.
 type Apps struct {
 	Dir, ID string
+}
+
+// Bind shows the host tree Source (absolute, clean, resolved) at Target,
+// a path of the view, read-only unless Writable.
+type Bind struct {
+	Source, Target string
+	Writable       bool
 }
 
 // Listed is what a listed view shows of the host besides the workspace
@@ -179,7 +191,38 @@ func (s Spec) Trees() []string {
 	if app := s.Apps.app(); app != "" {
 		top = app
 	}
-	return append([]string{top}, s.Writable...)
+	trees := append([]string{top}, s.Writable...)
+	for _, b := range s.Binds {
+		trees = append(trees, b.Source)
+	}
+	return trees
+}
+
+// WritableView are the paths of the view a command may write, besides
+// its private /tmp: WritableTrees, at their own paths, then the targets of
+// the writable Binds. Landlock and the unix-sockets layer take these.
+func (s Spec) WritableView() []string {
+	out := s.WritableTrees()
+	for _, b := range s.Binds {
+		if b.Writable {
+			out = append(out, b.Target)
+		}
+	}
+	return out
+}
+
+// bound adds to paths, host paths, where each of them inside a bind's
+// Source also is in the view: at the bind's Target.
+func (s Spec) bound(paths []string) []string {
+	out := slices.Clone(paths)
+	for _, p := range paths {
+		for _, b := range s.Binds {
+			if rel, ok := within(p, b.Source); ok {
+				out = append(out, path.Join(b.Target, rel))
+			}
+		}
+	}
+	return out
 }
 
 // WritableTrees are the trees the view lets a command write, besides its
@@ -217,7 +260,14 @@ func (s Spec) listedShows(p string) bool {
 	in := func(trees []string) bool {
 		return slices.ContainsFunc(trees, func(t string) bool { return Within(p, t) })
 	}
-	return in(s.Listed.Trees) || in(s.Trees()) || in(s.WritableTrees())
+	if in(s.Listed.Trees) || in(s.WritableTrees()) {
+		return true
+	}
+	top := s.Workspace
+	if app := s.Apps.app(); app != "" {
+		top = app
+	}
+	return in([]string{top}) || in(s.Writable) || slices.ContainsFunc(s.Binds, func(b Bind) bool { return Within(p, b.Target) })
 }
 
 // Build turns a Spec into a Plan. Order matters and is fixed: the host root
@@ -286,11 +336,24 @@ func Build(s Spec) Plan {
 	} else if s.Apps != nil {
 		add(Mount{Kind: EmptyRO, Target: s.Apps.Dir, Optional: true})
 	}
+	// Host trees at other paths: after the private mounts and the trees
+	// at their own paths, which a target may lie in (/tmp, a listed
+	// root), before the masks and guards that hold inside them.
+	binds := slices.Clone(s.Binds)
+	slices.SortFunc(binds, func(a, b Bind) int { return strings.Compare(a.Target, b.Target) })
+	for _, b := range binds {
+		kind := BindRO
+		if b.Writable {
+			kind = BindRW
+			writable = append(writable, b.Target)
+		}
+		add(Mount{Kind: kind, Source: b.Source, Target: b.Target})
+	}
 	// A masked or read-only path inside a writable tree could otherwise
 	// be moved away by renaming one of its ancestors (and another put in
 	// its place): pin every ancestor between the writable root and it.
-	masks := outermost(s.shown(s.Deny))
-	readOnly := s.shown(s.ReadOnly)
+	masks := outermost(s.shown(s.bound(s.Deny)))
+	readOnly := s.shown(s.bound(s.ReadOnly))
 	pinned := map[string]bool{}
 	var pins []string
 	pin := func(dir string) {
@@ -299,7 +362,8 @@ func Build(s Spec) Plan {
 			pins = append(pins, dir)
 		}
 	}
-	for _, d := range append(append(slices.Clone(masks), readOnly...), s.shown(s.Pins)...) {
+	pinsShown := s.shown(s.bound(s.Pins))
+	for _, d := range append(append(slices.Clone(masks), readOnly...), pinsShown...) {
 		root, ok := longestPrefix(d, writable)
 		if !ok {
 			continue
@@ -308,7 +372,7 @@ func Build(s Spec) Plan {
 			pin(dir)
 		}
 	}
-	for _, d := range s.shown(s.Pins) {
+	for _, d := range pinsShown {
 		if root, ok := longestPrefix(d, writable); ok && d != root {
 			pin(d)
 		}

@@ -599,3 +599,54 @@ func TestBuildListed(t *testing.T) {
 		t.Errorf("/usr/bin/sh is writable in the view")
 	}
 }
+
+// TestBuildBinds: a bind shows its source at its target, after the trees
+// at their own paths; what is masked, read-only or pinned inside its
+// source is so at its target too (and still at its own path); the
+// source is where deny names are looked for; a listed view keeps what
+// lies in a target; Lookup gives the host's path.
+func TestBuildBinds(t *testing.T) {
+	s := Spec{
+		Workspace: "/w",
+		Deny:      []string{"/data/u1/.env", "/data/u1/a/b/key"},
+		ReadOnly:  []string{"/data/u1/repo/.git"},
+		Binds:     []Bind{{Source: "/data/u1", Target: "/home/agent", Writable: true}, {Source: "/srv/ref", Target: "/ref"}},
+	}
+	for _, listed := range []bool{false, true} {
+		if listed {
+			s.Listed = &Listed{Trees: []string{"/usr"}}
+		}
+		p := Build(s)
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		wantMasks := []string{"/data/u1/.env", "/data/u1/a/b/key", "/home/agent/.env", "/home/agent/a/b/key"}
+		if listed {
+			wantMasks = wantMasks[2:] // the sources are not in a listed view
+		}
+		if got := targetsOf(p, Mask); !slices.Equal(got, wantMasks) {
+			t.Errorf("listed %v: masks %v, want %v", listed, got, wantMasks)
+		}
+		if got := targetsOf(p, ReadOnly); !slices.Contains(got, "/home/agent/repo/.git") {
+			t.Errorf("listed %v: read-only %v, want the bound repository's .git", listed, got)
+		}
+		if got := targetsOf(p, Pin); !slices.Contains(got, "/home/agent/a") || !slices.Contains(got, "/home/agent/a/b") {
+			t.Errorf("listed %v: pins %v, want the bound mask's ancestors", listed, got)
+		}
+		if i, j := slices.Index(targetsOf(p, BindRW), "/home/agent"), slices.Index(targetsOf(p, BindRW), "/w"); i < j {
+			t.Errorf("listed %v: the bind comes before the workspace: %v", listed, p.Mounts)
+		}
+		if pl := p.Lookup("/home/agent/x"); pl.Reach != OnHost || pl.HostPath != "/data/u1/x" || !pl.Writable {
+			t.Errorf("listed %v: Lookup(/home/agent/x) = %+v", listed, pl)
+		}
+		if pl := p.Lookup("/ref/x"); pl.Reach != OnHost || pl.HostPath != "/srv/ref/x" || pl.Writable {
+			t.Errorf("listed %v: Lookup(/ref/x) = %+v", listed, pl)
+		}
+	}
+	if got, want := s.Trees(), []string{"/w", "/data/u1", "/srv/ref"}; !slices.Equal(got, want) {
+		t.Errorf("Trees() = %v, want %v", got, want)
+	}
+	if got, want := s.WritableView(), []string{"/w", "/home/agent"}; !slices.Equal(got, want) {
+		t.Errorf("WritableView() = %v, want %v", got, want)
+	}
+}

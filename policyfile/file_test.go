@@ -94,6 +94,7 @@ func TestErrorsNameFileLineKey(t *testing.T) {
 		{"bad duration", "version = 1\n[sandbox]\ntimeout = 30\n", "f.toml:3: sandbox.timeout: 30: not a duration"},
 		{"negative pids", "version = 1\n[sandbox]\npids = -3\n", "f.toml:3: sandbox.pids: -3: negative"},
 		{"in a profile", "version = 1\n[profiles.x]\n\ncpus = \"many\"\n", "f.toml:4: profiles.x.cpus: many: not a number of cores"},
+		{"bad bind", "version = 1\n[sandbox]\nbinds = [\"/a:/b:rx\"]\n", `f.toml:3: sandbox.binds: "/a:/b:rx": the mode is ro or rw, not "rx"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse("f.toml", []byte(tc.body))
@@ -144,6 +145,8 @@ func TestFormatRoundTrip(t *testing.T) {
 	p.Network, p.AllowDomains = runtime.NetworkAllow, []string{"example.com"}
 	p.Memory, p.Pids, p.CPUs, p.Timeout, p.TmpSize = 3<<30, runtime.Unlimited, 0.5, 90*time.Second, 1<<30
 	p.AllowGitWrite, p.AllowNested = true, true
+	p.Reads, p.Read = runtime.ReadsListed, []string{"/opt"}
+	p.Binds = []runtime.Bind{{Host: "/data/u1", Path: "/home/agent"}, {Host: "/srv/ref", Path: "/ref", ReadOnly: true}}
 	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a"}
 	p.SkipLayers = []runtime.Layer{runtime.LayerKeyring}
 	p.Grantable = runtime.Grant{Network: true, Domains: []string{"*.example.com"}, PackageManagers: []string{"go"}, Writable: []string{"/data/more"}, GitWrite: true}

@@ -24,6 +24,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Deny            []string  `toml:"deny"`
 		Reads           string    `toml:"reads"`
 		Read            []string  `toml:"read"`
+		Binds           []string  `toml:"binds"`
 		DenyNames       []string  `toml:"deny_names"`
 		DefaultDeny     bool      `toml:"default_deny"`
 		AllowGitWrite   bool      `toml:"allow_git_write"`
@@ -66,6 +67,10 @@ func Format(p runtime.Policy) ([]byte, error) {
 	if p.Apps != nil {
 		o.Apps = &apps{Dir: p.Apps.Dir, ID: p.Apps.ID}
 	}
+	for _, b := range p.Binds {
+		o.Binds = append(o.Binds, b.String())
+	}
+	o.Binds = list(o.Binds)
 	g := p.Grantable
 	o.Grantable = grantable{Network: g.Network, Domains: list(g.Domains), PackageManagers: list(g.PackageManagers),
 		HostNetwork: g.HostNetwork, Writable: list(g.Writable), GitWrite: g.GitWrite}

@@ -111,6 +111,8 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "Reads", "the host's whole tree is more than the listed trees"
 	case base.Reads == runtime.ReadsListed && !subset(p.Read, base.Read):
 		return "Read", "it lists a tree the layer below does not"
+	case slices.ContainsFunc(p.Binds, func(b runtime.Bind) bool { return !slices.Contains(base.Binds, b) }):
+		return "Binds", "it binds a host tree the layer below does not"
 	case !subset(p.AllowSystemWrite, base.AllowSystemWrite):
 		return "AllowSystemWrite", "it lets a system tree be writable"
 	case !reflect.DeepEqual(p.Seccomp, base.Seccomp):

@@ -45,7 +45,7 @@ func (sb *Sandbox) setupLandlock() error {
 	}
 	// For an app the workspace is its data directory (the view shows
 	// nothing else of the workspace writable): the two layers agree.
-	writable := sb.spec.WritableTrees()
+	writable := sb.spec.WritableView()
 	devices := []string{"/dev"}
 	if sb.policy.AllowNested {
 		// A nested sandbox writes the id maps of the user namespace it

@@ -120,6 +120,19 @@ type Policy struct {
 	// /dev or the hidden socket directories, nor under a denied path.
 	Read []string `json:",omitempty"`
 
+	// Binds show host trees at other paths of the sandbox (a user's
+	// directory at /home/agent, a checkout at /workspace): commands and
+	// the file operations see them there, and file results give the host
+	// path beside the sandbox's. Each is writable, as a Writable tree and
+	// checked as one, unless ReadOnly. The deny-list, deny names and git
+	// guards apply to what is bound, at the sandbox path too. A Path must
+	// not hide or overlap the workspace, a writable tree, Home, another
+	// bind, a masked or a read-only path, nor lie in /proc, /sys, /dev or
+	// the hidden socket directories; with the host's reads (the read-only
+	// host tree is the root) it must exist on the host, or lie in the
+	// private /tmp. Mounts make them, so level landlock refuses them.
+	Binds []Bind `json:",omitempty"`
+
 	// Deny are masked in addition to DefaultDeny (unless NoDefaultDeny):
 	// unreadable even through symlinks. Relative paths are resolved
 	// against Workspace.
@@ -400,6 +413,7 @@ func (p Policy) clone() Policy {
 	p.LeakValues = maps.Clone(p.LeakValues)
 	p.ReadOnly = slices.Clone(p.ReadOnly)
 	p.Read = slices.Clone(p.Read)
+	p.Binds = slices.Clone(p.Binds)
 	if p.Apps != nil {
 		a := *p.Apps
 		p.Apps = &a

@@ -173,6 +173,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if err := resolveReads(&r, host); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveBinds(&r, host); err != nil {
+		return resolved{}, err
+	}
 	if err := checkEnv("Env", p.Env); err != nil {
 		return resolved{}, err
 	}
@@ -395,10 +398,7 @@ func resolveHome(r *resolved, host hostRules) error {
 }
 
 // resolveReads checks Policy.Reads and Policy.Read and resolves Read in
-// place: each is absolute and exists, is no kernel tree or hidden
-// directory (the view has its own, or hides it: a host one there would
-// show what the view keeps out) and lies under no denied path; / itself
-// is the host's whole tree, ReadsHost.
+// place (resolveReadTree).
 func resolveReads(r *resolved, host hostRules) error {
 	p := &r.policy
 	switch p.Reads {
@@ -410,33 +410,46 @@ func resolveReads(r *resolved, host hostRules) error {
 		return &PolicyError{Field: "Read", Value: p.Read[0], Reason: "only with Reads listed: otherwise the host's whole tree is readable already"}
 	}
 	for i, given := range p.Read {
-		field := fmt.Sprintf("Read[%d]", i)
-		if err := checkPath(field, given); err != nil {
-			return err
-		}
-		if !filepath.IsAbs(given) {
-			return &PolicyError{Field: field, Value: given, Reason: "must be an absolute path"}
-		}
-		res, err := filepath.EvalSymlinks(given)
+		res, err := resolveReadTree(r, host, fmt.Sprintf("Read[%d]", i), given)
 		if err != nil {
-			return &PolicyError{Field: field, Value: given, Reason: pathReason(err)}
-		}
-		if res == "/" {
-			return &PolicyError{Field: field, Value: given, Reason: "the host's whole tree: that is Reads host"}
-		}
-		for _, t := range host.noWrite {
-			if mounts.Within(res, t.dir) {
-				return &PolicyError{Field: field, Value: given, Reason: "lies in " + t.dir + ", which every view has of its own or hides"}
-			}
-		}
-		for _, d := range r.deny {
-			if mounts.Within(res, d) {
-				return &PolicyError{Field: field, Value: given, Reason: "lies under the denied path " + d}
-			}
+			return err
 		}
 		p.Read[i] = res
 	}
 	return nil
+}
+
+// resolveReadTree is the one rule for a host tree shown read-only beside
+// the view's own (a Read, a read-only bind's Host): absolute, existing,
+// not / itself (the host's whole tree, ReadsHost), in no kernel tree or
+// hidden directory (the view has its own, or hides it: a host one there
+// would show what the view keeps out) and under no denied path. It
+// returns the path resolved.
+func resolveReadTree(r *resolved, host hostRules, field, given string) (string, error) {
+	if err := checkPath(field, given); err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(given) {
+		return "", &PolicyError{Field: field, Value: given, Reason: "must be an absolute path"}
+	}
+	res, err := filepath.EvalSymlinks(given)
+	if err != nil {
+		return "", &PolicyError{Field: field, Value: given, Reason: pathReason(err)}
+	}
+	if res == "/" {
+		return "", &PolicyError{Field: field, Value: given, Reason: "the host's whole tree: that is Reads host"}
+	}
+	for _, t := range host.noWrite {
+		if mounts.Within(res, t.dir) {
+			return "", &PolicyError{Field: field, Value: given, Reason: "lies in " + t.dir + ", which every view has of its own or hides"}
+		}
+	}
+	for _, d := range r.deny {
+		if mounts.Within(res, d) {
+			return "", &PolicyError{Field: field, Value: given, Reason: "lies under the denied path " + d}
+		}
+	}
+	return res, nil
 }
 
 // resolveReadOnly checks Policy.ReadOnly and resolves it in place: each

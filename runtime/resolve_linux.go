@@ -41,6 +41,9 @@ func (sb *Sandbox) validate(r resolved) error {
 		if p.Apps != nil {
 			return &PolicyError{Field: "Apps", Reason: "app isolation needs mounts, which level landlock does not have"}
 		}
+		if len(p.Binds) > 0 {
+			return &PolicyError{Field: "Binds", Value: p.Binds[0].String(), Reason: "a host tree at another path needs mounts, which level landlock does not have"}
+		}
 		if len(p.ReadOnly) > 0 {
 			return &PolicyError{Field: "ReadOnly", Value: p.ReadOnly[0], Reason: "read-only paths inside writable trees need mounts, which level landlock does not have (Landlock cannot take back what a tree grants)"}
 		}
@@ -67,6 +70,7 @@ func (sb *Sandbox) validate(r resolved) error {
 		HideDirs:     resolveAll(hiddenDirs),
 		NoProc:       sb.level == LevelNamespacesNoProc,
 		Listed:       listedView(p),
+		Binds:        mountBinds(p.Binds),
 	}
 	// The writable trees are walked once, and watched from then on; the
 	// count of what the names match is bounded here too, so that New
@@ -149,4 +153,13 @@ func listedView(p *Policy) *mounts.Listed {
 	}
 	l.Trees = append(l.Trees, p.Read...)
 	return l
+}
+
+// mountBinds are binds as the view takes them.
+func mountBinds(binds []Bind) []mounts.Bind {
+	var out []mounts.Bind
+	for _, b := range binds {
+		out = append(out, mounts.Bind{Source: b.Host, Target: b.Path, Writable: !b.ReadOnly})
+	}
+	return out
 }

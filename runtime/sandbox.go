@@ -376,7 +376,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 	if sb.unixWall != nil || slices.Contains(sb.policy.SkipLayers, LayerUnixSockets) {
 		wall = &nsinit.UnixWall{
 			Filter:  sb.unixWall,
-			Allowed: append(sb.spec.WritableTrees(), "/tmp", "/dev/shm"),
+			Allowed: append(sb.spec.WritableView(), "/tmp", "/dev/shm"),
 		}
 	}
 	return nsinit.Config{

@@ -97,6 +97,9 @@ func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
 	if p.Apps != nil {
 		return nil, nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
 	}
+	if len(p.Binds) > 0 {
+		return nil, nil, &PolicyError{Field: "Binds", Value: p.Binds[0].String(), Reason: "host trees at other paths are not implemented for the Seatbelt profile"}
+	}
 	if p.Reads == ReadsListed {
 		return nil, nil, &PolicyError{Field: "Reads", Value: string(p.Reads), Reason: "a listed view is not implemented for the Seatbelt profile yet"}
 	}

@@ -163,6 +163,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"Deny":             {name: "--deny", list: f.deny},
 		"Reads":            {name: "--reads", one: &f.reads},
 		"Read":             {name: "--read", list: f.read},
+		"Binds":            {name: "--bind", list: f.binds},
 		"DenyNames":        {name: "--deny-name", list: f.denyNames},
 		"Env":              {name: "--env", list: f.env},
 		"Seccomp":          {name: "--seccomp", one: &f.seccomp},
@@ -210,7 +211,7 @@ func (f runFlags) flagError(err error) error {
 		return err
 	}
 	name, index, _ := strings.Cut(pe.Field, "[")
-	index = strings.TrimSuffix(index, "]")
+	index, part, _ := strings.Cut(index, "]")
 	flag, ok := f.byField()[name]
 	if fromFile, i := f.fromFile(name, index, flag); fromFile {
 		return f.layer.file.Explain(err, f.profile)
@@ -243,7 +244,14 @@ func (f runFlags) flagError(err error) error {
 			v = flag.list[i]
 		}
 	}
-	return &flagErr{flag.name, v, pe.Reason}
+	reason := pe.Reason
+	switch part {
+	case ".Host":
+		reason = "the host's tree: " + reason
+	case ".Path":
+		reason = "the sandbox's path: " + reason
+	}
+	return &flagErr{flag.name, v, reason}
 }
 
 // sandboxFrom makes the Sandbox the flags describe, as run does, with its

@@ -91,6 +91,7 @@ type runFlags struct {
 	write, deny []string
 	reads       string
 	read        []string
+	binds       []string
 	denyNames   []string
 	noDefDeny   bool
 	gitWrite    bool
@@ -200,6 +201,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.Var(repeated{&f.deny}, "deny", "a further path to mask (repeatable)")
 	fl.StringVar(&f.reads, "reads", "", "what of the host the command may read: host (the default: everything but the masked paths) or listed (only /usr, /bin, /sbin, /lib*, /etc, the workspace, the --write and --home trees and --read paths; nothing else of the host exists)")
 	fl.Var(repeated{&f.read}, "read", "with --reads listed: a further host path shown read-only (repeatable)")
+	fl.Var(repeated{&f.binds}, "bind", "HOST:PATH[:ro|rw]: show the host's HOST at PATH in the sandbox, writable (rw, the default) or read-only (ro); with the host's reads PATH must exist on the host (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
 	fl.Var(repeated{&f.allowSystem}, "allow-system-write", "a system tree (/etc, /usr, /var, /boot, /bin, /sbin, /lib...) the workspace or a --write path may be or hold: refused otherwise, as more often a slip than a wish (repeatable)")
@@ -299,6 +301,18 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 			return p, &flagErr{"--reads", "", "empty: host or listed"}
 		}
 		p.Reads = runtime.ReadScope(f.reads)
+	}
+	for _, s := range f.binds {
+		b, err := runtime.ParseBind(s)
+		if err != nil {
+			return p, &flagErr{"--bind", s, err.Error()}
+		}
+		// The host's path may be relative to here; the sandbox's is
+		// the sandbox's, and absolute.
+		if b.Host, err = filepath.Abs(b.Host); err != nil {
+			return p, &flagErr{"--bind", s, err.Error()}
+		}
+		p.Binds = append(slices.Clip(p.Binds), b)
 	}
 	for _, r := range f.read {
 		abs, err := filepath.Abs(r)
