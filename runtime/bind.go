@@ -61,14 +61,31 @@ func ParseBind(s string) (Bind, error) {
 // symlink of the host's, in no kernel tree or hidden directory, and
 // neither holds nor lies in the workspace, a writable tree, Home, another
 // bind, a denied or a read-only path (it would hide them, or be hidden).
-// With the host's reads, where the root is the host's read-only tree, the
+// Where the view shows a host tree at its own path, read-only (with the
+// host's reads, the whole root; with listed reads, the listed trees), the
 // Path must exist there as the same kind of file (or lie in the private
 // /tmp): no mount point can be made in it.
 func resolveBinds(r *resolved, host hostRules) error {
 	p := &r.policy
+	// The sandbox's HOME is the host's Home, or one of its own in the
+	// private /tmp: a bind over either would replace it.
 	taken := append(r.roots(), p.ReadOnly...)
 	if p.Home != "" {
 		taken = append(taken, p.Home)
+	} else if host.sandboxHome != "" {
+		taken = append(taken, host.sandboxHome)
+	}
+	// Where the view shows a host tree at its own path (read-only), no
+	// mount point can be made: a bind there must find its path.
+	fromHost := []string{"/"}
+	if p.Reads == ReadsListed {
+		fromHost = slices.Clone(p.Read)
+		for _, t := range ListedSystemTrees {
+			fromHost = append(fromHost, resolve(t, "/"))
+		}
+		if p.Tools != "" {
+			fromHost = append(fromHost, resolve(p.Tools, "/"))
+		}
 	}
 	for i := range p.Binds {
 		b := &p.Binds[i]
@@ -121,10 +138,13 @@ func resolveBinds(r *resolved, host hostRules) error {
 				why = "overlaps the bind at " + o.Path
 			}
 		}
-		if why == "" && p.Reads != ReadsListed && !mounts.Within(at, "/tmp") {
+		shown := slices.ContainsFunc(fromHost, func(t string) bool { return mounts.Within(at, t) })
+		if why == "" && shown && !mounts.Within(at, "/tmp") {
 			src, _ := os.Stat(res)
 			fi, err := os.Lstat(at)
 			switch {
+			case err != nil && p.Reads == ReadsListed:
+				why = "does not exist on the host, and lies in a tree the view shows from the host, read-only: give a path that exists there, or one outside the listed trees"
 			case err != nil:
 				why = "does not exist on the host, whose tree is the sandbox's read-only root with the host's reads: give a path that exists there, or list the reads (Reads listed), whose root is the sandbox's own"
 			case src != nil && fi.IsDir() != src.IsDir():

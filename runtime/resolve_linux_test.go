@@ -108,6 +108,8 @@ func TestResolvedSameOnBothPlatforms(t *testing.T) {
 		{name: "bind missing on the host", p: Policy{Workspace: ws, Binds: []Bind{{Host: other, Path: "/nonexistent-hutch-bind"}}}, field: "Binds[0].Path"},
 		{name: "bind of a directory onto a file", p: Policy{Workspace: ws, Binds: []Bind{{Host: other, Path: "/etc/hostname", ReadOnly: true}}}, field: "Binds[0].Path"},
 		{name: "binds overlapping", p: Policy{Workspace: ws, Binds: []Bind{{Host: other, Path: "/tmp/b"}, {Host: other, Path: "/tmp/b/c", ReadOnly: true}}}, field: "Binds[1].Path"},
+		{name: "bind over the sandbox's home", p: Policy{Workspace: ws, Binds: []Bind{{Host: other, Path: Home + "/x"}}}, field: "Binds[0].Path", differs: true, darwin: ""},
+		{name: "bind missing in a listed tree", p: Policy{Workspace: ws, Reads: ReadsListed, Binds: []Bind{{Host: other, Path: "/usr/hutch-no-such"}}}, field: "Binds[0].Path"},
 		{name: "bind anywhere with listed reads", p: Policy{Workspace: ws, Reads: ReadsListed, Binds: []Bind{{Host: other, Path: "/home/agent"}}}},
 
 		{name: "relative tools", p: Policy{Workspace: ws, Tools: "bin"}, field: "Tools"},
