@@ -38,6 +38,12 @@ type rotatingLog struct {
 	dropped int64 // bytes dropped since the log was last written
 	lost    int64 // bytes dropped in all
 	full    func(full bool, lost int64)
+	// room, when set, says whether the data directory has room enough
+	// for the log to go on once it has dropped: more than the records'
+	// reserve, whose space a record freed on a full disk is the record's,
+	// not the command's output's (which would take it at once, and leave
+	// the record unable to say the log is full).
+	room func() bool
 }
 
 func openLog(dir string, max int64) (*rotatingLog, error) {
@@ -56,6 +62,9 @@ func openLog(dir string, max int64) (*rotatingLog, error) {
 func (l *rotatingLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.dropped > 0 && l.room != nil && !l.room() {
+		return l.drop(len(p), syscall.ENOSPC)
+	}
 	if l.dropped > 0 {
 		// Room again? Say first what was lost.
 		note := fmt.Sprintf("\n[hutch: %d bytes of output were dropped: the data directory was full]\n", l.dropped)

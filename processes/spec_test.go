@@ -157,6 +157,27 @@ func TestRotatingLogFull(t *testing.T) {
 	if len(events) != 2 || !events[0] || events[1] {
 		t.Errorf("full events %v, want [true false]", events)
 	}
+	// Once it dropped, the log waits for room beyond the records'
+	// reserve: a write that would fit meanwhile is dropped too.
+	roomy := false
+	l.room = func() bool { return roomy }
+	l.f = full
+	l.Write([]byte("lost again"))
+	l.f = good
+	if n, err := l.Write([]byte("still no room\n")); n != 14 || err != nil {
+		t.Fatalf("a write while the room is short: %d, %v", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, logFile)); strings.Contains(string(b), "still no room") {
+		t.Errorf("the log wrote into the records' reserve: %q", b)
+	}
+	roomy = true
+	l.Write([]byte("room\n"))
+	if b, _ := os.ReadFile(filepath.Join(dir, logFile)); !strings.Contains(string(b), "24 bytes of output were dropped") || !strings.HasSuffix(string(b), "room\n") {
+		t.Errorf("the log holds %q", b)
+	}
+	if len(events) != 4 || !events[2] || events[3] {
+		t.Errorf("full events %v, want [true false true false]", events)
+	}
 	// A rotation that renamed the log but could not make the new one.
 	if err := os.Rename(filepath.Join(dir, logFile), filepath.Join(dir, oldLogFile)); err != nil {
 		t.Fatal(err)

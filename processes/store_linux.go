@@ -78,17 +78,67 @@ func (s store) lock(id string) (func(), error) {
 func (s store) write(id string, p Process) error {
 	err := s.writeOnce(id, p)
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-		// A full data directory: the reserve gives the record its room
-		// (a record that cannot say the process runs, or why it ended,
-		// is worse than a full disk).
-		if os.Remove(filepath.Join(s.dir(id), reserveFile)) == nil {
-			err = s.writeOnce(id, p)
-		}
+		// A full data directory: the record is written into the
+		// reserve's blocks, allocated already, and the reserve becomes
+		// the record (a record that cannot say the process runs, or why
+		// it ended, is worse than a full disk). Freeing the reserve
+		// first would let any writer on the disk take its room before
+		// the record does.
+		err = s.writeInReserve(id, p)
 	}
 	if err == nil {
 		s.reserve(id)
 	}
 	return err
+}
+
+// writeInReserve writes p into id's reserve file, which needs no new
+// block, and renames it over the record.
+func (s store) writeInReserve(id string, p Process) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	path := filepath.Join(s.dir(id), reserveFile)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if len(b) > reserveSize {
+		err = fmt.Errorf("processes: a record of %d bytes does not fit the reserve", len(b))
+	}
+	if err == nil {
+		_, err = f.WriteAt(b, 0)
+	}
+	if err == nil {
+		err = f.Truncate(int64(len(b)))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(path, filepath.Join(s.dir(id), recordFile))
+	}
+	return err
+}
+
+// logResumeRoom is the free space a log that dropped output waits for
+// before it writes again: twice a reserve, so that a reserve given up for
+// a record on a full disk stays the record's.
+const logResumeRoom = 2 * reserveSize
+
+// freeBytes is the space left to an unprivileged writer in dir's
+// filesystem; 0 when it cannot be told.
+func freeBytes(dir string) int64 {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return int64(st.Bavail) * st.Bsize
 }
 
 // reserveFile holds space a record can always be written in.

@@ -1,6 +1,8 @@
 package processes
 
 import (
+	"golang.org/x/sys/unix"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -49,14 +51,7 @@ func storeHelper(v string) int {
 // torn file.
 func TestStoreUpdatesAreNotLost(t *testing.T) {
 	root := t.TempDir()
-	s := store{root: root}
-	id := "0123456789ab"
-	if err := os.Mkdir(s.dir(id), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.write(id, Process{ID: id}); err != nil {
-		t.Fatal(err)
-	}
+	s, id := storeWithRecord(t, root)
 	const perWorker = 200
 	self, _ := os.Executable()
 	helper := exec.Command(self, "-test.run", "^$")
@@ -144,4 +139,67 @@ func FuzzRecord(f *testing.F) {
 			t.Fatalf("List = %+v, %v: want both records", list, err)
 		}
 	})
+}
+
+// TestStoreWritesOnAFullDisk: on a data directory with no room left, a
+// record is still written, in the reserve's blocks (writeInReserve: never
+// freed first, where another writer could take them); once there is room
+// again the next write makes a new reserve. A small tmpfs stands for the
+// disk (root only).
+func TestStoreWritesOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	root := t.TempDir()
+	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=512k"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	defer unix.Unmount(root, unix.MNT_DETACH)
+	s, id := storeWithRecord(t, root)
+	reserve := filepath.Join(s.dir(id), reserveFile)
+	if fi, err := os.Stat(reserve); err != nil || fi.Size() != reserveSize {
+		t.Fatalf("no reserve after a write: %v", err)
+	}
+	filler, err := os.Create(filepath.Join(root, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for buf := make([]byte, 4096); ; {
+		if _, err := filler.Write(buf); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	if freeBytes(root) != 0 {
+		t.Fatalf("%d bytes left after filling", freeBytes(root))
+	}
+	if _, err := s.update(id, func(p *Process) error { p.LogFull = true; return nil }); err != nil {
+		t.Fatalf("an update on a full disk: %v", err)
+	}
+	if p, err := s.read(id); err != nil || !p.LogFull {
+		t.Errorf("the record after it: %+v, %v", p, err)
+	}
+	if free := freeBytes(root); free >= reserveSize {
+		t.Errorf("%d bytes free after the record was written on a full disk: more than its reserve held", free)
+	}
+	os.Remove(filepath.Join(root, "filler"))
+	if _, err := s.update(id, func(p *Process) error { p.LogFull = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(reserve); err != nil || fi.Size() != reserveSize {
+		t.Errorf("no new reserve once there is room: %v", err)
+	}
+}
+
+// storeWithRecord is a store in root holding one record, and its id.
+func storeWithRecord(t *testing.T, root string) (store, string) {
+	t.Helper()
+	s, id := store{root: root}, "0123456789ab"
+	if err := os.Mkdir(s.dir(id), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(id, Process{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	return s, id
 }

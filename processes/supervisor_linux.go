@@ -135,6 +135,7 @@ func supervise(dir string) int {
 		full bool
 		lost int64
 	}
+	out.room = func() bool { return freeBytes(dir) >= logResumeRoom }
 	out.full = func(full bool, lost int64) {
 		logState.Lock()
 		logState.full, logState.lost = full, lost
