@@ -62,6 +62,11 @@ type Config struct {
 	// host's egress proxy serves (see Egress). With Egress or UnixWall,
 	// the handoff socket is the config frame's last fd.
 	Egress *Egress
+	// Ingress has the init make sockets in the sandbox's network
+	// namespace for the host, one per request on the handoff socket
+	// (HandoffIngress), while its command runs: the host connects each
+	// to a published loopback port (runtime.Publish).
+	Ingress bool
 
 	// Landlock is the ruleset the forking thread restricts itself to
 	// after dropping privileges and before seccomp; nil means none.

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,23 @@ static int run(int sfd)
 	 * as a terminal's ^C would send them: a shell script and the
 	 * children it waits for stop together. Whatever left the group is
 	 * killed with the rest of the sandbox when the command ends. */
+	int ingress = plan_ingress_fd();
 	for (;;) {
+		if (ingress >= 0) {
+			/* The host's requests for ingress sockets beside the
+			 * signals (Config.Ingress). */
+			struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ingress, .events = POLLIN}};
+			if (poll(p, 2, -1) < 0) {
+				if (errno == EINTR)
+					continue;
+				ingress = -1;
+				continue;
+			}
+			if (p[1].revents != 0 && plan_ingress_serve() < 0)
+				ingress = -1;
+			if ((p[0].revents & POLLIN) == 0)
+				continue;
+		}
 		struct signalfd_siginfo si;
 		ssize_t s = read(sfd, &si, sizeof si);
 		if (s < 0 && errno == EINTR)

@@ -68,6 +68,8 @@
 #define INIT_CHILD_RLIMIT 10 /* ints: resource, soft, hard; lowered on the command once it exists */
 #define INIT_UNIX_WALL 11    /* blobs: layer, how it is enforced; reported in EV_STARTED
 			      * when the layer was reported enforced by then */
+#define INIT_INGRESS 12      /* ints: handoff fd; while the command runs, answer each
+			      * message on it with a new TCP socket (HANDOFF_INGRESS) */
 
 /* INIT_* flags. */
 #define INIT_DEGRADABLE 0x1 /* a failure skips the layer */
@@ -77,6 +79,7 @@
 #define HANDOFF_EGRESS 1
 #define HANDOFF_WALL_ROOT 2
 #define HANDOFF_WALL 3
+#define HANDOFF_INGRESS 4
 
 /* The command message: one record. */
 #define CMD_EXEC 0x20 /* blobs: path, dir, argv, env, roots, refused; the

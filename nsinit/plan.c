@@ -35,9 +35,11 @@
 static struct {
 	const struct wire_record *recs;
 	size_t nrecs;
-} plan;
+	int ingress; /* INIT_INGRESS's handoff socket, or -1 */
+} plan = {.ingress = -1};
 
-/* handoff sends the host one record with one fd on the handoff socket. */
+/* handoff sends the host one record with one fd (none if fd < 0) on the
+ * handoff socket. */
 static int handoff(int sock, uint16_t kind, const struct wire_blob *b, unsigned nblobs, int fd)
 {
 	uint8_t buf[PATH_MAX + 64];
@@ -56,11 +58,16 @@ static int handoff(int sock, uint16_t kind, const struct wire_blob *b, unsigned 
 	memset(&ctl, 0, sizeof ctl);
 	struct iovec iov = {buf, n};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof ctl};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (fd >= 0) {
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	} else {
+		m.msg_control = NULL;
+		m.msg_controllen = 0;
+	}
 	ssize_t s;
 	while ((s = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
@@ -166,7 +173,7 @@ static int run_wall(const struct wire_record *r)
 static const struct wire_shape shapes[] = {
 	{INIT_LAYER, 0, 1},	{INIT_SKIP, 0, 2},	{INIT_PHASE, 0, 1},	   {INIT_STEPS, 1, 3},
 	{INIT_MOUNTS, 1, 3},	{INIT_EGRESS, 3, 2},	{INIT_WALL_ROOT, 0, 1},	   {INIT_WALL, 2, 4},
-	{INIT_SUBREAPER, 1, 2}, {INIT_CHILD_RLIMIT, 3, 0}, {INIT_UNIX_WALL, 0, 2},
+	{INIT_SUBREAPER, 1, 2}, {INIT_CHILD_RLIMIT, 3, 0}, {INIT_UNIX_WALL, 0, 2}, {INIT_INGRESS, 1, 0},
 };
 
 /* check_plan refuses a plan with a record of the wrong shape, or a path or
@@ -222,6 +229,9 @@ static int run_record(const struct wire_record *r)
 	case INIT_UNIX_WALL:
 		report_unix_wall(r);
 		return 0;
+	case INIT_INGRESS: /* served once the command runs */
+		plan.ingress = (int)r->ints[0];
+		return 0;
 	}
 	return -1; /* check_plan let nothing else through */
 }
@@ -272,4 +282,29 @@ int plan_child_rlimits(pid_t pid, struct step_err *e)
 			return -1;
 	}
 	return 0;
+}
+
+int plan_ingress_fd(void)
+{
+	return plan.ingress;
+}
+
+int plan_ingress_serve(void)
+{
+	for (;;) {
+		char req[16];
+		ssize_t n = recv(plan.ingress, req, sizeof req, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int rc = handoff(plan.ingress, HANDOFF_INGRESS, NULL, 0, s);
+		if (s >= 0)
+			close(s);
+		if (rc < 0)
+			return -1;
+	}
 }

@@ -26,4 +26,14 @@ int plan_run(const uint8_t *msg, size_t len);
  * failed (nothing is reported). */
 int plan_child_rlimits(pid_t pid, struct step_err *e);
 
+/* plan_ingress_fd is the handoff socket the host asks for ingress sockets
+ * on (INIT_INGRESS), or -1 without one. */
+int plan_ingress_fd(void);
+
+/* plan_ingress_serve answers the host's pending requests on the ingress
+ * socket, each with a new TCP socket of this network namespace, not
+ * connected: the host connects it to the published port. It returns 0,
+ * or -1 once the host is gone (the socket is then no longer read). */
+int plan_ingress_serve(void);
+
 #endif

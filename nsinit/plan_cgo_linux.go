@@ -66,6 +66,7 @@ const (
 	initSubreaper   = C.INIT_SUBREAPER
 	initChildRlimit = C.INIT_CHILD_RLIMIT
 	initUnixWall    = C.INIT_UNIX_WALL
+	initIngress     = C.INIT_INGRESS
 
 	initDegradable = C.INIT_DEGRADABLE
 	initReport     = C.INIT_REPORT
@@ -105,4 +106,9 @@ const (
 	// HandoffWall carries the unix wall's seccomp notification listener
 	// (fd): from then on the host answers the command's connect(2) calls.
 	HandoffWall = C.HANDOFF_WALL
+	// HandoffIngress carries a fresh TCP socket of the sandbox's network
+	// namespace (fd), the init's answer to each message the host sends
+	// on the handoff socket while the command runs (Config.Ingress); no
+	// fd when the init could not make one.
+	HandoffIngress = C.HANDOFF_INGRESS
 )

@@ -265,6 +265,9 @@ func (p *planner) network() {
 	if e := p.c.Egress; e != nil {
 		p.step(initEgress, LayerNetNS, "listen for the egress proxy", 0, []uint64{uint64(e.Port), p.handoff()})
 	}
+	if p.c.Ingress {
+		p.add(initIngress, []uint64{p.handoff()})
+	}
 }
 
 // confine drops every privilege and loads the seccomp filter on the

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/runtime"
 )
 
 // ErrNotFound is the error for an id with no record; it matches
@@ -90,6 +93,10 @@ type Process struct {
 	// says how much was lost.
 	LogFull    bool  `json:"log_full,omitempty"`
 	LogDropped int64 `json:"log_dropped,omitempty"`
+	// Published are the ports its sandbox publishes on the host
+	// (Policy.Publish), host ports chosen filled in: its supervisor holds
+	// them open across restarts, until the process stops.
+	Published []runtime.Publish `json:"published,omitempty"`
 }
 
 // Backoff is the restart delay's state.
@@ -112,7 +119,14 @@ type Run struct {
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Ingress are the last connections (at most maxIngress) forwarded to
+	// this run through the published ports; IngressTotal counts them all.
+	Ingress      []netns.IngressEvent `json:"ingress,omitempty"`
+	IngressTotal int                  `json:"ingress_total,omitempty"`
 }
+
+// maxIngress is how many ingress events a Run keeps.
+const maxIngress = 32
 
 // maxRuns is how many Runs a record keeps.
 const maxRuns = 32

@@ -125,6 +125,14 @@ func supervise(dir string) int {
 	if err != nil {
 		return s.fail(err)
 	}
+	if pub := sb.Published(); len(pub) > 0 {
+		// The listeners are this supervisor's, open from here until it
+		// ends: the record says which host ports they took.
+		if _, err := s.store.update(s.id, func(p *Process) error { p.Published = pub; return nil }); err != nil {
+			sb.Close()
+			return s.fail(err)
+		}
+	}
 	out, err := openLog(dir, s.spec.LogMaxBytes)
 	if err != nil {
 		sb.Close()
@@ -171,7 +179,7 @@ func supervise(dir string) int {
 		final = StatusStopped
 	}
 	if _, err := s.store.update(s.id, func(p *Process) error {
-		p.Status, p.Pid, p.Supervisor = final, 0, nil
+		p.Status, p.Pid, p.Supervisor, p.Published = final, 0, nil, nil
 		p.Backoff.Next, p.Backoff.Delay = time.Time{}, 0
 		return nil
 	}); err != nil {
@@ -198,7 +206,7 @@ func (s *supervisor) fail(err error) int {
 	s.log.Error("supervisor fails", "err", err)
 	s.report(readyMsg{Error: err.Error()})
 	if _, uerr := s.store.update(s.id, func(p *Process) error {
-		p.Status, p.Reason, p.Pid, p.Supervisor = StatusFailed, err.Error(), 0, nil
+		p.Status, p.Reason, p.Pid, p.Supervisor, p.Published = StatusFailed, err.Error(), 0, nil, nil
 		return nil
 	}); uerr != nil {
 		s.log.Error("write the record", "err", uerr)
@@ -333,6 +341,10 @@ func (s *supervisor) runOnce(sb *runtime.Sandbox, out *rotatingLog, first bool) 
 		run.Signal = unix.SignalName(r.Signal)
 	case r != nil:
 		run.ExitCode = r.ExitCode
+	}
+	if r != nil {
+		run.IngressTotal = len(r.Ingress)
+		run.Ingress = r.Ingress[max(0, len(r.Ingress)-maxIngress):]
 	}
 	var ee *runtime.ExitError
 	if err != nil && !errors.As(err, &ee) {

@@ -278,6 +278,7 @@ func (c *Cmd) Start() error {
 				p.Name, p.Nanos, p.Start = "spawn", p.Start-in.spawnAt, in.spawnAt
 			}
 			c.startup = time.Since(c.start)
+			c.home.ingressRunning(in)
 			c.mu.Lock()
 			c.running = true
 			limitHit, leakHit := c.limitHit, c.leakHit
@@ -537,6 +538,7 @@ func (c *Cmd) Wait() error {
 	if exited == nil {
 		ws, werr = c.in.wait()
 	}
+	c.home.ingressEnded(c.in)
 	// The command has ended: no signal or kill from here on.
 	c.mu.Lock()
 	c.ended = true
@@ -566,6 +568,7 @@ func (c *Cmd) Wait() error {
 	}
 	r.Leaks, r.LeaksDropped = c.leaks.result()
 	r.NetworkEvents = c.in.networkEvents()
+	r.Published, r.Ingress = c.home.Published(), c.in.ingress.recorded()
 	// Everything the command started is dead: what it left is final.
 	if _, now, err := c.sb.treesNow(); err == nil {
 		r.Repositories = repoChanges(c.sb.repos(c.in.fresh), now, c.fsStart)

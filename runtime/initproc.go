@@ -29,6 +29,9 @@ type sandboxInit struct {
 	proxy     *netns.Proxy
 	netMu     sync.Mutex
 	netEvents []netns.Event
+	// ingress makes connections into the sandbox for its published
+	// ports (Policy.Publish); nil without any.
+	ingress *ingressSource
 
 	// noPidNS: the init shares the host's pid namespace (LevelLandlock);
 	// hostNet, its network namespace (NetworkHost).
@@ -233,6 +236,9 @@ func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error
 		}
 	}
 	if ho != nil {
+		if config.Ingress {
+			in.ingress = newIngressSource(ho)
+		}
 		go in.serveHandoff(ho)
 	}
 	return in, nil

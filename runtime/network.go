@@ -84,6 +84,9 @@ func (h *handoff) next() (nsinit.Record, []int, error) {
 // that is not what the init sends is dropped with its fds.
 func (in *sandboxInit) serveHandoff(h *handoff) {
 	defer h.sock.Close()
+	if in.ingress != nil {
+		defer close(in.ingress.gone)
+	}
 	var roots []netns.WallRoot
 	defer func() {
 		for _, r := range roots {
@@ -99,6 +102,10 @@ func (in *sandboxInit) serveHandoff(h *handoff) {
 				continue
 			}
 			return
+		}
+		if rec.Kind == nsinit.HandoffIngress && in.ingress != nil {
+			in.ingress.answer(fds)
+			continue
 		}
 		if len(fds) != 1 {
 			closeFds(fds)

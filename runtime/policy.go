@@ -216,6 +216,10 @@ type Policy struct {
 	// AllowLocal are exact "host:port" destinations on loopback or private
 	// networks that NetworkAllow may reach despite the address checks.
 	AllowLocal []string
+	// Publish are the sandbox's loopback ports reachable from the host
+	// (see Publish): none unless listed. Each needs a network namespace of
+	// the sandbox's own (not Network "host", not LevelLandlock).
+	Publish []Publish
 
 	// The limits below follow one rule: 0 means hutch's default, Unlimited
 	// means no limit, and any other negative value is refused. The default
@@ -428,6 +432,7 @@ func (p Policy) clone() Policy {
 	p.AllowDomains = slices.Clone(p.AllowDomains)
 	p.PackageManagers = slices.Clone(p.PackageManagers)
 	p.AllowLocal = slices.Clone(p.AllowLocal)
+	p.Publish = slices.Clone(p.Publish)
 	p.Grantable.Domains = slices.Clone(p.Grantable.Domains)
 	p.Grantable.PackageManagers = slices.Clone(p.Grantable.PackageManagers)
 	p.Grantable.Writable = slices.Clone(p.Grantable.Writable)

@@ -203,6 +203,7 @@ func (sb *Sandbox) Close() error {
 		sb.pool.close()
 	}
 	sb.files.close()
+	sb.closePublished()
 	sb.endings.Wait()
 	sb.dropProbeGroup()
 	return sb.closeTmp()

@@ -581,6 +581,9 @@ func resolveNetwork(r *resolved) error {
 	default:
 		return &PolicyError{Field: "Network", Value: string(p.Network), Reason: "not a network mode (none, allow or host)"}
 	}
+	if err := checkPublishes(p); err != nil {
+		return err
+	}
 	if p.Network != NetworkAllow {
 		for _, f := range []struct {
 			name string

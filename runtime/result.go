@@ -124,6 +124,11 @@ type Result struct {
 	// NetworkEvents are the command's connection attempts through the
 	// egress proxy (Network "allow"), allowed and refused.
 	NetworkEvents []netns.Event `json:"network_events,omitempty"`
+	// Published are the Sandbox's published ports (Policy.Publish), host
+	// ports chosen filled in; Ingress the connections forwarded through
+	// them to this command.
+	Published []Publish            `json:"published,omitempty"`
+	Ingress   []netns.IngressEvent `json:"ingress,omitempty"`
 	// UnixSocketWall says how the unix-sockets layer was enforced when it
 	// is among Layers: "landlock" (the ruleset guards socket files, Linux
 	// 7.1+, Landlock ABI 9) or "seccomp-notify" (the sandbox's init checks

@@ -92,6 +92,9 @@ type machine struct {
 
 	// netRules is the parsed allow-list of Network "allow".
 	netRules *netns.Rules
+	// pub holds the published ports' host listeners (Policy.Publish) of
+	// a Sandbox made by New or NewResolved; nil without any.
+	pub *publisher
 
 	// unixWall is seccomp.UnixWall compiled, for inits whose Landlock
 	// cannot guard unix sockets; nil when the layer is skipped or there
@@ -170,7 +173,14 @@ func newSandbox(p Policy, commands bool, level Level) (*Sandbox, error) {
 	}
 	// Everything is checked. What follows changes the host, and what it
 	// made is removed again when a later step fails.
-	if err := sb.setup(commands); err != nil {
+	if commands {
+		err = sb.publish()
+	}
+	if err == nil {
+		err = sb.setup(commands)
+	}
+	if err != nil {
+		sb.closePublished()
 		if sb.withdraw != nil {
 			sb.withdraw()
 		}
@@ -384,6 +394,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Hostname:   "hutch",
 		Namespaces: sb.namespaceLayers(),
 		Egress:     egress,
+		Ingress:    len(sb.policy.Publish) > 0,
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
 		ModeWall:   sb.modeWall,

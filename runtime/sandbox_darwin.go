@@ -94,6 +94,9 @@ func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
 	if err := seatbeltLevel(p.MinLevel); err != nil {
 		return nil, nil, err
 	}
+	if len(p.Publish) > 0 {
+		return nil, nil, &PolicyError{Field: "Publish", Value: p.Publish[0].String(), Reason: "published ports are not implemented for the Seatbelt profile yet"}
+	}
 	if p.Apps != nil {
 		return nil, nil, &PolicyError{Field: "Apps", Reason: "app isolation is not implemented for the Seatbelt profile yet"}
 	}
@@ -527,3 +530,6 @@ func NewResolved(r *Resolved) (*Sandbox, error) {
 	}
 	return New(r.policy)
 }
+
+// Published reports no ports: Publish is refused on macOS.
+func (sb *Sandbox) Published() []Publish { return nil }

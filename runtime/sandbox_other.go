@@ -56,3 +56,6 @@ func (c *Cmd) Stop(sig os.Signal) error { return ErrUnsupportedPlatform }
 
 // NewResolved returns ErrUnsupportedPlatform.
 func NewResolved(r *Resolved) (*Sandbox, error) { return nil, ErrUnsupportedPlatform }
+
+// Published reports no ports: there is no Sandbox on this platform.
+func (sb *Sandbox) Published() []Publish { return nil }

@@ -183,6 +183,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"AllowDomains":    {name: "--allow-domain", list: f.allowDomain},
 		"PackageManagers": {name: "--package-managers", list: f.packageMgrs},
 		"AllowLocal":      {name: "--allow-local", list: f.allowLocal},
+		"Publish":         {name: "--publish", list: f.publish},
 		"MinLevel":        {name: "--min-level", one: &f.minLevel},
 		"Leaks":           {name: "--leaks", one: &f.leaks},
 		"Backend":         {name: "--backend", one: &f.backend},

@@ -118,6 +118,7 @@ type runFlags struct {
 	allowDomain []string
 	packageMgrs []string
 	allowLocal  []string
+	publish     []string
 	home        string
 	readOnly    []string
 	appsDir     string
@@ -177,6 +178,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	// works as well as `hutch run -- ls -la`.
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
+	addPublishFlag(fl, &f)
 	fl.BoolVar(&f.verbose, "verbose", false, "also say on stderr what the host did not enforce that is the same for every run (limits kept by rlimits for want of cgroups; the shared network of --net host); --result-json always holds it")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "with --backend oci: the installed OCI runtime to run the command through: "+strings.Join(oci.Runtimes, ", "))
 	fl.StringVar(&f.worktree, "worktree", "", "REPO[:BRANCH]: add a git worktree of the repository REPO on BRANCH (an existing one as it is, a new one from HEAD; default hutch/<random>) in the data directory's worktrees, and run in it as the workspace; the command can add, commit and stash there, the repository's config and hooks stay read-only (instead of --workspace)")
@@ -186,6 +188,12 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 // newRunFlags are run's flags at their defaults.
 func newRunFlags() runFlags {
 	return runFlags{outputLimit: units.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids), layer: &fileLayer{}}
+}
+
+// addPublishFlag registers --publish, for the commands that start a
+// command (not the file commands).
+func addPublishFlag(fl *pflag.FlagSet, f *runFlags) {
+	fl.Var(repeated{&f.publish}, "publish", "[HOST_IP:]HOST_PORT:PORT[/tcp]: forward connections to HOST_IP:HOST_PORT on the host (127.0.0.1 unless named; HOST_PORT 0 picks a free one, said on stderr) to the sandbox's 127.0.0.1:PORT (repeatable)")
 }
 
 // addRunFlags registers run's flags, which the file commands share: the
@@ -355,6 +363,14 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	p.AllowDomains = append(slices.Clip(p.AllowDomains), f.allowDomain...)
 	p.PackageManagers = append(slices.Clip(p.PackageManagers), f.packageMgrs...)
 	p.AllowLocal = append(slices.Clip(p.AllowLocal), f.allowLocal...)
+	for _, s := range f.publish {
+		pub, err := runtime.ParsePublish(s)
+		var pe *runtime.PolicyError
+		if errors.As(err, &pe) {
+			return p, &flagErr{"--publish", s, pe.Reason}
+		}
+		p.Publish = append(slices.Clip(p.Publish), pub)
+	}
 	if err := f.limits(&p); err != nil {
 		return p, err
 	}
@@ -476,8 +492,15 @@ func run(ctx context.Context, f runFlags, args []string, code *int) (runErr erro
 		// The one command this process runs has its init: closing the
 		// Sandbox now leaves it running, and takes back the spawn
 		// server's Prepare, so that the server clones no spare when the
-		// init ends, only for it to be killed as hutch exits.
-		sb.Close()
+		// init ends, only for it to be killed as hutch exits. A Sandbox
+		// that publishes ports keeps them open until the command ends.
+		if pub := sb.Published(); len(pub) == 0 {
+			sb.Close()
+		} else {
+			for _, p := range pub {
+				fmt.Fprintf(os.Stderr, "hutch: published %s\n", p)
+			}
+		}
 		err = cmd.Wait()
 	}
 	var ee *runtime.ExitError

@@ -1,0 +1,223 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/netns"
+)
+
+// ingressTimeout bounds the wait for the init's socket and for the
+// connect to the sandbox's port (a full accept queue drops SYNs).
+const ingressTimeout = 10 * time.Second
+
+// ingressSource makes TCP sockets in one init's network namespace: each
+// message on the handoff socket has the init answer with a fresh socket
+// (nsinit.HandoffIngress), which the host connects to the published port.
+// The init copies no byte; the host alone names the destination.
+type ingressSource struct {
+	ho *handoff
+	// mu keeps one request out at a time, so each answer is its own.
+	mu      sync.Mutex
+	answers chan int
+	// gone is closed when the init's handoff socket ends.
+	gone chan struct{}
+
+	evMu   sync.Mutex
+	events []netns.IngressEvent
+}
+
+func newIngressSource(ho *handoff) *ingressSource {
+	return &ingressSource{ho: ho, answers: make(chan int, 1), gone: make(chan struct{})}
+}
+
+// answer takes the init's answer to a request: one socket, or none when
+// the init could not make one (-1).
+func (s *ingressSource) answer(fds []int) {
+	fd := -1
+	if len(fds) == 1 {
+		fd = fds[0]
+	} else {
+		closeFds(fds)
+	}
+	select {
+	case s.answers <- fd:
+	default: // an answer nobody waits for any more
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// dial connects to 127.0.0.1:port in the init's network namespace.
+func (s *ingressSource) dial(port int) (netns.HalfCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.ho.sock.Write([]byte{1}); err != nil {
+		return nil, errors.New("the sandbox's command has ended")
+	}
+	timer := time.NewTimer(ingressTimeout)
+	defer timer.Stop()
+	var fd int
+	select {
+	case fd = <-s.answers:
+	case <-s.gone:
+		return nil, errors.New("the sandbox's command has ended")
+	case <-timer.C:
+		return nil, errors.New("the sandbox's init did not answer")
+	}
+	if fd < 0 {
+		return nil, errors.New("the sandbox's init could not make a socket")
+	}
+	f := os.NewFile(uintptr(fd), "ingress")
+	defer f.Close()
+	// What the init handed over must be what it was asked for: a TCP
+	// socket, not yet connected, which the host connects to the one port.
+	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err := errors.Join(err1, err2); err != nil || domain != unix.AF_INET || typ != unix.SOCK_STREAM {
+		return nil, fmt.Errorf("the sandbox's init answered with something else than a TCP socket (%v)", err)
+	}
+	tv := unix.NsecToTimeval(int64(ingressTimeout))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return nil, err
+	}
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return nil, fmt.Errorf("connect to 127.0.0.1:%d in the sandbox: %w", port, err)
+	}
+	zero := unix.Timeval{}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &zero); err != nil {
+		return nil, err
+	}
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("the sandbox's socket is not TCP")
+	}
+	return tc, nil
+}
+
+func (s *ingressSource) record(e netns.IngressEvent) {
+	s.evMu.Lock()
+	s.events = append(s.events, e)
+	s.evMu.Unlock()
+}
+
+func (s *ingressSource) recorded() []netns.IngressEvent {
+	if s == nil {
+		return nil
+	}
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	return slices.Clone(s.events)
+}
+
+// publisher holds a Sandbox's published ports (Policy.Publish) from New
+// to Close, and forwards each connection to the command started last
+// among those running.
+type publisher struct {
+	mu        sync.Mutex
+	running   []*ingressSource // newest last
+	ingresses []*netns.Ingress
+	published []Publish
+}
+
+// publish opens the host listeners of Policy.Publish.
+func (sb *Sandbox) publish() error {
+	if len(sb.policy.Publish) == 0 {
+		return nil
+	}
+	if !slices.Contains(sb.namespaceLayers(), LayerNetNS) {
+		return &LevelError{Need: LevelNamespaces, Have: sb.level, Reasons: []string{"Publish needs a network namespace of the sandbox's own"}}
+	}
+	pub := &publisher{}
+	for i, p := range sb.policy.Publish {
+		ip := p.HostIP
+		if ip == "" {
+			ip = "127.0.0.1"
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p.HostPort)))
+		if err != nil {
+			pub.close()
+			return &SetupError{Layer: LayerNetNS, Op: fmt.Sprintf("publish Publish[%d] %s", i, p), Err: err}
+		}
+		got := p
+		got.HostIP, got.Protocol = ip, "tcp"
+		got.HostPort = l.Addr().(*net.TCPAddr).Port
+		pub.published = append(pub.published, got)
+		pub.ingresses = append(pub.ingresses, netns.NewIngress(l, p.Port, pub.dial, nil))
+	}
+	sb.pub = pub
+	return nil
+}
+
+// dial is the Ingress's way into the sandbox: through the command
+// started last among those running.
+func (p *publisher) dial(port int) (netns.HalfCloser, func(netns.IngressEvent), error) {
+	p.mu.Lock()
+	var s *ingressSource
+	if n := len(p.running); n > 0 {
+		s = p.running[n-1]
+	}
+	p.mu.Unlock()
+	if s == nil {
+		return nil, nil, errors.New("no command runs in the sandbox")
+	}
+	c, err := s.dial(port)
+	return c, s.record, err
+}
+
+func (p *publisher) close() {
+	for _, in := range p.ingresses {
+		in.Close()
+	}
+}
+
+// Published reports the ports published on the host, host ports chosen
+// (Policy.Publish with HostPort 0) filled in; nil when none.
+func (sb *Sandbox) Published() []Publish {
+	if sb.pub == nil {
+		return nil
+	}
+	return slices.Clone(sb.pub.published)
+}
+
+// ingressRunning has connections to the published ports go to in's
+// command from now on, until ingressEnded.
+func (sb *Sandbox) ingressRunning(in *sandboxInit) {
+	if sb.pub == nil || in.ingress == nil {
+		return
+	}
+	sb.pub.mu.Lock()
+	sb.pub.running = append(sb.pub.running, in.ingress)
+	sb.pub.mu.Unlock()
+}
+
+func (sb *Sandbox) ingressEnded(in *sandboxInit) {
+	if sb.pub == nil || in.ingress == nil {
+		return
+	}
+	sb.pub.mu.Lock()
+	sb.pub.running = slices.DeleteFunc(sb.pub.running, func(s *ingressSource) bool { return s == in.ingress })
+	sb.pub.mu.Unlock()
+}
+
+func (sb *Sandbox) closePublished() {
+	if sb.pub != nil {
+		sb.pub.close()
+	}
+}
