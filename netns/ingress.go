@@ -28,8 +28,28 @@ type IngressEvent struct {
 }
 
 // IngressDialer connects to 127.0.0.1:port in a sandbox's network
-// namespace, and returns where the connection's event goes once it ends.
-type IngressDialer func(port int) (HalfCloser, func(IngressEvent), error)
+// namespace. track, when not nil, is told of the connection before any
+// byte is forwarded, and can follow it from then on.
+type IngressDialer func(port int) (conn HalfCloser, track func(*Forwarding), err error)
+
+// Forwarding is one connection being forwarded into a sandbox.
+type Forwarding struct {
+	ev              IngressEvent
+	client, sandbox *countingConn
+	sandboxEnded    chan struct{}
+}
+
+// Event is the connection's event, its bytes counted so far.
+func (f *Forwarding) Event() IngressEvent {
+	e := f.ev
+	e.BytesIn, e.BytesOut = f.client.n.Load(), f.sandbox.n.Load()
+	return e
+}
+
+// SandboxEnded is closed once the sandbox's side has ended (everything it
+// sent was passed on): what a sandbox whose command has ended owes the
+// event.
+func (f *Forwarding) SandboxEnded() <-chan struct{} { return f.sandboxEnded }
 
 // Ingress forwards the connections a host listener accepts to one
 // loopback port in a sandbox. It reaches nothing else: the port is fixed
@@ -48,7 +68,7 @@ type Ingress struct {
 }
 
 // NewIngress serves l, forwarding what it accepts to port through dial;
-// the events of connections dial refused go to orphan (may be nil).
+// the events of connections dial failed go to orphan (may be nil).
 func NewIngress(l net.Listener, port int, dial IngressDialer, orphan func(IngressEvent)) *Ingress {
 	in := &Ingress{l: l, port: port, dial: dial, orphan: orphan, conns: map[net.Conn]struct{}{}}
 	in.done.Add(1)
@@ -111,25 +131,20 @@ func (in *Ingress) forward(c net.Conn) {
 	if !ok {
 		return
 	}
-	inner, report, err := in.dial(in.port)
+	inner, track, err := in.dial(in.port)
 	if err != nil {
 		ev.Error = err.Error()
-		if report == nil {
-			report = in.orphan
-		}
-		if report != nil {
-			report(ev)
+		if in.orphan != nil {
+			in.orphan(ev)
 		}
 		return
 	}
 	defer inner.Close()
-	client := &countingConn{HalfCloser: hc}
-	sandbox := &countingConn{HalfCloser: inner}
-	Splice(client, sandbox)
-	ev.BytesIn, ev.BytesOut = client.n.Load(), sandbox.n.Load()
-	if report != nil {
-		report(ev)
+	f := &Forwarding{ev: ev, client: &countingConn{HalfCloser: hc}, sandbox: &countingConn{HalfCloser: inner}, sandboxEnded: make(chan struct{})}
+	if track != nil {
+		track(f)
 	}
+	splice(f.client, f.sandbox, func() { close(f.sandboxEnded) })
 }
 
 // countingConn counts the bytes read from its connection.

@@ -24,7 +24,11 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b
 // Splice copies a to b and b to a until both directions end, passing each
 // end-of-stream on as a half-close, so protocols that close their sending
 // side first keep working.
-func Splice(a, b HalfCloser) {
+func Splice(a, b HalfCloser) { splice(a, b, nil) }
+
+// splice is Splice; bEnded, if not nil, is called once the copy from b
+// to a has ended.
+func splice(a, b HalfCloser, bEnded func()) {
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src HalfCloser) {
 		buf := copyBufs.Get().(*[]byte)
@@ -37,6 +41,9 @@ func Splice(a, b HalfCloser) {
 			_ = dst.Close()
 		}
 		_ = dst.CloseWrite()
+		if src == b && bEnded != nil {
+			bEnded()
+		}
 		done <- struct{}{}
 	}
 	go pipe(a, b)

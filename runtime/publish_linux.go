@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -33,8 +34,8 @@ type ingressSource struct {
 	// gone is closed when the init's handoff socket ends.
 	gone chan struct{}
 
-	evMu   sync.Mutex
-	events []netns.IngressEvent
+	evMu      sync.Mutex
+	forwarded []*netns.Forwarding
 }
 
 func newIngressSource(ho *handoff) *ingressSource {
@@ -111,19 +112,35 @@ func (s *ingressSource) dial(port int) (netns.HalfCloser, error) {
 	return tc, nil
 }
 
-func (s *ingressSource) record(e netns.IngressEvent) {
+// track follows a connection forwarded to this init's command.
+func (s *ingressSource) track(f *netns.Forwarding) {
 	s.evMu.Lock()
-	s.events = append(s.events, e)
+	s.forwarded = append(s.forwarded, f)
 	s.evMu.Unlock()
 }
 
+// recorded are the events of the connections forwarded to the command,
+// which has ended: each once the sandbox's side of it has ended too (at
+// once, its sockets gone with the sandbox), or as counted by
+// ingressTimeout.
 func (s *ingressSource) recorded() []netns.IngressEvent {
 	if s == nil {
 		return nil
 	}
 	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	return slices.Clone(s.events)
+	forwarded := slices.Clone(s.forwarded)
+	s.evMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), ingressTimeout)
+	defer cancel()
+	var events []netns.IngressEvent
+	for _, f := range forwarded {
+		select {
+		case <-f.SandboxEnded():
+		case <-ctx.Done():
+		}
+		events = append(events, f.Event())
+	}
+	return events
 }
 
 // publisher holds a Sandbox's published ports (Policy.Publish) from New
@@ -167,7 +184,7 @@ func (sb *Sandbox) publish() error {
 
 // dial is the Ingress's way into the sandbox: through the command
 // started last among those running.
-func (p *publisher) dial(port int) (netns.HalfCloser, func(netns.IngressEvent), error) {
+func (p *publisher) dial(port int) (netns.HalfCloser, func(*netns.Forwarding), error) {
 	p.mu.Lock()
 	var s *ingressSource
 	if n := len(p.running); n > 0 {
@@ -178,7 +195,7 @@ func (p *publisher) dial(port int) (netns.HalfCloser, func(netns.IngressEvent), 
 		return nil, nil, errors.New("no command runs in the sandbox")
 	}
 	c, err := s.dial(port)
-	return c, s.record, err
+	return c, s.track, err
 }
 
 func (p *publisher) close() {
