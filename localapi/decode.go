@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,12 @@ type CommandRequest struct {
 	AllowedDomains  []string `json:"allowed_domains,omitempty"`
 	PackageManagers []string `json:"package_managers,omitempty"`
 	Grant           []string `json:"grant,omitempty"`
+	// Publish are ports of the command's sandbox reachable from the host,
+	// each "[HOST_IP:]HOST_PORT:PORT[/tcp]" as hutch run --publish reads
+	// it (runtime.Publish): HOST_PORT 0 picks a free port, which the
+	// answer reports. Through the API only loopback host addresses are
+	// accepted: a client never opens the host's other interfaces.
+	Publish []string `json:"publish,omitempty"`
 }
 
 // ExecRequest is the body of POST /v1/exec.
@@ -277,7 +284,27 @@ func (c *CommandRequest) check() error {
 	if _, err := runtime.ParseGrant(c.Grant); err != nil {
 		return badRequest("grant", err.Error())
 	}
-	return nil
+	_, err := c.published()
+	return err
+}
+
+// published is Publish parsed, or a bad request naming the value.
+func (c *CommandRequest) published() ([]runtime.Publish, error) {
+	var out []runtime.Publish
+	for _, s := range c.Publish {
+		p, err := runtime.ParsePublish(s)
+		var pe *runtime.PolicyError
+		if errors.As(err, &pe) {
+			return nil, badRequest("publish", fmt.Sprintf("%q: %s", s, pe.Reason))
+		}
+		if p.HostIP != "" {
+			if a, err := netip.ParseAddr(p.HostIP); err != nil || !a.IsLoopback() {
+				return nil, badRequest("publish", fmt.Sprintf("%q: host address %s is not loopback (the local API publishes on loopback only)", s, p.HostIP))
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // args is the command's argv.

@@ -48,6 +48,10 @@ var badExec = []struct {
 	{"an env variable twice", `{"command":"ls","env":{"A":"1","A":"2"}}`, "env.A"},
 	{"timeout of 2^63 ms", `{"command":"ls","timeout_ms":9223372036854775807}`, "timeout_ms"},
 	{"timeout past a Duration", `{"command":"ls","timeout_ms":9223372036855}`, "timeout_ms"},
+	{"publish not a port", `{"command":"ls","publish":["abc"]}`, "publish"},
+	{"publish out of range", `{"command":"ls","publish":["99999:80"]}`, "publish"},
+	{"publish off loopback", `{"command":"ls","publish":["0.0.0.0:0:80"]}`, "publish"},
+	{"publish a string", `{"command":"ls","publish":"0:80"}`, "publish"},
 }
 
 func TestDecodeExecRefuses(t *testing.T) {

@@ -365,6 +365,10 @@ type Event struct {
 	// Error is why the command did not run, or what went wrong copying
 	// its output.
 	Error string `json:"error,omitempty"`
+	// Published are the command's published ports (the request's
+	// publish), host ports chosen filled in: in the "started" event, so
+	// that the client can reach the command while it runs.
+	Published []runtime.Publish `json:"published,omitempty"`
 }
 
 // StdinHeader, set to "stream" on POST /v1/exec, says the body is the
@@ -424,10 +428,17 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		defer cancel()
 	}
 	argv := req.args()
-	cmd := h.sb.Command(ctx, argv[0], argv[1:]...)
+	sb, grant, err := h.execSandbox(req)
+	if err != nil {
+		return err
+	}
+	if sb != h.sb {
+		defer sb.Close()
+	}
+	cmd := sb.Command(ctx, argv[0], argv[1:]...)
 	cmd.Dir = req.Cwd
 	cmd.Env = req.env()
-	cmd.Grant = req.grant()
+	cmd.Grant = grant
 	var streamed *sharedReader
 	switch {
 	case stdin != nil:
@@ -437,7 +448,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
 	cmd.WaitDelay = h.opts.WaitDelay
-	st := &stream{w: w, rc: http.NewResponseController(w)}
+	st := &stream{w: w, rc: http.NewResponseController(w), published: sb.Published()}
 	stdout, stderr := &chunker{st: st, name: "stdout"}, &chunker{st: st, name: "stderr"}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Start()
@@ -485,6 +496,29 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// execSandbox is the Sandbox an exec runs in, and the grant its command
+// asks for: the server's, or, for a request that publishes ports, a
+// Sandbox of its own for this call (the server's policy with the grant
+// and the ports), which the caller closes.
+func (h *Handler) execSandbox(req *ExecRequest) (*runtime.Sandbox, runtime.Grant, error) {
+	pub, err := req.published()
+	if err != nil || len(pub) == 0 {
+		return h.sb, req.grant(), err
+	}
+	pol, err := h.sb.PolicyWith(req.grant())
+	var perm *runtime.PermissionError
+	if errors.As(err, &perm) {
+		return nil, runtime.Grant{}, req.refused(perm)
+	}
+	if err != nil {
+		return nil, runtime.Grant{}, err
+	}
+	// One command: no pool of inits kept ready for more.
+	pol.Publish, pol.Prewarm = pub, 0
+	sb, err := runtime.New(pol)
+	return sb, runtime.Grant{}, err
+}
+
 // stdinDrainTime bounds how long an exec's connection reads a stdin
 // the command left unread, after the result or a refusal: a client that
 // never ends its stdin has the response's end that much later.
@@ -521,7 +555,9 @@ type stream struct {
 	// started: the "started" event is out. Output can reach the stream
 	// before Start has returned; "started" goes before it all the same.
 	started bool
-	err     error // the first write error: the client is gone
+	// published goes in the "started" event (Event.Published).
+	published []runtime.Publish
+	err       error // the first write error: the client is gone
 }
 
 func (s *stream) begun() bool {
@@ -548,7 +584,12 @@ func (s *stream) event(ev Event) error {
 	case ev.Type == "started", ev.Type == "stdout", ev.Type == "stderr":
 		if !s.started {
 			s.started = true
-			out = append(out, `{"type":"started"}`+"\n"...)
+			b, err := json.Marshal(Event{Type: "started", Published: s.published})
+			if err != nil {
+				s.err = err
+				return err
+			}
+			out = append(append(out, b...), '\n')
 		}
 	}
 	if ev.Type != "started" {

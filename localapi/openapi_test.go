@@ -171,6 +171,8 @@ func schemaTypes() map[string][]any {
 		"ListResponse":        {ListResponse{}},
 		"LogsResponse":        {logText, logBinary},
 		"NetworkEvent":        {netns.Event{}},
+		"IngressEvent":        {netns.IngressEvent{}},
+		"Publish":             {runtime.Publish{}},
 		"PathRequest":         {PathRequest{}},
 		"Phase":               {nsinit.Phase{}},
 		"Policy":              {runtime.Policy{}},

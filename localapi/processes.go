@@ -63,6 +63,9 @@ func (h *Handler) startProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if pol.Publish, err = req.published(); err != nil {
+		return err
+	}
 	spec := processes.Spec{Name: req.Name, Policy: pol, Args: req.args(), Dir: req.Cwd, Env: req.env(), Restart: processes.Restart(req.Restart), StopGrace: h.opts.WaitDelay}
 	p, err := h.opts.Processes.Start(r.Context(), spec)
 	var pe *runtime.PolicyError

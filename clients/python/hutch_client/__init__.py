@@ -59,6 +59,7 @@ __all__ = [
     "ReadResult",
     "ProcessRecord",
     "ProcessRun",
+    "Published",
     "ProcessLogs",
     "Removed",
     "Reloaded",
@@ -171,6 +172,10 @@ class Result(_ResultRequired, total=False):
     backend: str
     unsandboxed: bool
     network_events: List[Dict[str, Any]]
+    #: The sandbox's published ports ({"host_ip", "host_port", "port", "protocol"}).
+    published: List["Published"]
+    #: The connections forwarded in through them (peer, host_port, port, bytes_in, bytes_out).
+    ingress: List[Dict[str, Any]]
     unix_socket_wall: str
     repositories: List[Dict[str, str]]
     trees_walked: str
@@ -200,7 +205,18 @@ class ResultEvent(_ResultEventRequired, total=False):
 
 #: An exec's events as exec_stream yields them: ("stdout", bytes),
 #: ("stderr", bytes), and last ("result", ResultEvent).
-ExecEvent = Union[Tuple[Literal["stdout", "stderr"], bytes], Tuple[Literal["result"], ResultEvent]]
+class Published(TypedDict):
+    """A published port: host_ip:host_port on the host reaches the
+    sandbox's 127.0.0.1:port."""
+
+    host_ip: str
+    host_port: int
+    port: int
+    protocol: str
+
+
+ExecEvent = Union[Tuple[Literal["stdout", "stderr"], bytes], Tuple[Literal["result"], ResultEvent],
+                  Tuple[Literal["published"], List[Published]]]
 
 #: A file's type, as FileInfo's "type" names it.
 FileType = Literal["file", "dir", "symlink", "fifo", "socket", "char_device", "block_device", "other"]
@@ -302,6 +318,8 @@ class ProcessRecord(_ProcessRecordRequired, total=False):
     runs: List[ProcessRun]
     log_full: bool
     log_dropped: int
+    #: The host ports that reach the process (publish=[...]), held across its restarts.
+    published: List["Published"]
 
 
 class _ProcessLogsRequired(TypedDict):
@@ -396,15 +414,15 @@ Stdin = Union[str, bytes, bytearray, memoryview]
 
 def _command(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
              allowed_domains: Optional[StrList], package_managers: Optional[StrList],
-             grant: Optional[StrList]) -> Dict[str, Any]:
+             grant: Optional[StrList], publish: Optional[StrList] = None) -> Dict[str, Any]:
     """The request's fields for what runs, those given only."""
     body: Dict[str, Any] = {}
     for k, v in (("argv", argv), ("command", command), ("cwd", cwd), ("env", env),
                  ("allowed_domains", allowed_domains), ("package_managers", package_managers),
-                 ("grant", grant)):
+                 ("grant", grant), ("publish", publish)):
         if v is None:
             continue
-        if k in ("argv", "allowed_domains", "package_managers", "grant"):
+        if k in ("argv", "allowed_domains", "package_managers", "grant", "publish"):
             if isinstance(v, (str, bytes)):
                 # list("ls") would run ["l", "s"].
                 raise TypeError(f"{k} must be a list of strings, not {type(v).__name__} {v!r}"
@@ -418,9 +436,10 @@ def _command(argv: Optional[StrList], command: Optional[str], cwd: Optional[str]
 
 def _exec_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
                stdin: Optional[Stdin], timeout_ms: Optional[int], allowed_domains: Optional[StrList],
-               package_managers: Optional[StrList], grant: Optional[StrList]) -> Tuple[Dict[str, Any], Optional[bytes]]:
+               package_managers: Optional[StrList], grant: Optional[StrList],
+               publish: Optional[StrList] = None) -> Tuple[Dict[str, Any], Optional[bytes]]:
     """POST /v1/exec's object, and the stdin to stream after it (bytes)."""
-    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant, publish)
     stdin_bytes = None
     if isinstance(stdin, (bytes, bytearray, memoryview)):
         stdin_bytes, stdin = bytes(stdin), None
@@ -463,8 +482,9 @@ def _write_body(path: str, content: Union[str, bytes, bytearray, memoryview], ap
 
 def _start_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
                 name: Optional[str], restart: Optional[str], allowed_domains: Optional[StrList],
-                package_managers: Optional[StrList], grant: Optional[StrList]) -> Dict[str, Any]:
-    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant)
+                package_managers: Optional[StrList], grant: Optional[StrList],
+                publish: Optional[StrList] = None) -> Dict[str, Any]:
+    body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant, publish)
     for k, v in (("name", name), ("restart", restart)):
         if v is not None:
             body[k] = v
@@ -497,7 +517,8 @@ def _error(status: int, raw: bytes) -> HutchError:
 
 def _event(line: bytes) -> Optional[ExecEvent]:
     """An exec response's line as exec_stream yields it; None for a type
-    this client does not use ("started", or one a later server adds)."""
+    this client does not use (a "started" without published ports, or one
+    a later server adds)."""
     if not line.strip():
         return None
     ev = json.loads(line)
@@ -507,6 +528,8 @@ def _event(line: bytes) -> Optional[ExecEvent]:
         return (t, base64.b64decode(data) if ev.get("base64") else data.encode())
     if t == "result":
         return ("result", ev)
+    if t == "started" and ev.get("published"):
+        return ("published", ev["published"])
     return None
 
 
@@ -635,14 +658,17 @@ class Sandbox:
                     env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,
                     timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
                     package_managers: Optional[StrList] = None,
-                    grant: Optional[StrList] = None) -> Iterator[ExecEvent]:
+                    grant: Optional[StrList] = None, publish: Optional[StrList] = None) -> Iterator[ExecEvent]:
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ResultEvent) last, the server's
         event as a dict (its "exit_status", "result" and "error"). stdin
         is text (str) or bytes, sent as they are. Leaving the loop early
-        closes the connection, which stops the command."""
+        closes the connection, which stops the command. publish
+        (["0:8000"], as hutch run --publish) makes the sandbox's ports
+        reachable on the host's loopback while the command runs: the first
+        event is then ("published", [Published]), the host ports chosen."""
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                       package_managers, grant)
+                                       package_managers, grant, publish)
         conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             for line in resp:
@@ -659,7 +685,8 @@ class Sandbox:
     def exec(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
              env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
              allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
-             grant: Optional[StrList] = None, on_output: Optional[OnOutput] = None) -> ExecResult:
+             grant: Optional[StrList] = None, on_output: Optional[OnOutput] = None,
+             publish: Optional[StrList] = None) -> ExecResult:
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
         replaced; stdout_bytes and stderr_bytes hold them as written).
@@ -672,9 +699,11 @@ class Sandbox:
         arrives."""
         out, err = bytearray(), bytearray()
         for ev in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
-                                   allowed_domains, package_managers, grant):
+                                   allowed_domains, package_managers, grant, publish):
             if ev[0] == "result":
                 return _exec_result(ev[1], out, err)
+            if ev[0] == "published":
+                continue  # in the result's "published" too
             t, data = ev
             (out if t == "stdout" else err).extend(data)
             if on_output is not None:
@@ -745,10 +774,15 @@ class Sandbox:
     def start_process(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
                       env: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
                       restart: Optional[str] = None, allowed_domains: Optional[StrList] = None,
-                      package_managers: Optional[StrList] = None, grant: Optional[StrList] = None) -> ProcessRecord:
+                      package_managers: Optional[StrList] = None, grant: Optional[StrList] = None,
+                      publish: Optional[StrList] = None) -> ProcessRecord:
         """Starts a durable process; returns its record (id, status, pid...).
-        restart is "always" (the default), "on-failure" or "never"."""
-        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant)
+        restart is "always" (the default), "on-failure" or "never".
+        publish (["0:8000"], as hutch process start --publish) makes its
+        ports reachable on the host's loopback, across its restarts: the
+        record's "published" holds the host ports chosen."""
+        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant,
+                           publish)
         return cast(ProcessRecord, self._json("POST", "/v1/processes/start", body))
 
     def processes(self) -> List[ProcessRecord]:

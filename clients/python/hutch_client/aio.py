@@ -325,13 +325,15 @@ class AsyncSandbox:
                           cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                           stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
                           allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
-                          grant: Optional[StrList] = None) -> AsyncGenerator[ExecEvent, None]:
+                          grant: Optional[StrList] = None,
+                          publish: Optional[StrList] = None) -> AsyncGenerator[ExecEvent, None]:
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ResultEvent) last. Closing the
         generator early (contextlib.aclosing, or its aclose()) closes the
-        connection, which stops the command."""
+        connection, which stops the command. With publish, as
+        Sandbox.exec_stream: ("published", [Published]) first."""
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                       package_managers, grant)
+                                       package_managers, grant, publish)
         call, resp = await self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             async for line in resp.lines():
@@ -348,18 +350,20 @@ class AsyncSandbox:
                    env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,
                    timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
                    package_managers: Optional[StrList] = None, grant: Optional[StrList] = None,
-                   on_output: Optional[OnOutput] = None) -> ExecResult:
+                   on_output: Optional[OnOutput] = None, publish: Optional[StrList] = None) -> ExecResult:
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, as Sandbox.exec does. on_output(stream, data_bytes),
         if given, sees each chunk as it arrives; when it returns an
         awaitable, that is awaited before the next chunk is read."""
         out, err = bytearray(), bytearray()
         events = self.exec_stream(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                  package_managers, grant)
+                                  package_managers, grant, publish)
         try:
             async for ev in events:
                 if ev[0] == "result":
                     return _exec_result(ev[1], out, err)
+                if ev[0] == "published":
+                    continue  # in the result's "published" too
                 t, data = ev
                 (out if t == "stdout" else err).extend(data)
                 if on_output is not None:
@@ -413,9 +417,10 @@ class AsyncSandbox:
                             cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                             name: Optional[str] = None, restart: Optional[str] = None,
                             allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
-                            grant: Optional[StrList] = None) -> ProcessRecord:
+                            grant: Optional[StrList] = None, publish: Optional[StrList] = None) -> ProcessRecord:
         """As Sandbox.start_process."""
-        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant)
+        body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant,
+                           publish)
         return cast(ProcessRecord, await self._json("POST", "/v1/processes/start", body))
 
     async def processes(self) -> List[ProcessRecord]:

@@ -13,9 +13,11 @@ see serve_fixture.
 import contextlib
 import json
 import os
+import socket
 import stat
 import time
 import unittest
+import urllib.request
 
 from hutch_client import HutchError, Sandbox, content_bytes
 from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, HANDSHAKE, SECRET, ServeCase,
@@ -184,6 +186,45 @@ class ServeTest(ServeCase, unittest.TestCase):
         with self.assertRaises(HutchError) as cm:
             self.sb.get_process(p["id"])
         self.assertEqual(cm.exception.status, 404)
+
+    def test_published_process(self):
+        # A durable http.server answers a host socket on the published
+        # loopback port, which closes with stop.
+        token = "page-%d" % time.monotonic_ns()
+        with open(os.path.join(self.ws, "page.txt"), "w") as f:
+            f.write(token)
+        p = self.sb.start_process(argv=["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"],
+                                  name="web", publish=["0:8000"])
+        try:
+            pub = p["published"]
+            self.assertEqual([(q["host_ip"], q["port"]) for q in pub], [("127.0.0.1", 8000)])
+            port = pub[0]["host_port"]
+            self.assertEqual(self.sb.get_process(p["id"])["published"], pub)
+            self.assertEqual(wait_for(lambda: http_get(port, "/page.txt"), 30), token)
+        finally:
+            self.sb.stop_process(p["id"])
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), 5).close()
+
+    def test_published_exec(self):
+        # exec_stream says the host port first; an echo server inside
+        # answers it while the command runs; the result counts it.
+        echo = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 9000)); s.listen(); "
+                "c, _ = s.accept(); c.sendall(c.recv(100)); c.close()")
+        events = self.sb.exec_stream(argv=["python3", "-c", echo], publish=["0:9000"])
+        kind, pub = next(events)
+        self.assertEqual(kind, "published")
+        port = pub[0]["host_port"]
+        self.assertEqual(wait_for(lambda: echo_once(port, b"ping"), 30), b"ping")
+        result = [ev for ev in events if ev[0] == "result"][0][1]
+        self.assertEqual(result["exit_status"], 0)
+        self.assertEqual(result["result"]["published"], pub)
+        self.assertTrue(any(e["bytes_out"] == 4 for e in result["result"]["ingress"]), result["result"])
+        for bad in (["0.0.0.0:0:80"], ["99999:80"], ["abc"]):
+            with self.assertRaises(HutchError) as cm:
+                self.sb.exec(command="true", publish=bad)
+            self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"), bad)
+            self.assertIn(bad[0], str(cm.exception))
 
     def test_file_type_and_mode(self):
         # The answers' "mode" is the host's st_mode, bit for bit, and
@@ -354,6 +395,25 @@ def host_type(mode):
         if test(mode):
             return name
     return "other"
+
+
+def http_get(port, path):
+    """The body of GET http://127.0.0.1:port/path from the host, or None."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=10) as r:
+            return r.read().decode()
+    except OSError:
+        return None
+
+
+def echo_once(port, data):
+    """What an echo server on the host's 127.0.0.1:port sends back, or None."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), 10) as c:
+            c.sendall(data)
+            return c.recv(100) or None
+    except OSError:
+        return None
 
 
 def wait_for(cond, secs):

@@ -170,6 +170,7 @@ struct CommandFields<'a> {
     allowed_domains: &'a [String],
     package_managers: &'a [String],
     grant: &'a [String],
+    publish: &'a [String],
 }
 
 fn strings(v: &[String]) -> Value {
@@ -218,6 +219,7 @@ impl CommandFields<'_> {
             ("allowed_domains", self.allowed_domains),
             ("package_managers", self.package_managers),
             ("grant", self.grant),
+            ("publish", self.publish),
         ] {
             if !v.is_empty() {
                 m.insert(k.to_string(), strings(v));
@@ -284,6 +286,15 @@ macro_rules! command_setters {
             self.grant.push(tag.into());
             self
         }
+
+        /// Publishes a port of the sandbox on the host's loopback:
+        /// `[HOST_IP:]HOST_PORT:PORT[/tcp]`, as `hutch run --publish`
+        /// reads it (HOST_PORT 0 picks a free one; the answer's
+        /// `published` says which).
+        pub fn publish(mut self, port: impl Into<String>) -> Self {
+            self.publish.push(port.into());
+            self
+        }
     };
 }
 
@@ -315,6 +326,10 @@ pub struct ExecRequest {
     pub package_managers: Vec<String>,
     /// Permission tags granted beyond the server's policy.
     pub grant: Vec<String>,
+    /// Ports of the sandbox reachable on the host's loopback, each
+    /// `[HOST_IP:]HOST_PORT:PORT[/tcp]`; the host ports chosen are in the
+    /// answer's `published` (an exec's result, a process's record).
+    pub publish: Vec<String>,
 }
 
 impl ExecRequest {
@@ -341,6 +356,7 @@ impl ExecRequest {
             allowed_domains: &self.allowed_domains,
             package_managers: &self.package_managers,
             grant: &self.grant,
+            publish: &self.publish,
         }
         .body()?;
         if let Some(ms) = self.timeout_ms {
@@ -373,6 +389,10 @@ pub struct ProcessStartRequest {
     pub package_managers: Vec<String>,
     /// Permission tags granted beyond the server's policy.
     pub grant: Vec<String>,
+    /// Ports of the sandbox reachable on the host's loopback, each
+    /// `[HOST_IP:]HOST_PORT:PORT[/tcp]`; the host ports chosen are in the
+    /// answer's `published` (an exec's result, a process's record).
+    pub publish: Vec<String>,
 }
 
 impl ProcessStartRequest {
@@ -399,6 +419,7 @@ impl ProcessStartRequest {
             allowed_domains: &self.allowed_domains,
             package_managers: &self.package_managers,
             grant: &self.grant,
+            publish: &self.publish,
         }
         .body()?;
         if let Some(name) = &self.name {
@@ -1530,10 +1551,11 @@ mod tests {
             .allowed_domain("example.com")
             .package_manager("python")
             .grant("@network")
+            .publish("0:8000")
             .stdin(&b"\xff"[..]);
         assert_eq!(
             req.body().unwrap().to_string(),
-            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"grant":["@network"],"package_managers":["python"],"timeout_ms":1500}"#
+            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"grant":["@network"],"package_managers":["python"],"publish":["0:8000"],"timeout_ms":1500}"#
         );
         assert_eq!(
             ExecRequest::command("echo hi").body().unwrap().to_string(),

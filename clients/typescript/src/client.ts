@@ -184,6 +184,11 @@ export interface Result {
   level: string;
   network: string;
   networkEvents?: NetworkEvent[];
+  /** The sandbox's published ports (publish), host ports chosen. */
+  published?: Published[];
+  /** The connections forwarded in through them: peer, hostPort, port,
+   * bytesIn, bytesOut. */
+  ingress?: Record<string, unknown>[];
   reason?: string;
   error?: string;
   [key: string]: unknown;
@@ -209,8 +214,19 @@ export interface ExecResult {
   killReason: string;
 }
 
-/** An exec's events, as they arrive: its output, then its end, once. */
+/** A published port: hostIp:hostPort on the host reaches the sandbox's
+ * 127.0.0.1:port. */
+export interface Published {
+  hostIp: string;
+  hostPort: number;
+  port: number;
+  protocol: string;
+}
+
+/** An exec's events, as they arrive: with publish, the host ports first;
+ * its output, then its end, once. */
 export type ExecEvent =
+  | { type: "published"; published: Published[] }
   | { type: "stdout" | "stderr"; data: Uint8Array }
   | { type: "result"; exitCode: number; result: Result; error?: string };
 
@@ -276,6 +292,8 @@ export interface ProcessRecord {
   runs?: ProcessRun[];
   /** The log file on the host. */
   log: string;
+  /** The host ports that reach it (publish), held across its restarts. */
+  published?: Published[];
   [key: string]: unknown;
 }
 
@@ -324,8 +342,18 @@ export interface GrantOptions {
   grant?: string[];
 }
 
+/** Ports of the command's sandbox reachable from the host. */
+export interface PublishOptions {
+  /** Each "[HOST_IP:]HOST_PORT:PORT[/tcp]" as `hutch run --publish` reads
+   * it: HOST_PORT 0 picks a free port, which the answer reports (an
+   * exec's first event, a process's record). Loopback host addresses
+   * only. */
+  publish?: string[];
+}
+
 export type ExecOptions = CommandSpec &
-  GrantOptions & {
+  GrantOptions &
+  PublishOptions & {
     /** Relative to the workspace, or absolute inside it. */
     cwd?: string;
     env?: Record<string, string>;
@@ -380,7 +408,8 @@ export interface ListOptions {
 }
 
 export type ProcessStartOptions = CommandSpec &
-  GrantOptions & {
+  GrantOptions &
+  PublishOptions & {
     name?: string;
     cwd?: string;
     env?: Record<string, string>;
@@ -435,13 +464,14 @@ const OPTIONS = {
   sandbox: { socketPath: "", idleTimeoutMs: "" } satisfies Table<SandboxOptions>,
   exec: {
     argv: "argv", command: "command", cwd: "cwd", env: "env", stdin: "stdin", timeoutMs: "timeout_ms",
-    ...grantWire, onStdout: "", onStderr: "", signal: "",
+    ...grantWire, publish: "publish", onStdout: "", onStderr: "", signal: "",
   } satisfies Table<ExecOptions>,
   read: { path: "path", offset: "offset", limit: "limit", mode: "mode", noFollow: "no_follow" } satisfies Table<ReadOptions>,
   write: { path: "path", content: "", append: "append", perm: "perm", noFollow: "no_follow" } satisfies Table<WriteOptions>,
   path: { path: "path" } satisfies Table<PathOptions> & Table<ListOptions>,
   start: {
     argv: "argv", command: "command", name: "name", cwd: "cwd", env: "env", restart: "restart", ...grantWire,
+    publish: "publish",
   } satisfies Table<ProcessStartOptions>,
   id: { id: "id" } satisfies Table<ProcessIdOptions>,
   logs: { id: "id", tailBytes: "tail_bytes" } satisfies Table<ProcessLogsOptions>,
@@ -705,8 +735,9 @@ export class Sandbox {
   }
 
   /**
-   * Runs a command and yields its events as they come: its output
-   * ({type: "stdout"|"stderr", data}), then {type: "result", ...} last.
+   * Runs a command and yields its events as they come: with publish,
+   * {type: "published", published} first; its output ({type:
+   * "stdout"|"stderr", data}), then {type: "result", ...} last.
    * Leaving the loop early hangs up, which stops the command.
    */
   async *execStream(opts: ExecStreamOptions): AsyncGenerator<ExecEvent, void, undefined> {
@@ -735,6 +766,8 @@ export class Sandbox {
           const d = typeof ev["data"] === "string" ? ev["data"] : "";
           const data = ev["base64"] === true ? bytesOf(d) : new Uint8Array(Buffer.from(d, "utf8"));
           yield { type, data };
+        } else if (type === "started" && Array.isArray(ev["published"]) && ev["published"].length > 0) {
+          yield { type: "published", published: camelize(ev["published"]) as Published[] };
         } else if (type === "result") {
           const end: ExecEvent = {
             type: "result",
@@ -794,6 +827,9 @@ export class Sandbox {
           r.error = ev.error;
         }
         return r;
+      }
+      if (ev.type === "published") {
+        continue; // in the result's published too
       }
       if (ev.type === "stdout") {
         out.push(ev.data);

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Buffer } from "node:buffer";
@@ -177,6 +178,35 @@ async function waitFor<T>(what: string, f: () => T | Promise<T>, ms = 10_000): P
     }
     await sleep(50);
   }
+}
+
+/** The body of GET http://127.0.0.1:port/path from the host, or undefined. */
+function hostGet(port: number, p: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: "127.0.0.1", port, path: p, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve(res.statusCode === 200 ? Buffer.concat(chunks).toString("utf8") : undefined));
+      res.on("error", () => resolve(undefined));
+    });
+    req.on("error", () => resolve(undefined));
+    req.on("timeout", () => req.destroy());
+  });
+}
+
+/** What an echo server on the host's 127.0.0.1:port sends back, or undefined. */
+function hostEcho(port: number, data: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const c = net.connect({ host: "127.0.0.1", port }, () => c.write(data));
+    const chunks: Buffer[] = [];
+    c.setTimeout(10_000, () => c.destroy());
+    c.on("data", (b: Buffer) => {
+      chunks.push(b);
+      c.end();
+    });
+    c.on("close", () => resolve(chunks.length > 0 ? Buffer.concat(chunks).toString("utf8") : undefined));
+    c.on("error", () => undefined);
+  });
 }
 
 /** Asserts that p rejects with a HutchError of this status, code and field. */
@@ -645,6 +675,40 @@ describe("durable processes", () => {
     started.push(rec.id);
     return { rec, u };
   }
+
+  it("publishes a process's port on the host's loopback until it stops, checked from the host", async () => {
+    const token = `page-${Date.now()}`;
+    fs.writeFileSync(path.join(ws, "page.txt"), token);
+    const rec = await sb.processes.start({ argv: ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1"], name: "web", publish: ["0:8000"] });
+    started.push(rec.id);
+    assert.equal(rec.published?.length, 1);
+    const pub = rec.published![0]!;
+    assert.deepEqual([pub.hostIp, pub.port], ["127.0.0.1", 8000]);
+    const body = await waitFor("the page through the published port", () => hostGet(pub.hostPort, "/page.txt"), 30_000);
+    assert.equal(body, token);
+    await sb.processes.stop({ id: rec.id });
+    assert.equal(await hostGet(pub.hostPort, "/page.txt"), undefined);
+  });
+
+  it("publishes an exec's port while it runs: the host port first, the connection in the result", async () => {
+    const echo = "import socket; s = socket.socket(); s.bind(('127.0.0.1', 9000)); s.listen(); c, _ = s.accept(); c.sendall(c.recv(100)); c.close()";
+    const events = sb.execStream({ argv: ["python3", "-c", echo], publish: ["0:9000"] });
+    const first = (await events.next()).value as ExecEvent;
+    assert.equal(first.type, "published");
+    const port = first.type === "published" ? first.published[0]!.hostPort : 0;
+    const back = await waitFor("the echo through the published port", () => hostEcho(port, "ping"), 30_000);
+    assert.equal(back, "ping");
+    let end: ExecEvent | undefined;
+    for await (const ev of events) {
+      end = ev;
+    }
+    assert.equal(end?.type, "result");
+    if (end?.type === "result") {
+      assert.equal(end.exitCode, 0);
+      assert.equal(end.result.published?.[0]?.hostPort, port);
+    }
+    await rejectsHutch(sb.exec({ command: "true", publish: ["0.0.0.0:0:80"] }), { status: 400, code: "bad_request", field: "publish" });
+  });
 
   it("starts, lists, logs, stops and removes a process, checked on the host", async () => {
     const out = path.join(ws, "proc-out.txt");
