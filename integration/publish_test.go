@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -324,5 +325,94 @@ func TestPublishRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Error("a refused command ran")
+	}
+}
+
+// TestReachDurable (the agent loop): a durable dev server publishes its
+// port 8000; a later hutch run --reach ID:8000 fetches its page as
+// localhost:8000 (the page it wrote to the workspace is read on the
+// host), while the same command reaches neither a host loopback listener
+// (which counts no connection) nor the network.
+func TestReachDurable(t *testing.T) {
+	ws, token := publishWorkspace(t)
+	data := dir(t, "reach-data-")
+	t.Cleanup(func() { hutchProcess(t, data, "stop-all") })
+	out, stderr, code := hutchProcess(t, data, "start", "--workspace", ws, "--name", "web", "--kill-after", "2s",
+		"--publish", "0:8000", "--", "python3", "-m", "http.server", "8000", "--bind", "127.0.0.1")
+	var p processes.Process
+	if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("start: exit %d, %s%s", code, out, stderr)
+	}
+	host, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	defer host.Close()
+	var hostConns sync.WaitGroup
+	hits := make(chan struct{}, 100)
+	hostConns.Add(1)
+	go func() {
+		defer hostConns.Done()
+		for {
+			c, err := host.Accept()
+			if err != nil {
+				return
+			}
+			hits <- struct{}{}
+			c.Close()
+		}
+	}()
+	hostPort := host.Addr().(*net.TCPAddr).Port
+	script := fmt.Sprintf(`import socket, time, urllib.request
+body, err = None, None
+for _ in range(600):
+    try:
+        body = urllib.request.urlopen("http://localhost:8000/page.txt", timeout=10).read().decode()
+        break
+    except Exception as e:
+        err = e
+        time.sleep(0.1)
+open("got.txt", "w").write(body if body is not None else "failed: %%s" %% err)
+for name, addr in (("host", ("127.0.0.1", %d)), ("net", ("1.1.1.1", 80))):
+    try:
+        socket.create_connection(addr, 5).close()
+        open(name + ".txt", "w").write("connected")
+    except OSError as e:
+        open(name + ".txt", "w").write("refused: %%s" %% e)
+`, hostPort)
+	must(os.WriteFile(filepath.Join(ws, "reach.py"), []byte(script), 0o644))
+	r := runCLIArgsEnv(t, []string{"HUTCH_DATA_DIR=" + data}, "run", "--workspace", ws, "--reach", p.ID+":8000", "--", "python3", "reach.py")
+	if r.code != 0 {
+		t.Fatalf("hutch run --reach: %v", r)
+	}
+	got, _ := os.ReadFile(filepath.Join(ws, "got.txt"))
+	if string(got) != token {
+		t.Errorf("the command fetched %q through localhost:8000; want the page %q", got, token)
+	}
+	for _, name := range []string{"host", "net"} {
+		b, _ := os.ReadFile(filepath.Join(ws, name+".txt"))
+		if !strings.HasPrefix(string(b), "refused") {
+			t.Errorf("the command's connection to the %s: %q", name, b)
+		}
+	}
+	host.Close()
+	hostConns.Wait()
+	if len(hits) != 0 {
+		t.Errorf("the host listener on 127.0.0.1:%d counted %d connections from the command", hostPort, len(hits))
+	}
+
+	// Refusals name the value: an id that is not a process, a port the
+	// process does not publish, a stopped process.
+	for i, tc := range []struct{ value, why string }{
+		{"nope:8000", "not a process id"},
+		{p.ID + ":9999", "does not publish port 9999"},
+		{p.ID, "not ID:PORT"},
+		{p.ID + ":8000", "the process is stopped"}, // after the stop below
+	} {
+		if i == 3 {
+			hutchProcess(t, data, "stop", p.ID)
+		}
+		r := runCLIArgsEnv(t, []string{"HUTCH_DATA_DIR=" + data}, "run", "--workspace", ws, "--reach", tc.value, "--", "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "--reach "+tc.value+": ") || !strings.Contains(r.stderr, tc.why) {
+			t.Errorf("--reach %s: %v; want exit 125 naming it and %q", tc.value, r, tc.why)
+		}
 	}
 }

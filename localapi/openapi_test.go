@@ -173,6 +173,7 @@ func schemaTypes() map[string][]any {
 		"NetworkEvent":        {netns.Event{}},
 		"IngressEvent":        {netns.IngressEvent{}},
 		"Publish":             {runtime.Publish{}},
+		"Reach":               {runtime.Reach{}},
 		"PathRequest":         {PathRequest{}},
 		"Phase":               {nsinit.Phase{}},
 		"Policy":              {runtime.Policy{}},

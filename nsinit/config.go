@@ -67,6 +67,11 @@ type Config struct {
 	// (HandoffIngress), while its command runs: the host connects each
 	// to a published loopback port (runtime.Publish).
 	Ingress bool
+	// Reach are further loopback ports the init listens on, as for
+	// Egress, each listener handed to the host (HandoffEgress; the host
+	// tells them apart by their port), which forwards their connections
+	// to one host service each (runtime.Reach).
+	Reach []int
 
 	// Landlock is the ruleset the forking thread restricts itself to
 	// after dropping privileges and before seccomp; nil means none.

@@ -265,6 +265,9 @@ func (p *planner) network() {
 	if e := p.c.Egress; e != nil {
 		p.step(initEgress, LayerNetNS, "listen for the egress proxy", 0, []uint64{uint64(e.Port), p.handoff()})
 	}
+	for _, port := range p.c.Reach {
+		p.step(initEgress, LayerNetNS, "listen for a reached port", 0, []uint64{uint64(port), p.handoff()})
+	}
 	if p.c.Ingress {
 		p.add(initIngress, []uint64{p.handoff()})
 	}

@@ -32,6 +32,11 @@ type sandboxInit struct {
 	// ingress makes connections into the sandbox for its published
 	// ports (Policy.Publish); nil without any.
 	ingress *ingressSource
+	// reach are the host services of Policy.Reach by the command's port;
+	// reachers forward to them until the init is gone.
+	reach    map[int]string
+	reachMu  sync.Mutex
+	reachers []*netns.Ingress
 
 	// noPidNS: the init shares the host's pid namespace (LevelLandlock);
 	// hostNet, its network namespace (NetworkHost).
@@ -236,6 +241,12 @@ func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error
 		}
 	}
 	if ho != nil {
+		for _, r := range sb.policy.Reach {
+			if in.reach == nil {
+				in.reach = map[int]string{}
+			}
+			in.reach[r.Port] = r.Addr
+		}
 		if config.Ingress {
 			in.ingress = newIngressSource(ho)
 		}

@@ -17,11 +17,6 @@ import (
 	"github.com/hutchbox/hutch/nsinit"
 )
 
-// egressPort is where, inside a sandbox whose network policy allows some
-// destinations, the bridge to the host's proxy listens (on 127.0.0.1; the
-// sandbox has a network namespace of its own, so the port is never taken).
-const egressPort = 3128
-
 // handoff is the host's end of an init's handoff socket (see
 // nsinit.HandoffEgress): the init hands over, once each, the egress
 // listener it made in the sandbox's network namespace and the unix wall's
@@ -84,6 +79,7 @@ func (h *handoff) next() (nsinit.Record, []int, error) {
 // that is not what the init sends is dropped with its fds.
 func (in *sandboxInit) serveHandoff(h *handoff) {
 	defer h.sock.Close()
+	defer in.closeReach()
 	if in.ingress != nil {
 		defer close(in.ingress.gone)
 	}
@@ -113,6 +109,10 @@ func (in *sandboxInit) serveHandoff(h *handoff) {
 		}
 		switch rec.Kind {
 		case nsinit.HandoffEgress:
+			if addr, port, ok := in.reachOf(fds[0]); ok {
+				in.serveReach(fds[0], port, addr)
+				continue
+			}
 			in.serveEgress(fds[0])
 		case nsinit.HandoffWallRoot:
 			roots = append(roots, netns.WallRoot{Path: string(rec.Blob(0)), Fd: fds[0]})

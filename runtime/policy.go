@@ -220,6 +220,10 @@ type Policy struct {
 	// (see Publish): none unless listed. Each needs a network namespace of
 	// the sandbox's own (not Network "host", not LevelLandlock).
 	Publish []Publish
+	// Reach are ports of the command's own loopback that lead to one
+	// service on the host's loopback each (see Reach), such as a durable
+	// process's published port: none unless listed.
+	Reach []Reach
 
 	// The limits below follow one rule: 0 means hutch's default, Unlimited
 	// means no limit, and any other negative value is refused. The default
@@ -433,6 +437,7 @@ func (p Policy) clone() Policy {
 	p.PackageManagers = slices.Clone(p.PackageManagers)
 	p.AllowLocal = slices.Clone(p.AllowLocal)
 	p.Publish = slices.Clone(p.Publish)
+	p.Reach = slices.Clone(p.Reach)
 	p.Grantable.Domains = slices.Clone(p.Grantable.Domains)
 	p.Grantable.PackageManagers = slices.Clone(p.Grantable.PackageManagers)
 	p.Grantable.Writable = slices.Clone(p.Grantable.Writable)

@@ -130,3 +130,51 @@ func checkPublishes(p *Policy) error {
 	}
 	return nil
 }
+
+// egressPort is where, inside a sandbox whose network policy allows some
+// destinations, the bridge to the host's proxy listens (on 127.0.0.1; the
+// sandbox has a network namespace of its own, so the port is never taken).
+const egressPort = 3128
+
+// Reach is one port of a command's own loopback that leads to one service
+// on the host's loopback: a connection to 127.0.0.1:Port in the command
+// is made by the host to Addr, and the command reaches nothing else
+// through it. Its use is the agent loop: a later command reaching the dev
+// server a durable process serves on its published port (hutch run
+// --reach ID:PORT finds that port in the process's record).
+type Reach struct {
+	// Port is the port the command connects to on its 127.0.0.1.
+	Port int `json:"port"`
+	// Addr is the host's loopback address and port the connection goes
+	// to ("127.0.0.1:41234").
+	Addr string `json:"addr"`
+}
+
+// checkReaches judges Policy.Reach: loopback targets only, each port of
+// the command's once, and a network namespace of its own to listen in.
+func checkReaches(p *Policy) error {
+	seen := map[int]bool{}
+	for i, r := range p.Reach {
+		bad := func(why string) error {
+			return &PolicyError{Field: fmt.Sprintf("Reach[%d]", i), Value: fmt.Sprintf("%d=%s", r.Port, r.Addr), Reason: why}
+		}
+		if p.Network == NetworkHost {
+			return bad("needs a network namespace of the command's own, and the network mode is host")
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			return bad(fmt.Sprintf("port %d is out of range (1-65535)", r.Port))
+		}
+		if r.Port == egressPort && p.Network == NetworkAllow {
+			return bad(fmt.Sprintf("port %d is the egress proxy's", egressPort))
+		}
+		if seen[r.Port] {
+			return bad("reaches from the same port twice")
+		}
+		seen[r.Port] = true
+		a, err := netip.ParseAddrPort(r.Addr)
+		if err != nil || !a.Addr().IsLoopback() || a.Port() == 0 {
+			return bad(fmt.Sprintf("address %q is not a loopback IP:PORT on the host", r.Addr))
+		}
+	}
+	return nil
+}

@@ -238,3 +238,59 @@ func (sb *Sandbox) closePublished() {
 		sb.pub.close()
 	}
 }
+
+// reachPorts are the ports of Policy.Reach, for the init to listen on.
+func (sb *Sandbox) reachPorts() []int {
+	var ports []int
+	for _, r := range sb.policy.Reach {
+		ports = append(ports, r.Port)
+	}
+	return ports
+}
+
+// reachOf says whether the listener fd the init handed over is one of
+// Policy.Reach's (by the port it is bound to), and where it leads.
+func (in *sandboxInit) reachOf(fd int) (addr string, port int, ok bool) {
+	if len(in.reach) == 0 {
+		return "", 0, false
+	}
+	sa, err := unix.Getsockname(fd)
+	a, isInet := sa.(*unix.SockaddrInet4)
+	if err != nil || !isInet {
+		return "", 0, false
+	}
+	addr, ok = in.reach[a.Port]
+	return addr, a.Port, ok
+}
+
+// serveReach forwards each connection the command makes to its reached
+// port to the one host service named for it, until the init is gone.
+func (in *sandboxInit) serveReach(fd, port int, addr string) {
+	f := os.NewFile(uintptr(fd), "reach")
+	l, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return
+	}
+	dial := func(int) (netns.HalfCloser, func(*netns.Forwarding), error) {
+		c, err := net.DialTimeout("tcp", addr, ingressTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c.(*net.TCPConn), nil, nil
+	}
+	in.reachMu.Lock()
+	in.reachers = append(in.reachers, netns.NewIngress(l, port, dial, nil))
+	in.reachMu.Unlock()
+}
+
+// closeReach ends the forwarding of reached ports: the listeners held
+// here would otherwise keep the sandbox's network namespace alive.
+func (in *sandboxInit) closeReach() {
+	in.reachMu.Lock()
+	defer in.reachMu.Unlock()
+	for _, r := range in.reachers {
+		r.Close()
+	}
+	in.reachers = nil
+}

@@ -61,3 +61,27 @@ func TestCheckPublishes(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckReaches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Policy
+		err  string
+	}{
+		{"none", Policy{}, ""},
+		{"one", Policy{Reach: []Reach{{Port: 8000, Addr: "127.0.0.1:41234"}}}, ""},
+		{"ipv6 loopback", Policy{Reach: []Reach{{Port: 8000, Addr: "[::1]:41234"}}}, ""},
+		{"not loopback", Policy{Reach: []Reach{{Port: 8000, Addr: "10.0.0.1:80"}}}, `Reach[0] "8000=10.0.0.1:80": address "10.0.0.1:80" is not a loopback IP:PORT`},
+		{"a name", Policy{Reach: []Reach{{Port: 8000, Addr: "localhost:80"}}}, "not a loopback IP:PORT"},
+		{"no port", Policy{Reach: []Reach{{Port: 8000, Addr: "127.0.0.1:0"}}}, "not a loopback IP:PORT"},
+		{"port out of range", Policy{Reach: []Reach{{Port: 0, Addr: "127.0.0.1:80"}}}, "port 0 is out of range"},
+		{"twice", Policy{Reach: []Reach{{Port: 8000, Addr: "127.0.0.1:80"}, {Port: 8000, Addr: "127.0.0.1:81"}}}, "Reach[1]"},
+		{"host network", Policy{Network: NetworkHost, Reach: []Reach{{Port: 8000, Addr: "127.0.0.1:80"}}}, "network mode is host"},
+		{"the egress port", Policy{Network: NetworkAllow, Reach: []Reach{{Port: egressPort, Addr: "127.0.0.1:80"}}}, "egress proxy's"},
+	} {
+		err := checkReaches(&tc.p)
+		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: checkReaches = %v; want %q", tc.name, err, tc.err)
+		}
+	}
+}

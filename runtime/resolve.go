@@ -584,6 +584,9 @@ func resolveNetwork(r *resolved) error {
 	if err := checkPublishes(p); err != nil {
 		return err
 	}
+	if err := checkReaches(p); err != nil {
+		return err
+	}
 	if p.Network != NetworkAllow {
 		for _, f := range []struct {
 			name string

@@ -395,6 +395,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Namespaces: sb.namespaceLayers(),
 		Egress:     egress,
 		Ingress:    len(sb.policy.Publish) > 0,
+		Reach:      sb.reachPorts(),
 		Degradable: sb.policy.AllowDegraded,
 		Seccomp:    sb.filter,
 		ModeWall:   sb.modeWall,

@@ -94,6 +94,9 @@ func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
 	if err := seatbeltLevel(p.MinLevel); err != nil {
 		return nil, nil, err
 	}
+	if len(p.Reach) > 0 {
+		return nil, nil, &PolicyError{Field: "Reach", Value: p.Reach[0].Addr, Reason: "reached ports are not implemented for the Seatbelt profile yet"}
+	}
 	if len(p.Publish) > 0 {
 		return nil, nil, &PolicyError{Field: "Publish", Value: p.Publish[0].String(), Reason: "published ports are not implemented for the Seatbelt profile yet"}
 	}

@@ -184,6 +184,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"PackageManagers": {name: "--package-managers", list: f.packageMgrs},
 		"AllowLocal":      {name: "--allow-local", list: f.allowLocal},
 		"Publish":         {name: "--publish", list: f.publish},
+		"Reach":           {name: "--reach", list: f.reach},
 		"MinLevel":        {name: "--min-level", one: &f.minLevel},
 		"Leaks":           {name: "--leaks", one: &f.leaks},
 		"Backend":         {name: "--backend", one: &f.backend},

@@ -119,6 +119,7 @@ type runFlags struct {
 	packageMgrs []string
 	allowLocal  []string
 	publish     []string
+	reach       []string
 	home        string
 	readOnly    []string
 	appsDir     string
@@ -179,6 +180,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
 	addPublishFlag(fl, &f)
+	fl.Var(repeated{&f.reach}, "reach", "ID:PORT: the command's 127.0.0.1:PORT leads to the durable process ID's port PORT, which it publishes (hutch process start --publish 0:PORT); nothing else of the network opens (repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "also say on stderr what the host did not enforce that is the same for every run (limits kept by rlimits for want of cgroups; the shared network of --net host); --result-json always holds it")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "with --backend oci: the installed OCI runtime to run the command through: "+strings.Join(oci.Runtimes, ", "))
 	fl.StringVar(&f.worktree, "worktree", "", "REPO[:BRANCH]: add a git worktree of the repository REPO on BRANCH (an existing one as it is, a new one from HEAD; default hutch/<random>) in the data directory's worktrees, and run in it as the workspace; the command can add, commit and stash there, the repository's config and hooks stay read-only (instead of --workspace)")
@@ -370,6 +372,13 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 			return p, &flagErr{"--publish", s, pe.Reason}
 		}
 		p.Publish = append(slices.Clip(p.Publish), pub)
+	}
+	for _, s := range f.reach {
+		r, err := reachProcess(s)
+		if err != nil {
+			return p, err
+		}
+		p.Reach = append(slices.Clip(p.Reach), r)
 	}
 	if err := f.limits(&p); err != nil {
 		return p, err

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -249,4 +252,43 @@ func openProcesses(dir string) (localapi.Processes, func(), error) {
 	}
 	m.Supervisor = selfSupervisor
 	return m, func() { m.Close() }, nil
+}
+
+// reachProcess reads --reach ID:PORT: the Reach that makes 127.0.0.1:PORT
+// in the command lead to the durable process ID's PORT, through the host
+// port it publishes that port on (its record's published).
+func reachProcess(v string) (runtime.Reach, error) {
+	bad := func(why string) (runtime.Reach, error) { return runtime.Reach{}, &flagErr{"--reach", v, why} }
+	id, portText, ok := strings.Cut(v, ":")
+	port, err := strconv.Atoi(portText)
+	if !ok || id == "" || err != nil {
+		return bad("not ID:PORT (a durable process's id and a port it publishes)")
+	}
+	dir, err := processDataDir("")
+	if err != nil {
+		return runtime.Reach{}, err
+	}
+	m, err := processes.Open(dir)
+	if err != nil {
+		return bad(err.Error())
+	}
+	defer m.Close()
+	p, err := m.Get(id)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if !p.Status.Active() {
+		return bad(fmt.Sprintf("the process is %s", p.Status))
+	}
+	for _, pub := range p.Published {
+		if pub.Port != port {
+			continue
+		}
+		ip := pub.HostIP
+		if a, err := netip.ParseAddr(ip); err != nil || a.IsUnspecified() {
+			ip = "127.0.0.1"
+		}
+		return runtime.Reach{Port: port, Addr: net.JoinHostPort(ip, strconv.Itoa(pub.HostPort))}, nil
+	}
+	return bad(fmt.Sprintf("the process does not publish port %d (hutch process start --publish 0:%d)", port, port))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/localapi"
+	"github.com/hutchbox/hutch/runtime"
 )
 
 // processCommand: durable processes need Linux (pidfds, the supervisor's
@@ -30,4 +31,9 @@ func superviseIfAsked() {}
 // their routes.
 func openProcesses(string) (localapi.Processes, func(), error) {
 	return nil, func() {}, nil
+}
+
+// reachProcess: no durable processes to reach here.
+func reachProcess(v string) (runtime.Reach, error) {
+	return runtime.Reach{}, &flagErr{"--reach", v, "durable processes need Linux"}
 }
