@@ -83,6 +83,9 @@ func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 		return nil, err
 	}
 	pol := v.Policy
+	if err := unforwarded(pol); err != nil {
+		return nil, err
+	}
 	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network, Timeout: max(pol.Timeout, 0)}
 	if len(v.Mounts.Mounts) > 0 && v.Mounts.Mounts[0].Kind == mounts.EmptyRoot {
 		if o.Rootfs != "" {
@@ -366,4 +369,17 @@ func writeMaskFile(path string) error {
 		return err
 	}
 	return os.Chmod(path, 0)
+}
+
+// unforwarded refuses a policy that publishes or reaches ports: hutch's
+// host side forwards them, which a bundle run by another runtime has not.
+// A caller's own value is never dropped in silence.
+func unforwarded(pol runtime.Policy) error {
+	switch {
+	case len(pol.Publish) > 0:
+		return fmt.Errorf("oci: Publish has no OCI form: hutch's host side forwards published ports, which a runtime's bundle has not")
+	case len(pol.Reach) > 0:
+		return fmt.Errorf("oci: Reach has no OCI form: hutch's host side forwards reached ports, which a runtime's bundle has not")
+	}
+	return nil
 }

@@ -123,6 +123,7 @@ func TestExportRefuses(t *testing.T) {
 		{"no command", runtime.DefaultPolicy(ws), nil, "no command"},
 		{"no workspace", runtime.DefaultPolicy(""), []string{"true"}, "Workspace"},
 		{"disabled", runtime.Policy{Workspace: ws, Backend: runtime.BackendNone}, []string{"true"}, "disabled mode"},
+		{"published port", runtime.Policy{Workspace: ws, Publish: []runtime.Publish{{HostIP: "127.0.0.1", Port: 8000}}}, []string{"true"}, "Publish has no OCI form"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exportOf(tc.p, tc.args, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -120,6 +120,9 @@ func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 		return nil, err
 	}
 	pol := v.Policy
+	if err := unforwarded(pol); err != nil {
+		return nil, err
+	}
 	m := &Manifest{}
 	b := &podBuilder{o: o, at: map[string]int{}, hostVols: map[string]string{}, names: map[string]bool{}}
 	if err := b.addMounts(v.Mounts, pol); err != nil {

@@ -218,12 +218,15 @@ type Policy struct {
 	AllowLocal []string
 	// Publish are the sandbox's loopback ports reachable from the host
 	// (see Publish): none unless listed. Each needs a network namespace of
-	// the sandbox's own (not Network "host", not LevelLandlock).
-	Publish []Publish
+	// the sandbox's own (not Network "host", not LevelLandlock). Omitted
+	// from the policy's JSON when empty, as a build before it wrote that
+	// JSON.
+	Publish []Publish `json:",omitempty"`
 	// Reach are ports of the command's own loopback that lead to one
 	// service on the host's loopback each (see Reach), such as a durable
-	// process's published port: none unless listed.
-	Reach []Reach
+	// process's published port: none unless listed. Omitted from the
+	// policy's JSON when empty.
+	Reach []Reach `json:",omitempty"`
 
 	// The limits below follow one rule: 0 means hutch's default, Unlimited
 	// means no limit, and any other negative value is refused. The default
