@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/hutchbox/hutch/netns"
@@ -130,3 +133,24 @@ const maxIngress = 32
 
 // maxRuns is how many Runs a record keeps.
 const maxRuns = 32
+
+// Reach is how a command reaches p's sandbox port: the runtime.Reach that
+// leads its own 127.0.0.1:port to the host port p publishes it on (a
+// host address left unspecified is reached on loopback). It refuses a
+// process that is not running or does not publish port.
+func (p Process) Reach(port int) (runtime.Reach, error) {
+	if !p.Status.Active() {
+		return runtime.Reach{}, fmt.Errorf("the process is %s", p.Status)
+	}
+	for _, pub := range p.Published {
+		if pub.Port != port {
+			continue
+		}
+		ip := pub.HostIP
+		if a, err := netip.ParseAddr(ip); err != nil || a.IsUnspecified() {
+			ip = "127.0.0.1"
+		}
+		return runtime.Reach{Port: port, Addr: net.JoinHostPort(ip, strconv.Itoa(pub.HostPort))}, nil
+	}
+	return runtime.Reach{}, fmt.Errorf("the process does not publish port %d (hutch process start --publish 0:%d)", port, port)
+}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -277,18 +275,9 @@ func reachProcess(v string) (runtime.Reach, error) {
 	if err != nil {
 		return bad(err.Error())
 	}
-	if !p.Status.Active() {
-		return bad(fmt.Sprintf("the process is %s", p.Status))
+	r, err := p.Reach(port)
+	if err != nil {
+		return bad(err.Error())
 	}
-	for _, pub := range p.Published {
-		if pub.Port != port {
-			continue
-		}
-		ip := pub.HostIP
-		if a, err := netip.ParseAddr(ip); err != nil || a.IsUnspecified() {
-			ip = "127.0.0.1"
-		}
-		return runtime.Reach{Port: port, Addr: net.JoinHostPort(ip, strconv.Itoa(pub.HostPort))}, nil
-	}
-	return bad(fmt.Sprintf("the process does not publish port %d (hutch process start --publish 0:%d)", port, port))
+	return r, nil
 }
