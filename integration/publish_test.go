@@ -393,6 +393,31 @@ for name, addr in (("host", ("127.0.0.1", %d)), ("net", ("1.1.1.1", 80))):
 			t.Errorf("the command's connection to the %s: %q", name, b)
 		}
 	}
+	// The same through the local API: POST /v1/exec with reach, from a
+	// server over the same data directory.
+	for _, f := range []string{"got.txt", "host.txt", "net.txt"} {
+		os.Remove(filepath.Join(ws, f))
+	}
+	srv := startServe(t, ws, data)
+	if _, status := srv.exec(t, `{"argv":["python3","reach.py"],"reach":["`+p.ID+`:8000"]}`); status != 0 {
+		t.Fatalf("/v1/exec with reach: exit %d", status)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "got.txt")); string(got) != token {
+		t.Errorf("/v1/exec: the command fetched %q through localhost:8000; want the page %q", got, token)
+	}
+	for _, name := range []string{"host", "net"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, name+".txt")); !strings.HasPrefix(string(b), "refused") {
+			t.Errorf("/v1/exec: the command's connection to the %s: %q", name, b)
+		}
+	}
+	var apiErr struct {
+		Error struct {
+			Code, Field, Message string
+		} `json:"error"`
+	}
+	if status := srv.call(t, "POST", "/v1/exec", `{"argv":["true"],"reach":["`+p.ID+`:9999"]}`, &apiErr); status != 400 || apiErr.Error.Field != "reach" || !strings.Contains(apiErr.Error.Message, "does not publish port 9999") {
+		t.Errorf("/v1/exec with a port the process does not publish: %d %+v", status, apiErr)
+	}
 	host.Close()
 	hostConns.Wait()
 	if len(hits) != 0 {

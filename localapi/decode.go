@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -48,7 +49,11 @@ type CommandRequest struct {
 // ExecRequest is the body of POST /v1/exec.
 type ExecRequest struct {
 	CommandRequest
-	Stdin string `json:"stdin,omitempty"`
+	// Reach are "ID:PORT": the command's 127.0.0.1:PORT leads to the
+	// durable process ID's port PORT, which it publishes, as hutch run
+	// --reach does (runtime.Reach); nothing else of the network opens.
+	Reach []string `json:"reach,omitempty"`
+	Stdin string   `json:"stdin,omitempty"`
 	// TimeoutMS stops the command after this many milliseconds (SIGTERM
 	// to its process group, SIGKILL of the sandbox after the server's
 	// --kill-after); 0 means the server's policy alone.
@@ -378,4 +383,15 @@ func decodeWrite(body io.Reader) (*WriteRequest, []byte, error) {
 		return &req, data, nil
 	}
 	return nil, nil, badRequest("content", "missing: give content (text) or content_base64")
+}
+
+// reachID is one Reach value cut into the process's id and its port, or
+// a bad request naming the value.
+func reachID(v string) (string, int, error) {
+	id, portText, ok := strings.Cut(v, ":")
+	port, err := strconv.Atoi(portText)
+	if !ok || id == "" || err != nil || port < 1 || port > 65535 {
+		return "", 0, badRequest("reach", fmt.Sprintf("%q: not ID:PORT (a durable process's id and a port it publishes)", v))
+	}
+	return id, port, nil
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -502,7 +503,11 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 // and the ports), which the caller closes.
 func (h *Handler) execSandbox(req *ExecRequest) (*runtime.Sandbox, runtime.Grant, error) {
 	pub, err := req.published()
-	if err != nil || len(pub) == 0 {
+	if err != nil {
+		return nil, runtime.Grant{}, err
+	}
+	reach, err := h.reaches(req.Reach)
+	if err != nil || len(pub)+len(reach) == 0 {
 		return h.sb, req.grant(), err
 	}
 	pol, err := h.sb.PolicyWith(req.grant())
@@ -514,9 +519,34 @@ func (h *Handler) execSandbox(req *ExecRequest) (*runtime.Sandbox, runtime.Grant
 		return nil, runtime.Grant{}, err
 	}
 	// One command: no pool of inits kept ready for more.
-	pol.Publish, pol.Prewarm = pub, 0
+	pol.Publish, pol.Reach, pol.Prewarm = pub, reach, 0
 	sb, err := runtime.New(pol)
 	return sb, runtime.Grant{}, err
+}
+
+// reaches resolves an exec's reach values through the durable processes
+// the server keeps: each leads to the host port its process publishes.
+func (h *Handler) reaches(values []string) ([]runtime.Reach, error) {
+	var out []runtime.Reach
+	for _, v := range values {
+		id, port, err := reachID(v)
+		if err != nil {
+			return nil, err
+		}
+		if h.opts.Processes == nil {
+			return nil, badRequest("reach", fmt.Sprintf("%q: this server keeps no durable processes", v))
+		}
+		p, err := h.opts.Processes.Get(id)
+		if err == nil {
+			var r runtime.Reach
+			if r, err = p.Reach(port); err == nil {
+				out = append(out, r)
+				continue
+			}
+		}
+		return nil, badRequest("reach", fmt.Sprintf("%q: %v", v, err))
+	}
+	return out, nil
 }
 
 // stdinDrainTime bounds how long an exec's connection reads a stdin

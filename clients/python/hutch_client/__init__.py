@@ -437,9 +437,14 @@ def _command(argv: Optional[StrList], command: Optional[str], cwd: Optional[str]
 def _exec_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
                stdin: Optional[Stdin], timeout_ms: Optional[int], allowed_domains: Optional[StrList],
                package_managers: Optional[StrList], grant: Optional[StrList],
-               publish: Optional[StrList] = None) -> Tuple[Dict[str, Any], Optional[bytes]]:
+               publish: Optional[StrList] = None,
+               reach: Optional[StrList] = None) -> Tuple[Dict[str, Any], Optional[bytes]]:
     """POST /v1/exec's object, and the stdin to stream after it (bytes)."""
     body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant, publish)
+    if reach is not None:
+        if isinstance(reach, (str, bytes)):
+            raise TypeError(f"reach must be a list of strings, not {type(reach).__name__} {reach!r}")
+        body["reach"] = list(reach)
     stdin_bytes = None
     if isinstance(stdin, (bytes, bytearray, memoryview)):
         stdin_bytes, stdin = bytes(stdin), None
@@ -658,7 +663,8 @@ class Sandbox:
                     env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,
                     timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
                     package_managers: Optional[StrList] = None,
-                    grant: Optional[StrList] = None, publish: Optional[StrList] = None) -> Iterator[ExecEvent]:
+                    grant: Optional[StrList] = None, publish: Optional[StrList] = None,
+                    reach: Optional[StrList] = None) -> Iterator[ExecEvent]:
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ResultEvent) last, the server's
         event as a dict (its "exit_status", "result" and "error"). stdin
@@ -666,9 +672,11 @@ class Sandbox:
         closes the connection, which stops the command. publish
         (["0:8000"], as hutch run --publish) makes the sandbox's ports
         reachable on the host's loopback while the command runs: the first
-        event is then ("published", [Published]), the host ports chosen."""
+        event is then ("published", [Published]), the host ports chosen.
+        reach (["ID:8000"], as hutch run --reach) leads the command's
+        localhost:8000 to the durable process ID's published port 8000."""
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                       package_managers, grant, publish)
+                                       package_managers, grant, publish, reach)
         conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             for line in resp:
@@ -686,7 +694,7 @@ class Sandbox:
              env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
              allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
              grant: Optional[StrList] = None, on_output: Optional[OnOutput] = None,
-             publish: Optional[StrList] = None) -> ExecResult:
+             publish: Optional[StrList] = None, reach: Optional[StrList] = None) -> ExecResult:
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
         replaced; stdout_bytes and stderr_bytes hold them as written).
@@ -699,7 +707,7 @@ class Sandbox:
         arrives."""
         out, err = bytearray(), bytearray()
         for ev in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
-                                   allowed_domains, package_managers, grant, publish):
+                                   allowed_domains, package_managers, grant, publish, reach):
             if ev[0] == "result":
                 return _exec_result(ev[1], out, err)
             if ev[0] == "published":

@@ -49,6 +49,14 @@ class ServeTest(ServeCase, unittest.TestCase):
         self.assertIn("argv", str(cm.exception))
         with self.assertRaises(TypeError):
             self.sb.exec(command="true", grant="@network")
+        with self.assertRaises(TypeError) as cm:
+            self.sb.exec(command="true", reach="0123456789ab:8000")
+        self.assertIn("reach", str(cm.exception))
+
+    def test_reach_unknown_process(self):
+        with self.assertRaises(HutchError) as cm:
+            self.sb.exec(command="true", reach=["0123456789ab:8000"])
+        self.assertEqual(cm.exception.field, "reach")
 
     def test_binary_stdin_and_stdout(self):
         data = bytes(range(256)) * 64 + b"\xff\xfe\x00end"

@@ -330,10 +330,21 @@ pub struct ExecRequest {
     /// `[HOST_IP:]HOST_PORT:PORT[/tcp]`; the host ports chosen are in the
     /// answer's `published` (an exec's result, a process's record).
     pub publish: Vec<String>,
+    /// Durable processes' ports the command reaches, each `ID:PORT` as
+    /// `hutch run --reach` reads it: its `localhost:PORT` leads to the
+    /// process's published port; nothing else of the network opens.
+    pub reach: Vec<String>,
 }
 
 impl ExecRequest {
     command_setters!();
+
+    /// Adds a durable process's port the command reaches as its own
+    /// `localhost:PORT`: `ID:PORT`, as `hutch run --reach` reads it.
+    pub fn reach(mut self, target: impl Into<String>) -> Self {
+        self.reach.push(target.into());
+        self
+    }
 
     /// Sets the command's stdin.
     pub fn stdin(mut self, stdin: impl Into<Vec<u8>>) -> Self {
@@ -361,6 +372,9 @@ impl ExecRequest {
         .body()?;
         if let Some(ms) = self.timeout_ms {
             m.insert("timeout_ms".to_string(), Value::from(ms));
+        }
+        if !self.reach.is_empty() {
+            m.insert("reach".to_string(), strings(&self.reach));
         }
         Ok(Value::Object(m))
     }
@@ -1552,10 +1566,11 @@ mod tests {
             .package_manager("python")
             .grant("@network")
             .publish("0:8000")
+            .reach("0123456789ab:5000")
             .stdin(&b"\xff"[..]);
         assert_eq!(
             req.body().unwrap().to_string(),
-            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"grant":["@network"],"package_managers":["python"],"publish":["0:8000"],"timeout_ms":1500}"#
+            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"grant":["@network"],"package_managers":["python"],"publish":["0:8000"],"reach":["0123456789ab:5000"],"timeout_ms":1500}"#
         );
         assert_eq!(
             ExecRequest::command("echo hi").body().unwrap().to_string(),

@@ -354,6 +354,10 @@ export interface PublishOptions {
 export type ExecOptions = CommandSpec &
   GrantOptions &
   PublishOptions & {
+    /** Each "ID:PORT", as `hutch run --reach` reads it: the command's
+     * localhost:PORT leads to the durable process ID's published port
+     * PORT; nothing else of the network opens. */
+    reach?: string[];
     /** Relative to the workspace, or absolute inside it. */
     cwd?: string;
     env?: Record<string, string>;
@@ -464,7 +468,7 @@ const OPTIONS = {
   sandbox: { socketPath: "", idleTimeoutMs: "" } satisfies Table<SandboxOptions>,
   exec: {
     argv: "argv", command: "command", cwd: "cwd", env: "env", stdin: "stdin", timeoutMs: "timeout_ms",
-    ...grantWire, publish: "publish", onStdout: "", onStderr: "", signal: "",
+    ...grantWire, publish: "publish", reach: "reach", onStdout: "", onStderr: "", signal: "",
   } satisfies Table<ExecOptions>,
   read: { path: "path", offset: "offset", limit: "limit", mode: "mode", noFollow: "no_follow" } satisfies Table<ReadOptions>,
   write: { path: "path", content: "", append: "append", perm: "perm", noFollow: "no_follow" } satisfies Table<WriteOptions>,
