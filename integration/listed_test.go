@@ -280,8 +280,9 @@ func errString(err error) string {
 // the workspace is refused. With the host's reads, a sandbox path in the
 // private /tmp works alike. All judged on the host.
 func TestBind(t *testing.T) {
-	ws, bound := dir(t, "ws-"), dir(t, "bound-")
+	ws, bound, ref := dir(t, "ws-"), dir(t, "bound-"), dir(t, "ref-")
 	must(os.Chmod(bound, 0o777))
+	must(os.WriteFile(filepath.Join(ref, "f"), []byte("ref file\n"), 0o644))
 	const secret = "BIND-SECRET-ENV"
 	must(os.WriteFile(filepath.Join(bound, "f"), []byte("bound file\n"), 0o644))
 	must(os.WriteFile(filepath.Join(bound, ".env"), []byte(secret+"\n"), 0o644))
@@ -294,12 +295,16 @@ func TestBind(t *testing.T) {
 		name, at string
 		flags    []string
 	}{
-		{"listed", "/workspace", []string{"--reads", "listed"}},
+		// A read-only bind too, at a path the host's root does not have.
+		{"listed", "/workspace", []string{"--reads", "listed", "--bind", "REF:/hutch-ref:ro"}},
 		{"host reads, in /tmp", "/tmp/agent", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			flags := append(slices.Clone(tc.flags), "--bind", bound+":"+tc.at)
-			script := `cat ` + tc.at + `/f > seen; echo via-bind > ` + tc.at + `/written
+			for i, f := range flags {
+				flags[i] = strings.ReplaceAll(f, "REF", ref)
+			}
+			script := `cat /hutch-ref/f > seen-ro 2>/dev/null; cat ` + tc.at + `/f > seen; echo via-bind > ` + tc.at + `/written
 				cat ` + tc.at + `/.env > copied 2>/dev/null; echo x > ` + tc.at + `/.env 2>/dev/null
 				echo 'touch /tmp/pwned' > ` + tc.at + `/repo/.git/hooks/pre-commit 2>/dev/null; exit 0`
 			r := sh(t, ws, script, flags...)
@@ -309,6 +314,9 @@ func TestBind(t *testing.T) {
 			read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
 			if got := read(filepath.Join(ws, "seen")); got != "bound file\n" {
 				t.Errorf("the command read %q at %s/f", got, tc.at)
+			}
+			if got := read(filepath.Join(ws, "seen-ro")); slices.Contains(tc.flags, "--bind") && got != "ref file\n" {
+				t.Errorf("the command read %q at /hutch-ref/f, a read-only bind", got)
 			}
 			if got := read(filepath.Join(bound, "written")); got != "via-bind\n" {
 				t.Errorf("host: the write through the bind holds %q", got)

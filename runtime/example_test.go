@@ -263,3 +263,46 @@ func ExampleSandbox_Narrow() {
 	// with its grant: <nil> true
 	// the sub-agent asks for the write: true
 }
+
+// A listed view shows a command the system trees, its workspace and what
+// the policy lists, nothing else of the host: another checkout beside the
+// workspace is not there at all. A bind shows a host tree where the agent
+// expects it.
+func ExamplePolicy_listed() {
+	ws, err := os.MkdirTemp("", "hutch-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(ws)
+	other, err := os.MkdirTemp("", "hutch-example-checkout-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(other)
+	if err := os.WriteFile(other+"/notes.txt", []byte("from the host\n"), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	p := runtime.DefaultPolicy(ws)
+	p.Reads = runtime.ReadsListed
+	p.Binds = []runtime.Bind{{Host: other, Path: "/data", ReadOnly: true}}
+	sb, err := runtime.New(p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sb.Close()
+	script := `test -e ` + other + ` || echo "the checkout is not there"; cat /data/notes.txt`
+	out, err := sb.Command(context.Background(), "sh", "-c", script).Output()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(out))
+	// Output:
+	// the checkout is not there
+	// from the host
+}

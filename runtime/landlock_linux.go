@@ -57,8 +57,18 @@ func (sb *Sandbox) setupLandlock() error {
 		// checks. (At level landlock /proc is the host's: never.)
 		devices = append(devices, "/proc")
 	}
+	// The root's entries are granted from its listing where a denied
+	// path is carved out of it (see Deny below): a read-only bind whose
+	// path the host's root does not have (a listed view's /data) needs a
+	// rule of its own, as a writable one has.
+	readOnly := []string{"/"}
+	for _, b := range sb.spec.Binds {
+		if !b.Writable {
+			readOnly = append(readOnly, b.Target)
+		}
+	}
 	rs, err := landlock.Build(landlock.Spec{
-		ReadOnly: []string{"/"},
+		ReadOnly: readOnly,
 		Writable: append(writable, "/tmp", "/dev/shm"),
 		Devices:  devices,
 		// A mask covers the inode that was there when the command
