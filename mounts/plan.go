@@ -214,6 +214,9 @@ func (s Spec) WritableView() []string {
 // bound adds to paths, host paths, where each of them inside a bind's
 // Source also is in the view: at the bind's Target.
 func (s Spec) bound(paths []string) []string {
+	if len(s.Binds) == 0 {
+		return paths // every command's plan: nothing to add
+	}
 	out := slices.Clone(paths)
 	for _, p := range paths {
 		for _, b := range s.Binds {

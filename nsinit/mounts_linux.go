@@ -51,8 +51,12 @@ type fsOption struct {
 // expander builds the steps of one plan.
 type expander struct {
 	steps []mountStep
-	done  []mounts.Mount // the plan's mounts expanded so far
-	cur   mounts.Mount
+	// layers are the plan's mounts expanded so far that change what a
+	// path below them is (a filesystem of the plan's, a host tree): not
+	// its masks, pins, rebinds, directories and links, which may number
+	// a thousand in a plan and change nothing inOwn asks.
+	layers []mounts.Mount
+	cur    mounts.Mount
 }
 
 func (e *expander) add(kind uint16, ints []uint64, blobs ...string) {
@@ -82,18 +86,22 @@ func (e *expander) newFS(flags, attrs uint64, target, fstype string, opts ...fsO
 // read-only or the user's, it may not.
 func (e *expander) inOwn(p string) bool {
 	own := false
-	for _, m := range e.done {
-		if !mounts.Within(p, m.Target) {
-			continue
-		}
-		switch m.Kind {
-		case mounts.Tmpfs, mounts.EmptyRO, mounts.Dev, mounts.Proc, mounts.EmptyRoot:
-			own = p != m.Target
-		case mounts.HostRoot, mounts.BindRO, mounts.BindRW, mounts.Mask:
-			own = false
+	for _, m := range e.layers {
+		if mounts.Within(p, m.Target) {
+			own = ownKind(m.Kind) && p != m.Target
 		}
 	}
 	return own
+}
+
+// ownKind says whether a mount of kind k is a filesystem of the plan's
+// own, where a missing target may be made.
+func ownKind(k mounts.Kind) bool {
+	switch k {
+	case mounts.Tmpfs, mounts.EmptyRO, mounts.Dev, mounts.Proc, mounts.EmptyRoot:
+		return true
+	}
+	return false
 }
 
 // expandPlan turns a plan into the executor's steps. prepareFlags go to
@@ -109,7 +117,10 @@ func expandPlan(p mounts.Plan, prepareFlags uint64) ([]mountStep, error) {
 		if err := e.mount(m); err != nil {
 			return nil, err
 		}
-		e.done = append(e.done, m)
+		switch {
+		case ownKind(m.Kind), m.Kind == mounts.HostRoot, m.Kind == mounts.BindRO, m.Kind == mounts.BindRW:
+			e.layers = append(e.layers, m)
+		}
 	}
 	e.cur = mounts.Mount{Kind: mounts.HostRoot, Target: "/"}
 	e.add(mntEnter, nil)

@@ -78,14 +78,8 @@ func resolveBinds(r *resolved, host hostRules) error {
 	// Where the view shows a host tree at its own path (read-only), no
 	// mount point can be made: a bind there must find its path.
 	fromHost := []string{"/"}
-	if p.Reads == ReadsListed {
-		fromHost = slices.Clone(p.Read)
-		for _, t := range ListedSystemTrees {
-			fromHost = append(fromHost, resolve(t, "/"))
-		}
-		if p.Tools != "" {
-			fromHost = append(fromHost, resolve(p.Tools, "/"))
-		}
+	if l := listedView(p); l != nil {
+		fromHost = l.Trees
 	}
 	for i := range p.Binds {
 		b := &p.Binds[i]

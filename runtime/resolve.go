@@ -419,6 +419,42 @@ func resolveReads(r *resolved, host hostRules) error {
 	return nil
 }
 
+// listedView is what a listed view (ReadsListed) shows of the host beside
+// the writable trees: the ListedSystemTrees the host has, each a tree or a
+// link made again with the tree it resolves to, then Tools and Read; nil
+// for ReadsHost.
+func listedView(p *Policy) *mounts.Listed {
+	if p.Reads != ReadsListed {
+		return nil
+	}
+	l := &mounts.Listed{}
+	for _, t := range ListedSystemTrees {
+		fi, err := os.Lstat(t)
+		switch {
+		case err != nil:
+			// Not on this host (/lib32, /libx32 on most).
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(t)
+			if err != nil {
+				continue
+			}
+			l.Links = append(l.Links, mounts.Link{Path: t, Target: target})
+			if res, err := filepath.EvalSymlinks(t); err == nil {
+				l.Trees = append(l.Trees, res)
+			}
+		default:
+			l.Trees = append(l.Trees, t)
+		}
+	}
+	if p.Tools != "" {
+		if res, err := filepath.EvalSymlinks(p.Tools); err == nil {
+			l.Trees = append(l.Trees, res)
+		}
+	}
+	l.Trees = append(l.Trees, p.Read...)
+	return l
+}
+
 // resolveReadTree is the one rule for a host tree shown read-only beside
 // the view's own (a Read, a read-only bind's Host): absolute, existing,
 // not / itself (the host's whole tree, ReadsHost), in no kernel tree or
