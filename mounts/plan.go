@@ -168,6 +168,12 @@ type Listed struct {
 	// Links are the host's symlinks among its top-level system trees
 	// (/bin -> usr/bin on a merged /usr), made again at their own paths.
 	Links []Link
+	// Root, when set, is a root file system of the caller's (an image's)
+	// that the view shows read-only instead of an empty root: its
+	// entries are bound from it, so that nothing of the host is there
+	// but what the view lists, and the host's deny-list has nothing of
+	// its own to mask in it.
+	Root *Root
 }
 
 // Link is a symlink of a listed view: its path and its content.
@@ -280,9 +286,15 @@ func Build(s Spec) Plan {
 	var p Plan
 	add := func(m Mount) { p.Mounts = append(p.Mounts, m) }
 
-	if s.Listed == nil {
+	switch {
+	case s.Listed == nil:
 		add(Mount{Kind: HostRoot, Source: "/", Target: "/"})
-	} else {
+	case s.Listed.Root != nil:
+		add(Mount{Kind: EmptyRoot, Target: "/"})
+		for _, m := range s.Listed.Root.steps("/", s.ownPaths()) {
+			add(m)
+		}
+	default:
 		// Links first: a tree is bound at its resolved path, never
 		// through one (the executor follows no symlink).
 		add(Mount{Kind: EmptyRoot, Target: "/"})

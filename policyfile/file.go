@@ -36,6 +36,7 @@ type settings struct {
 	Deny            *[]string  `toml:"deny"`
 	Reads           *string    `toml:"reads"`
 	Read            *[]string  `toml:"read"`
+	Root            *string    `toml:"root"`
 	Binds           *[]string  `toml:"binds"`
 	DenyNames       *[]string  `toml:"deny_names"`
 	DefaultDeny     *bool      `toml:"default_deny"`
@@ -283,7 +284,7 @@ func (f *File) Apply(p *runtime.Policy, profile string) error {
 // fields map the Policy's field names (as a *runtime.PolicyError names
 // them, before any index) to the keys that set them.
 var fields = map[string]string{
-	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "Reads": "reads", "Read": "read", "Binds": "binds", "DenyNames": "deny_names",
+	"Writable": "writable", "ReadOnly": "read_only", "Deny": "deny", "Reads": "reads", "Read": "read", "Root": "root", "Binds": "binds", "DenyNames": "deny_names",
 	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "AllowNested": "allow_nested", "AllowSystemWrite": "allow_system_write", "Env": "env", "Home": "home",
 	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
 	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
@@ -322,6 +323,9 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.AllowNested != nil {
 		p.AllowNested = *s.AllowNested
+	}
+	if s.Root != nil {
+		p.Root = *s.Root
 	}
 	if s.Home != nil {
 		p.Home = *s.Home

@@ -24,6 +24,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Deny            []string  `toml:"deny"`
 		Reads           string    `toml:"reads"`
 		Read            []string  `toml:"read"`
+		Root            string    `toml:"root,omitempty"`
 		Binds           []string  `toml:"binds"`
 		DenyNames       []string  `toml:"deny_names"`
 		DefaultDeny     bool      `toml:"default_deny"`
@@ -57,7 +58,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 	}
 	o := out{
 		Mode:     map[bool]string{false: "enabled", true: "disabled"}[p.Unsandboxed],
-		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), Reads: string(orHost(p.Reads)), Read: list(p.Read), DenyNames: list(p.DenyNames),
+		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), Reads: string(orHost(p.Reads)), Read: list(p.Read), Root: p.Root, DenyNames: list(p.DenyNames),
 		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, AllowNested: p.AllowNested, AllowSystem: list(p.AllowSystemWrite), Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
 		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),

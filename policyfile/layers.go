@@ -109,7 +109,9 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "AllowNested", "it lets commands create namespaces"
 	case base.Reads == runtime.ReadsListed && p.Reads != runtime.ReadsListed:
 		return "Reads", "the host's whole tree is more than the listed trees"
-	case base.Reads == runtime.ReadsListed && !subset(p.Read, base.Read):
+	case p.Root != base.Root:
+		return "Root", "it changes the root file system the layer below chose"
+	case (base.Reads == runtime.ReadsListed || base.Root != "") && !subset(p.Read, base.Read):
 		return "Read", "it lists a tree the layer below does not"
 	case slices.ContainsFunc(p.Binds, func(b runtime.Bind) bool { return !slices.Contains(base.Binds, b) }):
 		return "Binds", "it binds a host tree the layer below does not"

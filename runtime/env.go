@@ -204,7 +204,9 @@ func checkEnv(field string, env []string) error {
 // the caches in it, and the policy's additions.
 func baseEnvAt(p *Policy, Home string) []string {
 	path := os.Getenv("PATH")
-	if path == "" {
+	if path == "" || p.Root != "" {
+		// A root of the caller's has its own programs, where the
+		// host's PATH means nothing.
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
 	if p.Tools != "" {
@@ -235,7 +237,7 @@ func baseEnvAt(p *Policy, Home string) []string {
 		"CARGO_HOME="+Home+"/.cargo",
 		"HUTCH_SANDBOX=1",
 	)
-	if r := rustupHome(); r != "" {
+	if r := rustupHome(); r != "" && p.Root == "" {
 		// rustup's toolchains stay the host's, read-only in the view: the
 		// cargo and rustc on PATH are its proxies, which find them there.
 		env = append(env, "RUSTUP_HOME="+r)

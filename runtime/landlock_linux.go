@@ -67,6 +67,8 @@ func (sb *Sandbox) setupLandlock() error {
 			readOnly = append(readOnly, b.Target)
 		}
 	}
+	// So is what the view shows of a root of the caller's.
+	readOnly = append(readOnly, sb.spec.FromRoot()...)
 	rs, err := landlock.Build(landlock.Spec{
 		ReadOnly: readOnly,
 		Writable: append(writable, "/tmp", "/dev/shm"),

@@ -52,6 +52,10 @@ func namespacesSandbox(p Policy) (*Sandbox, error) {
 		// runtime's, which checkNested's reasoning does not cover.
 		return nil, &PolicyError{Field: "AllowNested", Value: "true", Reason: "not carried to an OCI runtime: nested sandboxes run with the namespaces backend"}
 	}
+	if p.Root != "" {
+		// The bundle's root is its own (hutch oci export --rootfs).
+		return nil, &PolicyError{Field: "Root", Value: p.Root, Reason: "not carried to an OCI runtime: give it as the bundle's root (hutch oci export --rootfs), or run with the namespaces backend"}
+	}
 	r, err := resolvePolicy(p, linuxRules())
 	if err != nil {
 		return nil, err

@@ -120,6 +120,20 @@ type Policy struct {
 	// /dev or the hidden socket directories, nor under a denied path.
 	Read []string `json:",omitempty"`
 
+	// Root is a root file system for the sandbox instead of the host's
+	// tree: a host directory holding one (an image unpacked, see package
+	// image), shown read-only at / with nosuid and nodev. The view is a
+	// listed one built on it: of the host only the workspace, the
+	// Writable trees, Home, Tools, Read and Binds are there, with the
+	// deny-list applied in them, and the sandbox's own /tmp, /dev and
+	// /proc; the image's /tmp and /dev are not used. PATH is the
+	// standard one, not the host's (an image's Env may set it, through
+	// Env). Absolute, an existing directory, not /, in no kernel tree or
+	// hidden directory, under no denied path and in no writable tree (a
+	// command would change its own root). Mounts make it, so level
+	// landlock refuses it. Omitted from the policy's JSON when "".
+	Root string `json:",omitempty"`
+
 	// Binds show host trees at other paths of the sandbox (a user's
 	// directory at /home/agent, a checkout at /workspace): commands and
 	// the file operations see them there, and file results give the host

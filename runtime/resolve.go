@@ -406,8 +406,11 @@ func resolveReads(r *resolved, host hostRules) error {
 	default:
 		return &PolicyError{Field: "Reads", Value: string(p.Reads), Reason: "not a read mode (host or listed)"}
 	}
-	if len(p.Read) > 0 && p.Reads != ReadsListed {
-		return &PolicyError{Field: "Read", Value: p.Read[0], Reason: "only with Reads listed: otherwise the host's whole tree is readable already"}
+	if len(p.Read) > 0 && !p.listed() {
+		return &PolicyError{Field: "Read", Value: p.Read[0], Reason: "only with Reads listed or a Root: otherwise the host's whole tree is readable already"}
+	}
+	if err := resolveRoot(r, host); err != nil {
+		return err
 	}
 	for i, given := range p.Read {
 		res, err := resolveReadTree(r, host, fmt.Sprintf("Read[%d]", i), given)
@@ -419,16 +422,59 @@ func resolveReads(r *resolved, host hostRules) error {
 	return nil
 }
 
-// listedView is what a listed view (ReadsListed) shows of the host beside
-// the writable trees: the ListedSystemTrees the host has, each a tree or a
-// link made again with the tree it resolves to, then Tools and Read; nil
-// for ReadsHost.
+// listed reports whether p's view is a listed one: Reads listed, or built
+// on a Root of the caller's.
+func (p *Policy) listed() bool { return p.Reads == ReadsListed || p.Root != "" }
+
+// resolveRoot checks Policy.Root and resolves it in place: a tree shown
+// read-only (resolveReadTree's rule) that is a directory, not the host's
+// whole tree, and in no writable tree, where a command could change the
+// root its later commands run on.
+func resolveRoot(r *resolved, host hostRules) error {
+	p := &r.policy
+	if p.Root == "" {
+		return nil
+	}
+	if err := checkPath("Root", p.Root); err != nil {
+		return err
+	}
+	if filepath.IsAbs(p.Root) {
+		if res, err := filepath.EvalSymlinks(p.Root); err == nil && res == "/" {
+			return &PolicyError{Field: "Root", Value: p.Root, Reason: "the host's own root: leave Root empty for the host's tree"}
+		}
+	}
+	res, err := resolveReadTree(r, host, "Root", p.Root)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(res); err != nil || !fi.IsDir() {
+		return &PolicyError{Field: "Root", Value: p.Root, Reason: "not a directory: give an unpacked root file system"}
+	}
+	for _, w := range append(r.roots(), p.Home) {
+		if w != "" && mounts.Within(res, w) {
+			return &PolicyError{Field: "Root", Value: p.Root, Reason: "lies in the writable tree " + w + ": a command could change the root its later commands run on"}
+		}
+	}
+	p.Root = res
+	return nil
+}
+
+// listedView is what a listed view (ReadsListed, or a Root) shows of the
+// host beside the writable trees: the ListedSystemTrees the host has, each
+// a tree or a link made again with the tree it resolves to (not with a
+// Root, which has its own), then Tools and Read; nil for the host's reads.
 func listedView(p *Policy) *mounts.Listed {
-	if p.Reads != ReadsListed {
+	if !p.listed() {
 		return nil
 	}
 	l := &mounts.Listed{}
+	if p.Root != "" {
+		l.Root = &mounts.Root{Dir: p.Root}
+	}
 	for _, t := range ListedSystemTrees {
+		if l.Root != nil {
+			break // the image's own
+		}
 		fi, err := os.Lstat(t)
 		switch {
 		case err != nil:

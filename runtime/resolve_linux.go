@@ -43,6 +43,9 @@ func (sb *Sandbox) validate(r resolved) error {
 		if len(p.Binds) > 0 {
 			return &PolicyError{Field: "Binds", Value: p.Binds[0].String(), Reason: "a host tree at another path needs mounts, which level landlock does not have"}
 		}
+		if p.Root != "" {
+			return &PolicyError{Field: "Root", Value: p.Root, Reason: "a root file system of its own needs mounts, which level landlock does not have"}
+		}
 		if len(p.ReadOnly) > 0 {
 			return &PolicyError{Field: "ReadOnly", Value: p.ReadOnly[0], Reason: "read-only paths inside writable trees need mounts, which level landlock does not have (Landlock cannot take back what a tree grants)"}
 		}
@@ -70,6 +73,13 @@ func (sb *Sandbox) validate(r resolved) error {
 		NoProc:       sb.level == LevelNamespacesNoProc,
 		Listed:       listedView(p),
 		Binds:        mountBinds(p.Binds),
+	}
+	if l := sb.spec.Listed; l != nil && l.Root != nil {
+		// What the root holds on the way to the view's own paths, read
+		// once: the entries of an image do not change.
+		if err := mounts.ReadRoot(sb.spec); err != nil {
+			return &PolicyError{Field: "Root", Value: p.Root, Reason: err.Error()}
+		}
 	}
 	// The writable trees are walked once, and watched from then on; the
 	// count of what the names match is bounded here too, so that New

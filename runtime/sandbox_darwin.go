@@ -109,6 +109,9 @@ func decide(p Policy, tmp string) (*Sandbox, []gitRepo, error) {
 	if p.Reads == ReadsListed {
 		return nil, nil, &PolicyError{Field: "Reads", Value: string(p.Reads), Reason: "a listed view is not implemented for the Seatbelt profile yet"}
 	}
+	if p.Root != "" {
+		return nil, nil, &PolicyError{Field: "Root", Value: p.Root, Reason: "a root file system of its own needs mounts, which the Seatbelt profile does not have"}
+	}
 	if p.AllowNested {
 		return nil, nil, &PolicyError{Field: "AllowNested", Value: "true", Reason: "macOS has no namespaces to nest; a Seatbelt profile cannot be nested in another either"}
 	}

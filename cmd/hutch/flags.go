@@ -163,6 +163,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"Deny":             {name: "--deny", list: f.deny},
 		"Reads":            {name: "--reads", one: &f.reads},
 		"Read":             {name: "--read", list: f.read},
+		"Root":             {name: "--rootfs", one: &f.rootfs},
 		"Binds":            {name: "--bind", list: f.binds},
 		"DenyNames":        {name: "--deny-name", list: f.denyNames},
 		"Env":              {name: "--env", list: f.env},

@@ -91,6 +91,7 @@ type runFlags struct {
 	write, deny []string
 	reads       string
 	read        []string
+	rootfs      string
 	binds       []string
 	denyNames   []string
 	noDefDeny   bool
@@ -210,7 +211,8 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.Var(repeated{&f.write}, "write", "a further writable path (repeatable)")
 	fl.Var(repeated{&f.deny}, "deny", "a further path to mask (repeatable)")
 	fl.StringVar(&f.reads, "reads", "", "what of the host the command may read: host (the default: everything but the masked paths) or listed (only /usr, /bin, /sbin, /lib*, /etc, the workspace, the --write and --home trees and --read paths; nothing else of the host exists)")
-	fl.Var(repeated{&f.read}, "read", "with --reads listed: a further host path shown read-only (repeatable)")
+	fl.Var(repeated{&f.read}, "read", "with --reads listed or --rootfs: a further host path shown read-only (repeatable)")
+	fl.StringVar(&f.rootfs, "rootfs", "", "a root file system (an unpacked image's directory) to run on instead of the host's tree: read-only at /, with of the host only the workspace, the --write and --home trees, --read paths and binds")
 	fl.Var(repeated{&f.binds}, "bind", "HOST:PATH[:ro|rw]: show the host's HOST at PATH in the sandbox, writable (rw, the default) or read-only (ro); with the host's reads PATH must exist on the host (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
@@ -323,6 +325,16 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 			return p, &flagErr{"--bind", s, err.Error()}
 		}
 		p.Binds = append(slices.Clip(p.Binds), b)
+	}
+	if f.given("rootfs", f.rootfs) {
+		if f.rootfs == "" {
+			return p, &flagErr{"--rootfs", "", "empty: give a directory holding a root file system"}
+		}
+		abs, err := filepath.Abs(f.rootfs)
+		if err != nil {
+			return p, &flagErr{"--rootfs", f.rootfs, err.Error()}
+		}
+		p.Root = abs
 	}
 	for _, r := range f.read {
 		abs, err := filepath.Abs(r)

@@ -25,7 +25,7 @@ import (
 func ociCommand(code *int) *cobra.Command {
 	c := &cobra.Command{Use: "oci", Short: "The OCI form of a policy (config.json for runc, crun, runsc; a Kubernetes Pod)"}
 	f := newRunFlags()
-	var bundle, rootfs, jsonOut string
+	var bundle, jsonOut string
 	var kube bool
 	var pod oci.PodOptions
 	export := &cobra.Command{
@@ -64,6 +64,10 @@ line each (and with --unexpressed-json, as a JSON array).`,
 			if err != nil {
 				return err
 			}
+			// The bundle's root is the image's (--rootfs), which the
+			// runtime shows itself: not a root for hutch's own view.
+			rootfs := p.Root
+			p.Root = ""
 			r, err := checkedForOCI(p)
 			if err != nil {
 				return f.flagError(err)
@@ -113,7 +117,6 @@ line each (and with --unexpressed-json, as a JSON array).`,
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
 	fl.StringVar(&bundle, "bundle", "", "the directory to write (config.json, rootfs; with --kubernetes pod.yaml, seccomp/)")
-	fl.StringVar(&rootfs, "rootfs", "", "an image's root directory to run in (default: the host's tree, read-only, as hutch runs commands)")
 	fl.StringVar(&jsonOut, "unexpressed-json", "", "also write what the form does not express, as a JSON array of lines, to this file")
 	fl.BoolVar(&kube, "kubernetes", false, "write a Kubernetes Pod manifest and its seccomp profile instead of an OCI bundle")
 	fl.StringVar(&pod.Image, "image", "", "with --kubernetes: the container image to run in (required)")
