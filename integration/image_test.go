@@ -1,14 +1,26 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ispec "github.com/opencontainers/image-spec/specs-go/v1"
+	casdir "github.com/opencontainers/umoci/oci/cas/dir"
+	"github.com/opencontainers/umoci/oci/casext"
+	"github.com/opencontainers/umoci/oci/layer"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -167,5 +179,132 @@ func TestRootfsRefused(t *testing.T) {
 				t.Errorf("want exit 125 naming --rootfs and %q: %s", tt.want, r)
 			}
 		})
+	}
+}
+
+// makeImageLayout writes an OCI image layout holding one image, tagged
+// tag, built with umoci's own packages from two layers: root's tree, then
+// a layer that adds /layer2-marker and deletes /removed with a whiteout
+// (written by hand: what an image's second layer holds). The image's
+// configuration carries env.
+func makeImageLayout(t *testing.T, root, tag string, env []string) string {
+	t.Helper()
+	ctx := context.Background()
+	layout := filepath.Join(dir(t, "layout-"), "oci")
+	must(casdir.Create(layout))
+	engine, err := casdir.Open(layout)
+	must(err)
+	defer engine.Close()
+	ext := casext.NewEngine(engine)
+
+	var second bytes.Buffer
+	tw := tar.NewWriter(&second)
+	for name, body := range map[string]string{"layer2-marker": "LAYER2-" + tag + "\n", ".wh.removed": ""} {
+		must(tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}))
+		_, err := tw.Write([]byte(body))
+		must(err)
+	}
+	must(tw.Close())
+	var layers []ispec.Descriptor
+	var diffIDs []digest.Digest
+	for _, r := range []io.Reader{layer.GenerateInsertLayer(root, "/", false, &layer.RepackOptions{}), &second} {
+		d, size, err := engine.PutBlob(ctx, r)
+		must(err)
+		layers = append(layers, ispec.Descriptor{MediaType: ispec.MediaTypeImageLayer, Digest: d, Size: size})
+		diffIDs = append(diffIDs, d)
+	}
+	config := ispec.Image{
+		Platform: ispec.Platform{OS: "linux", Architecture: goruntime.GOARCH},
+		Config:   ispec.ImageConfig{Env: env, WorkingDir: "/", User: "0"},
+		RootFS:   ispec.RootFS{Type: "layers", DiffIDs: diffIDs},
+	}
+	cd, csize, err := ext.PutBlobJSON(ctx, config)
+	must(err)
+	manifest := ispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ispec.MediaTypeImageManifest,
+		Config:    ispec.Descriptor{MediaType: ispec.MediaTypeImageConfig, Digest: cd, Size: csize},
+		Layers:    layers,
+	}
+	md, msize, err := ext.PutBlobJSON(ctx, manifest)
+	must(err)
+	must(ext.UpdateReference(ctx, tag, ispec.Descriptor{MediaType: ispec.MediaTypeImageManifest, Digest: md, Size: msize}))
+	return layout
+}
+
+// TestImage (issue 45, must-show 1): hutch run --image LAYOUT:TAG unpacks
+// an OCI image (two layers, a whiteout) once into the user's cache and
+// runs on it as --rootfs does: the image's files, as its layers leave
+// them, are there, the host's are not, the image's Env applies (but for
+// what the sandbox sets itself or refuses); a second run unpacks nothing;
+// the file door and a durable process use the image too. As root and as
+// uid 65534, judged on the host.
+func TestImage(t *testing.T) {
+	root, marker := makeRootfs(t)
+	must(os.WriteFile(filepath.Join(root, "removed"), []byte("removed by layer 2\n"), 0o644))
+	tag := "v1"
+	layout := makeImageLayout(t, root, tag, []string{"PATH=/bin", "IMAGE_VAR=from-the-image", "HOME=/root", "LD_LIBRARY_PATH=/opt/lib"})
+	cache := dir(t, "cache-")
+	env := []string{"XDG_CACHE_HOME=" + cache}
+	ws := dir(t, "ws-")
+	m := plantListedMarkers(t, ws)
+	script := `cat /image-marker > image; cat /layer2-marker > layer2; [ -e /removed ] && echo yes > removed
+	echo "$IMAGE_VAR" > var; echo "$HOME" > home; echo "$LD_LIBRARY_PATH" > ldpath; echo "$PATH" > path
+	` + m.script
+	ref := layout + ":" + tag
+	run := func() cliResult {
+		return runCLIArgsEnv(t, env, "run", "--workspace", ws, "--image", ref, "--read", m.listed, "--", "sh", "-c", script)
+	}
+	r := run()
+	if r.code != 0 {
+		t.Fatalf("hutch run --image: %s", r)
+	}
+	m.check(t, ws, r, true)
+	read := func(f string) string { b, _ := os.ReadFile(filepath.Join(ws, f)); return strings.TrimSpace(string(b)) }
+	for f, want := range map[string]string{"image": marker, "layer2": "LAYER2-" + tag, "removed": "", "var": "from-the-image", "ldpath": "", "path": "/bin"} {
+		if got := read(f); got != want {
+			t.Errorf("%s: %q, want %q", f, got, want)
+		}
+	}
+	if h := read("home"); h == "/root" || h == "" {
+		t.Errorf("HOME is %q: the image's, not the sandbox's", h)
+	}
+	// Unpacked once, under its digest, and not again.
+	entries, _ := filepath.Glob(filepath.Join(cache, "hutch", "images", "*", "rootfs"))
+	if len(entries) != 1 {
+		t.Fatalf("the cache holds %v, want one unpacked root", entries)
+	}
+	before, err := os.Stat(filepath.Join(entries[0], "image-marker"))
+	must(err)
+	if r := run(); r.code != 0 {
+		t.Fatalf("hutch run --image, again: %s", r)
+	}
+	after, err := os.Stat(filepath.Join(entries[0], "image-marker"))
+	must(err)
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the second run unpacked the image again")
+	}
+
+	// The file door and a durable process run on it too.
+	if r := runCLIArgsEnv(t, env, "read", "--workspace", ws, "--image", ref, "/layer2-marker"); r.code != 0 || !strings.Contains(r.stdout, "LAYER2-"+tag) {
+		t.Errorf("hutch read --image /layer2-marker: %s", r)
+	}
+	data := dir(t, "image-data-")
+	t.Cleanup(func() { hutchProcess(t, data, "stop-all") })
+	cmd := exec.Command(hutchBin, "process", "--data-dir", data, "start", "--workspace", ws, "--name", "img", "--kill-after", "2s", "--image", ref,
+		"--", "sh", "-c", "cat /image-marker > durable; exec sleep 600")
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hutch process start --image: %v\n%s", err, out)
+	}
+	if !waitFor(time.Minute, func() bool { return read("durable") != "" }) || read("durable") != marker {
+		t.Errorf("the durable process read /image-marker as %q", read("durable"))
+	}
+
+	// What is not an image is refused naming --image.
+	for _, bad := range []string{ws, layout + ":nosuchtag", filepath.Join(ws, "missing")} {
+		if r := runCLIArgsEnv(t, env, "run", "--workspace", ws, "--image", bad, "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "--image") {
+			t.Errorf("--image %s: want exit 125 naming --image: %s", bad, r)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -172,6 +173,26 @@ func rustupHome() string {
 
 // refusedEnvReason says why the variable name may not be set, or "" if it
 // may. It is the one test both backends apply.
+// SetsEnv reports whether a sandbox sets the variable name itself, to a
+// place of its own view (HOME, TMPDIR, the caches in HOME), where a value
+// from elsewhere (an image's GOPATH=/go) would name a read-only tree.
+func SetsEnv(name string) bool {
+	if name == "PATH" {
+		return false
+	}
+	for _, kv := range baseEnvAt(&Policy{Root: "/"}, Home) {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return !slices.Contains(hostEnv, k)
+		}
+	}
+	return false
+}
+
+// EnvRefused says why a sandbox refuses the variable name in Policy.Env
+// and Cmd.Env, or "" when it does not: for those who take variables from
+// elsewhere (an image's configuration) and must leave such ones out.
+func EnvRefused(name string) string { return refusedEnvReason(name) }
+
 func refusedEnvReason(name string) string {
 	for _, r := range refusedEnv {
 		if name == r.Name || r.Prefix && strings.HasPrefix(name, r.Name) {
@@ -199,6 +220,10 @@ func checkEnv(field string, env []string) error {
 	return nil
 }
 
+// hostEnv are the host's variables a command gets: they describe the
+// terminal and the locale.
+var hostEnv = []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"}
+
 // baseEnvAt is the clean environment every command starts from: a few
 // host variables that describe the terminal and locale, HOME (at home) and
 // the caches in it, and the policy's additions.
@@ -213,7 +238,7 @@ func baseEnvAt(p *Policy, Home string) []string {
 		path = p.Tools + ":" + path
 	}
 	env := []string{"PATH=" + path}
-	for _, k := range []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"} {
+	for _, k := range hostEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -163,7 +163,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"Deny":             {name: "--deny", list: f.deny},
 		"Reads":            {name: "--reads", one: &f.reads},
 		"Read":             {name: "--read", list: f.read},
-		"Root":             {name: "--rootfs", one: &f.rootfs},
+		"Root":             {name: f.rootFlag(), one: f.rootValue()},
 		"Binds":            {name: "--bind", list: f.binds},
 		"DenyNames":        {name: "--deny-name", list: f.denyNames},
 		"Env":              {name: "--env", list: f.env},
@@ -383,4 +383,20 @@ func leakMessage(e *runtime.LeakError) string {
 		}
 	}
 	return fmt.Sprintf("%s holds a secret (%s): %s (--leaks off allows it)", where, e.What(), verdict)
+}
+
+// rootFlag is the flag that set Policy.Root: --image, or --rootfs.
+func (f runFlags) rootFlag() string {
+	if f.image != "" {
+		return "--image"
+	}
+	return "--rootfs"
+}
+
+// rootValue is what the user typed for rootFlag.
+func (f runFlags) rootValue() *string {
+	if f.image != "" {
+		return &f.image
+	}
+	return &f.rootfs
 }

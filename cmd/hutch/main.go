@@ -37,6 +37,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hutchbox/hutch/hostgit"
+	"github.com/hutchbox/hutch/images"
 	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/oci"
@@ -92,6 +93,10 @@ type runFlags struct {
 	reads       string
 	read        []string
 	rootfs      string
+	image       string
+	// hasImage: the flag set holds run's --image (oci export's is its
+	// Pod's).
+	hasImage    bool
 	binds       []string
 	denyNames   []string
 	noDefDeny   bool
@@ -213,6 +218,11 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.reads, "reads", "", "what of the host the command may read: host (the default: everything but the masked paths) or listed (only /usr, /bin, /sbin, /lib*, /etc, the workspace, the --write and --home trees and --read paths; nothing else of the host exists)")
 	fl.Var(repeated{&f.read}, "read", "with --reads listed or --rootfs: a further host path shown read-only (repeatable)")
 	fl.StringVar(&f.rootfs, "rootfs", "", "a root file system (an unpacked image's directory) to run on instead of the host's tree: read-only at /, with of the host only the workspace, the --write and --home trees, --read paths and binds")
+	if fl.Lookup("image") == nil {
+		// oci export's --image is its Pod's (a registry's reference).
+		f.hasImage = true
+		fl.StringVar(&f.image, "image", "", "LAYOUT[:TAG]: run on the image TAG of the OCI image layout LAYOUT (skopeo copy docker://debian:12 oci:LAYOUT:12), unpacked once into $XDG_CACHE_HOME/hutch/images, as --rootfs; its Env applies under --env")
+	}
 	fl.Var(repeated{&f.binds}, "bind", "HOST:PATH[:ro|rw]: show the host's HOST at PATH in the sandbox, writable (rw, the default) or read-only (ro); with the host's reads PATH must exist on the host (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
 	fl.BoolVar(&f.noDefDeny, "no-default-deny", false, "mask neither the default paths (~/.ssh, /etc/shadow...) nor the default names (.env, .env.*, .ssh, id_rsa...); --deny and --deny-name still apply")
@@ -325,6 +335,17 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 			return p, &flagErr{"--bind", s, err.Error()}
 		}
 		p.Binds = append(slices.Clip(p.Binds), b)
+	}
+	if f.hasImage && f.given("image", f.image) {
+		if f.image == "" {
+			return p, &flagErr{"--image", "", "empty: give LAYOUT[:TAG], an OCI image layout's directory"}
+		}
+		if f.given("rootfs", f.rootfs) {
+			return p, &flagErr{"--image", f.image, "not with --rootfs: the image is the root"}
+		}
+		if err := applyImage(&p, f); err != nil {
+			return p, err
+		}
 	}
 	if f.given("rootfs", f.rootfs) {
 		if f.rootfs == "" {
@@ -787,4 +808,32 @@ func redactArgs(s *leaks.Scanner, args []string) []string {
 		out[i] = b.String()
 	}
 	return out
+}
+
+// applyImage unpacks --image (once per digest, in the user's cache) and
+// makes p run on it: its root, and its Env under the policy's.
+func applyImage(p *runtime.Policy, f runFlags) error {
+	layout, tag := images.ParseRef(f.image)
+	cache, err := images.DefaultCache()
+	if err != nil {
+		return &flagErr{"--image", f.image, err.Error()}
+	}
+	im, err := images.Unpack(context.Background(), layout, tag, cache)
+	if err != nil {
+		var ie *images.Error
+		if errors.As(err, &ie) {
+			reason := ie.Reason
+			if ie.Err != nil {
+				reason += ": " + ie.Err.Error()
+			}
+			return &flagErr{"--image", f.image, reason}
+		}
+		return &flagErr{"--image", f.image, err.Error()}
+	}
+	for _, l := range im.Apply(p) {
+		if f.verbose {
+			fmt.Fprintf(os.Stderr, "hutch: the image's %s: left out\n", l)
+		}
+	}
+	return nil
 }

@@ -115,11 +115,12 @@ line each (and with --unexpressed-json, as a JSON array).`,
 	}
 	fl := export.Flags()
 	fl.SetInterspersed(false)
+	// Before the run flags, which then leave --image to the Pod.
+	fl.StringVar(&pod.Image, "image", "", "with --kubernetes: the container image to run in (required)")
 	addRunFlags(fl, &f)
 	fl.StringVar(&bundle, "bundle", "", "the directory to write (config.json, rootfs; with --kubernetes pod.yaml, seccomp/)")
 	fl.StringVar(&jsonOut, "unexpressed-json", "", "also write what the form does not express, as a JSON array of lines, to this file")
 	fl.BoolVar(&kube, "kubernetes", false, "write a Kubernetes Pod manifest and its seccomp profile instead of an OCI bundle")
-	fl.StringVar(&pod.Image, "image", "", "with --kubernetes: the container image to run in (required)")
 	fl.StringVar(&pod.RuntimeClass, "runtime-class", "", "with --kubernetes: the Pod's runtimeClassName (gvisor, kata, ...)")
 	fl.StringVar(&pod.Name, "pod-name", oci.DefaultPodName, "with --kubernetes: the Pod's name")
 	fl.StringVar(&pod.Namespace, "namespace", "", "with --kubernetes: the objects' namespace")
