@@ -150,6 +150,9 @@ func BenchmarkSpawn(b *testing.B) {
 	b.Run("hutch/reads-listed", func(b *testing.B) {
 		compare(b, cold("hutch", sandbox(b, func(p *runtime.Policy) { p.Reads = runtime.ReadsListed })), cpuTimes.total)
 	})
+	b.Run("hutch/image", func(b *testing.B) {
+		compare(b, cold("hutch", sandbox(b, onImage(b))), cpuTimes.total)
+	})
 	for _, l := range []runtime.Layer{runtime.LayerSeccomp, runtime.LayerLoopback, runtime.LayerKeyring, runtime.LayerLandlock} {
 		b.Run("hutch/without-"+string(l), func(b *testing.B) {
 			compare(b, cold("hutch", sandbox(b, func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{l} })), cpuTimes.total)

@@ -237,7 +237,7 @@ func makeImageLayout(t *testing.T, root, tag string, env []string) string {
 // runs on it as --rootfs does: the image's files, as its layers leave
 // them, are there, the host's are not, the image's Env applies (but for
 // what the sandbox sets itself or refuses); a second run unpacks nothing;
-// the file door and a durable process use the image too. As root and as
+// the file door, a durable process and hutch serve use the image too. As root and as
 // uid 65534, judged on the host.
 func TestImage(t *testing.T) {
 	root, marker := makeRootfs(t)
@@ -299,6 +299,13 @@ func TestImage(t *testing.T) {
 	}
 	if !waitFor(time.Minute, func() bool { return read("durable") != "" }) || read("durable") != marker {
 		t.Errorf("the durable process read /image-marker as %q", read("durable"))
+	}
+
+	// So does hutch serve's every command.
+	t.Setenv("XDG_CACHE_HOME", cache)
+	s := startServe(t, ws, dir(t, "image-serve-"), "--image", ref)
+	if _, code := s.exec(t, mustJSON(map[string]any{"argv": []string{"sh", "-c", "cat /layer2-marker > served"}})); code != 0 || read("served") != "LAYER2-"+tag {
+		t.Errorf("hutch serve --image: exit %d, read %q", code, read("served"))
 	}
 
 	// What is not an image is refused naming --image.
