@@ -5,8 +5,9 @@
 //
 // Unpacking is umoci's (layers, whiteouts, paths kept inside the root),
 // always in its rootless mode: the files belong to the user who unpacks,
-// device nodes are left out, and nothing of the image's owners or setuid
-// bits has a meaning on the host. A sandbox shows the root read-only,
+// device nodes are left out, and setuid and setgid bits and file
+// capabilities are taken away, so that nothing of the image's owners or
+// privileges has a meaning on the host. A sandbox shows the root read-only,
 // with nosuid and nodev. Pulling from a registry is left to those tools
 // (docs/images.md says how).
 package images

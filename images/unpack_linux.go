@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/umoci/oci/cas/dir"
 	"github.com/opencontainers/umoci/oci/casext"
 	"github.com/opencontainers/umoci/oci/layer"
+	"golang.org/x/sys/unix"
 )
 
 // Unpack unpacks the image tag names in the OCI image layout at layout
@@ -74,6 +75,9 @@ func Unpack(ctx context.Context, layout, tag, cache string) (*Image, error) {
 	}
 	opts := &layer.UnpackOptions{OnDiskFormat: layer.DirRootfs{MapOptions: maps}}
 	if err := layer.UnpackRootfs(ctx, engine, filepath.Join(tmp, "rootfs"), manifest, opts); err != nil {
+		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
+	}
+	if err := strip(filepath.Join(tmp, "rootfs")); err != nil {
 		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
 	cfg, _ := json.Marshal(im)
@@ -147,4 +151,29 @@ func removeAll(dir string) {
 		return nil
 	})
 	_ = os.RemoveAll(dir)
+}
+
+// strip takes from an unpacked root what would give its files power on
+// the host, where they lie in the cache: setuid and setgid bits, and file
+// capabilities (umoci sets both as the image has them; a sandbox's nosuid
+// mount ignores them, the host's filesystem does not).
+func strip(root string) error {
+	return filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if m := fi.Mode(); m&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			if err := os.Chmod(p, m&^(os.ModeSetuid|os.ModeSetgid)); err != nil {
+				return err
+			}
+		}
+		if err := unix.Lremovexattr(p, "security.capability"); err != nil && err != unix.ENODATA && err != unix.ENOTSUP {
+			return &os.PathError{Op: "removexattr security.capability", Path: p, Err: err}
+		}
+		return nil
+	})
 }

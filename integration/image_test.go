@@ -21,6 +21,7 @@ import (
 	casdir "github.com/opencontainers/umoci/oci/cas/dir"
 	"github.com/opencontainers/umoci/oci/casext"
 	"github.com/opencontainers/umoci/oci/layer"
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/runtime"
 )
@@ -164,6 +165,8 @@ func TestRootfsRefused(t *testing.T) {
 	}{
 		{"the host's root", []string{"--rootfs", "/"}, "the host's own root"},
 		{"in the workspace", []string{"--rootfs", inWS}, "writable tree"},
+		{"holding a writable tree", []string{"--rootfs", root, "--write", filepath.Join(root, "var/cache")}, "holds the writable tree"},
+		{"holding a writable bind", []string{"--rootfs", root, "--bind", filepath.Join(root, "etc") + ":/data"}, "holds the writable tree"},
 		{"a file", []string{"--rootfs", file}, "not a directory"},
 		{"missing", []string{"--rootfs", filepath.Join(root, "nothing")}, "--rootfs"},
 		{"empty", []string{"--rootfs="}, "empty"},
@@ -242,6 +245,15 @@ func makeImageLayout(t *testing.T, root, tag string, env []string) string {
 func TestImage(t *testing.T) {
 	root, marker := makeRootfs(t)
 	must(os.WriteFile(filepath.Join(root, "removed"), []byte("removed by layer 2\n"), 0o644))
+	// Privileges an image's files carry, which the cache must not keep
+	// on the host: a setuid program and, as root, a file capability
+	// (CAP_NET_RAW, VFS_CAP_REVISION_2).
+	priv := filepath.Join(root, "bin", "privileged")
+	must(os.WriteFile(priv, []byte("#!/bin/sh\n"), 0o755))
+	must(os.Chmod(priv, 0o755|os.ModeSetuid|os.ModeSetgid))
+	if os.Geteuid() == 0 {
+		must(unix.Setxattr(priv, "security.capability", []byte{1, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0))
+	}
 	tag := "v1"
 	layout := makeImageLayout(t, root, tag, []string{"PATH=/bin", "IMAGE_VAR=from-the-image", "HOME=/root", "LD_LIBRARY_PATH=/opt/lib"})
 	cache := dir(t, "cache-")
@@ -276,6 +288,12 @@ func TestImage(t *testing.T) {
 	}
 	before, err := os.Stat(filepath.Join(entries[0], "image-marker"))
 	must(err)
+	if fi, err := os.Stat(filepath.Join(entries[0], "bin", "privileged")); err != nil || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("the cache's copy of a setuid program: %v %v", fi.Mode(), err)
+	}
+	if n, err := unix.Getxattr(filepath.Join(entries[0], "bin", "privileged"), "security.capability", make([]byte, 64)); err == nil {
+		t.Errorf("the cache's copy keeps a file capability (%d bytes)", n)
+	}
 	if r := run(); r.code != 0 {
 		t.Fatalf("hutch run --image, again: %s", r)
 	}

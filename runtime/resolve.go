@@ -176,6 +176,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if err := resolveBinds(&r, host); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveRoot(&r, host); err != nil {
+		return resolved{}, err
+	}
 	if err := checkEnv("Env", p.Env); err != nil {
 		return resolved{}, err
 	}
@@ -409,9 +412,7 @@ func resolveReads(r *resolved, host hostRules) error {
 	if len(p.Read) > 0 && !p.listed() {
 		return &PolicyError{Field: "Read", Value: p.Read[0], Reason: "only with Reads listed or a Root: otherwise the host's whole tree is readable already"}
 	}
-	if err := resolveRoot(r, host); err != nil {
-		return err
-	}
+
 	for i, given := range p.Read {
 		res, err := resolveReadTree(r, host, fmt.Sprintf("Read[%d]", i), given)
 		if err != nil {
@@ -428,8 +429,9 @@ func (p *Policy) listed() bool { return p.Reads == ReadsListed || p.Root != "" }
 
 // resolveRoot checks Policy.Root and resolves it in place: a tree shown
 // read-only (resolveReadTree's rule) that is a directory, not the host's
-// whole tree, and in no writable tree, where a command could change the
-// root its later commands run on.
+// whole tree, neither in nor holding a writable tree (a writable bind's
+// host tree too), through which a command could change the root its later
+// commands run on. Binds are resolved by then.
 func resolveRoot(r *resolved, host hostRules) error {
 	p := &r.policy
 	if p.Root == "" {
@@ -450,9 +452,19 @@ func resolveRoot(r *resolved, host hostRules) error {
 	if fi, err := os.Stat(res); err != nil || !fi.IsDir() {
 		return &PolicyError{Field: "Root", Value: p.Root, Reason: "not a directory: give an unpacked root file system"}
 	}
-	for _, w := range append(r.roots(), p.Home) {
-		if w != "" && mounts.Within(res, w) {
+	writable := append(r.roots(), p.Home)
+	for _, b := range p.Binds {
+		if !b.ReadOnly {
+			writable = append(writable, b.Host)
+		}
+	}
+	for _, w := range writable {
+		switch {
+		case w == "":
+		case mounts.Within(res, w):
 			return &PolicyError{Field: "Root", Value: p.Root, Reason: "lies in the writable tree " + w + ": a command could change the root its later commands run on"}
+		case mounts.Within(w, res):
+			return &PolicyError{Field: "Root", Value: p.Root, Reason: "holds the writable tree " + w + ": a command could change the root its later commands run on"}
 		}
 	}
 	p.Root = res
