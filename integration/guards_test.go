@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -299,7 +300,7 @@ func TestInotifyShareCapped(t *testing.T) {
 	}
 	ws := dir(t, "ws-")
 	arg := uniqueSleep()
-	c := exec.Command(hutchBin, "run", "--workspace", ws, "--timeout", "60s", "--", "python3", "-c", `
+	c := exec.Command(hutchBin, "run", "--workspace", ws, "--timeout", "5m", "--", "python3", "-c", `
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 fds = []
@@ -310,11 +311,27 @@ while len(fds) < 100000:
     fds.append(fd)
 os.execvp("sleep", ["sleep", "`+arg+`"])
 `)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
 	must(c.Start())
-	defer func() { c.Process.Kill(); c.Wait() }()
+	ended := make(chan struct{})
+	go func() { c.Wait(); close(ended) }()
+	defer func() { c.Process.Kill(); <-ended }()
+	// A guard against a hang, not a timing: python3's start in a slow
+	// guest (QEMU without KVM) beside another job took over 30 s.
 	var pids []int
-	if !waitFor(30*time.Second, func() bool { pids = procsWithArg(arg); return len(pids) == 1 }) {
-		t.Fatal("the command never got to sleep")
+	if !waitFor(4*time.Minute, func() bool {
+		select {
+		case <-ended:
+			return true
+		default:
+		}
+		pids = procsWithArg(arg)
+		return len(pids) == 1
+	}) || len(pids) != 1 {
+		c.Process.Kill()
+		<-ended // out is read once nothing writes it
+		t.Fatalf("the command never got to sleep:\n%s", out.String())
 	}
 	held := 0
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pids[0]))
