@@ -122,15 +122,15 @@ type Policy struct {
 
 	// Root is a root file system for the sandbox instead of the host's
 	// tree: a host directory holding one (an image unpacked, see package
-	// image), shown read-only at / with nosuid and nodev. The view is a
+	// images), shown read-only at / with nosuid and nodev. The view is a
 	// listed one built on it: of the host only the workspace, the
 	// Writable trees, Home, Tools, Read and Binds are there, with the
 	// deny-list applied in them, and the sandbox's own /tmp, /dev and
 	// /proc; the image's /tmp and /dev are not used. PATH is the
 	// standard one, not the host's (an image's Env may set it, through
 	// Env). Absolute, an existing directory, not /, in no kernel tree or
-	// hidden directory, under no denied path and in no writable tree (a
-	// command would change its own root). Mounts make it, so level
+	// hidden directory, under no denied path, neither in nor holding a
+	// writable tree (a command would change its own root). Mounts make it, so level
 	// landlock refuses it. Omitted from the policy's JSON when "".
 	Root string `json:",omitempty"`
 
