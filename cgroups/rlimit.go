@@ -59,8 +59,8 @@ func Rlimits(l Limits) []Rlimit {
 	return rl
 }
 
-// ForChild reports whether r must be set on the command's process rather
-// than inherited from the one that starts it: a memory limit low enough
+// ForChild reports whether r must be set by the command's process itself,
+// just before its exec, rather than inherited from the one that starts it: a memory limit low enough
 // for a command could stop hutch's sandbox init, whose address space (the
 // host binary it was cloned from) may already be larger than many
 // commands need, before it has read its command.

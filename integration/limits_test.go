@@ -472,3 +472,52 @@ func TestStaleCgroupOfEndedPidNSSwept(t *testing.T) {
 		}
 	}
 }
+
+// TestRlimitsBeforeExec: where the memory limit is the rlimit fallback
+// (no cgroups for this user), every process of the command holds it, the
+// ones the command forks at once included: judged on the host from each
+// process's /proc/PID/limits. The limit was set on the command's process
+// after its exec, and a command that forked first (a static busybox's
+// shell forks within microseconds) left children without it, about one
+// run in two.
+func TestRlimitsBeforeExec(t *testing.T) {
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("busybox-static is not installed")
+	}
+	ws := dir(t, "ws-")
+	for round := range 8 {
+		arg := uniqueSleep()
+		c := exec.Command(hutchBin, "run", "--workspace", ws, "--memory", "64MiB", "--timeout", "5m", "--result-json", filepath.Join(ws, "r.json"),
+			"--", bb, "sh", "-c", bb+" sleep "+arg+" & "+bb+" sleep "+arg+" & wait")
+		must(c.Start())
+		var pids []int
+		ok := waitFor(2*time.Minute, func() bool { pids = procsWithArg(arg); return len(pids) == 2 })
+		limits := map[int]string{}
+		for _, pid := range pids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "Max data size") {
+					limits[pid] = strings.Join(strings.Fields(l)[3:5], " ")
+				}
+			}
+		}
+		c.Process.Signal(syscall.SIGTERM)
+		c.Wait()
+		var res runtime.Result
+		if b, err := os.ReadFile(filepath.Join(ws, "r.json")); err == nil {
+			must(json.Unmarshal(b, &res))
+		}
+		if slices.Contains(res.Layers, runtime.LayerCgroup) {
+			t.Skip("cgroups hold the memory limit for this user: no rlimit to judge")
+		}
+		if !ok {
+			t.Fatalf("round %d: the command's two sleeps never ran", round)
+		}
+		for pid, l := range limits {
+			if l != "67108864 67108864" {
+				t.Errorf("round %d: a process the command forked (pid %d) holds a data limit of %q, not 64 MiB", round, pid, l)
+			}
+		}
+	}
+}

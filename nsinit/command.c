@@ -28,6 +28,7 @@
 
 #include "command.h"
 #include "init.h"
+#include "plan.h"
 #include "report.h"
 #include "wire.h"
 
@@ -140,7 +141,7 @@ static char **split(const struct wire_blob *b)
 /* A failure in the command's child before its exec. */
 struct exec_err {
 	int err;
-	int step; /* 0 stdio, 1 exec */
+	int step; /* 0 stdio, 1 exec, 2 rlimits */
 };
 
 static void child_fail(int errpipe, int step)
@@ -183,6 +184,12 @@ static int command(void *arg)
 	sigemptyset(&none);
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The limits that would stop the init itself (the rlimit fallback's
+	 * memory limit: its address space is the host binary's) are the
+	 * command's own, set here, before its first instruction: set on it
+	 * after the exec, what it forked first went without them. */
+	if (plan_child_rlimits() < 0)
+		child_fail(errpipe, 2);
 	execve(path, argv, env);
 	child_fail(errpipe, 1);
 	return 127;
@@ -246,7 +253,7 @@ pid_t command_start(const uint8_t *msg, size_t len, const int *stdio)
 	if (got == (ssize_t)sizeof ee) {
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		report_init_error(ee.step == 0 ? "set up stdio" : "exec", ee.err, NULL, path);
+		report_init_error(ee.step == 0 ? "set up stdio" : ee.step == 2 ? "set the command's rlimits" : "exec", ee.err, NULL, path);
 		return -1;
 	}
 	return pid;

@@ -44,8 +44,8 @@ type Config struct {
 	// skip is reported. Every other failure fails the run.
 	Degradable []Layer
 	// Rlimits are set on the init once the filesystem view is built and
-	// inherited by the command, but for those that are ForChild, set on
-	// the command's process once it exists.
+	// inherited by the command, but for those that are ForChild, set by
+	// the command's own process just before its exec.
 	Rlimits []cgroups.Rlimit
 	// CgroupTasks is the number of cgroup v1 tasks files that come with
 	// the config frame: the init's forking thread joins the group through

@@ -161,18 +161,24 @@ static int check(const struct wire_record *recs, size_t n, struct step_err *e)
 }
 
 /* Lowered to at most soft and hard, never raised: an unprivileged process
- * cannot raise a hard limit, and a sandbox never gets more than its host. */
-int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e)
+ * cannot raise a hard limit, and a sandbox never gets more than its host.
+ * System calls only: the command's child calls it before its exec. */
+int lower_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard)
 {
 	struct rlimit cur, want;
 	if (prlimit(pid, resource, NULL, &cur) < 0)
-		return step_fail(e, errno, NULL, "cgroups: getrlimit %d of %d", resource, pid);
+		return -1;
 	want.rlim_max = hard < cur.rlim_max ? hard : cur.rlim_max;
 	want.rlim_cur = soft < cur.rlim_cur ? soft : cur.rlim_cur;
 	if (want.rlim_cur > want.rlim_max)
 		want.rlim_cur = want.rlim_max;
-	if (prlimit(pid, resource, &want, NULL) < 0)
-		return step_fail(e, errno, NULL, "cgroups: setrlimit %d of %d", resource, pid);
+	return prlimit(pid, resource, &want, NULL);
+}
+
+int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e)
+{
+	if (lower_rlimit(pid, resource, soft, hard) < 0)
+		return step_fail(e, errno, NULL, "cgroups: lower rlimit %d of %d", resource, pid);
 	return 0;
 }
 

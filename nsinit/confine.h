@@ -62,8 +62,10 @@ int step_run(const uint8_t *msg, size_t len, struct step_err *e, int *listener);
 int step_fail(struct step_err *e, int err, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* step_rlimit lowers limit resource of process pid (0: this one) to at
- * most soft and hard; it never raises one. */
+/* lower_rlimit lowers limit resource of process pid (0: this one) to at
+ * most soft and hard; it never raises one. It returns -1 with errno set
+ * on failure. step_rlimit does the same as a plan's step. */
+int lower_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard);
 int step_rlimit(pid_t pid, int resource, uint64_t soft, uint64_t hard, struct step_err *e);
 
 /* identity.c */

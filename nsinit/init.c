@@ -180,16 +180,6 @@ static int run(int sfd)
 	pid_t pid = command_start(msg, len, stdio);
 	if (pid < 0)
 		return 1;
-	/* Microseconds after its exec, before the dynamic loader is done: the
-	 * command cannot have grown much yet. (Only the rlimit fallback for
-	 * hosts without cgroups takes this path.) */
-	struct step_err e;
-	if (plan_child_rlimits(pid, &e) < 0) {
-		kill(pid, SIGKILL);
-		report_error("set the command's rlimits", e.err, EV_EXEC_STEPS, e.op, e.path);
-		reap_sandbox();
-		return 1;
-	}
 	report_phase("exec");
 	report_started(pid);
 

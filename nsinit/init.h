@@ -65,7 +65,7 @@
 			  * open each INIT_WALL_ROOT (O_PATH, a missing one
 			  * left out), hand each and then the listener over */
 #define INIT_SUBREAPER 9 /* ints: flags; blobs: layer, op; become a child subreaper */
-#define INIT_CHILD_RLIMIT 10 /* ints: resource, soft, hard; lowered on the command once it exists */
+#define INIT_CHILD_RLIMIT 10 /* ints: resource, soft, hard; lowered by the command's child before its exec */
 #define INIT_UNIX_WALL 11    /* blobs: layer, how it is enforced; reported in EV_STARTED
 			      * when the layer was reported enforced by then */
 #define INIT_INGRESS 12      /* ints: handoff fd; while the command runs, answer each

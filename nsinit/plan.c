@@ -217,7 +217,7 @@ static int run_record(const struct wire_record *r)
 	case INIT_EGRESS:
 		return run_egress(r);
 	case INIT_WALL_ROOT: /* read by the INIT_WALL after it */
-	case INIT_CHILD_RLIMIT: /* read once the command exists */
+	case INIT_CHILD_RLIMIT: /* read by the command's child, before its exec */
 		return 0;
 	case INIT_WALL:
 		return run_wall(r);
@@ -272,13 +272,13 @@ int plan_run(const uint8_t *msg, size_t len)
 	return 0;
 }
 
-int plan_child_rlimits(pid_t pid, struct step_err *e)
+int plan_child_rlimits(void)
 {
 	for (size_t i = 0; i < plan.nrecs; i++) {
 		if (plan.recs[i].kind != INIT_CHILD_RLIMIT)
 			continue;
 		const uint64_t *v = plan.recs[i].ints;
-		if (step_rlimit(pid, (int)v[0], v[1], v[2], e) < 0)
+		if (lower_rlimit(0, (int)v[0], v[1], v[2]) < 0)
 			return -1;
 	}
 	return 0;

@@ -21,10 +21,12 @@
  * end (the error was reported). */
 int plan_run(const uint8_t *msg, size_t len);
 
-/* plan_child_rlimits lowers the plan's INIT_CHILD_RLIMITs on the command
- * pid, in order. It returns 0, or -1 with *e filled in at the first that
- * failed (nothing is reported). */
-int plan_child_rlimits(pid_t pid, struct step_err *e);
+/* plan_child_rlimits lowers the plan's INIT_CHILD_RLIMITs on the calling
+ * process, in order: the command's child calls it just before its exec,
+ * so that the command and everything it forks hold them from its first
+ * instruction. System calls only (the child borrows the init's memory).
+ * It returns 0, or -1 with errno set at the first that failed. */
+int plan_child_rlimits(void);
 
 /* plan_ingress_fd is the handoff socket the host asks for ingress sockets
  * on (INIT_INGRESS), or -1 without one. */
