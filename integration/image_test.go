@@ -100,11 +100,17 @@ func TestRootfs(t *testing.T) {
 		t.Errorf("the host's listener accepted %d connections from the command", n)
 	}
 
-	// Limits, judged by the host's accounting where cgroups hold them
-	// (as uid 65534 they may be rlimits, which TestMemoryLimit judges).
-	r = sh(t, ws, `dd if=/dev/zero of=/dev/null bs=200M count=1; exit 0`, "--rootfs", root, "--memory", "64M")
-	if r.result != nil && slices.Contains(r.result.Layers, runtime.LayerCgroup) && (r.result.Usage == nil || r.result.Usage.OOMKills == 0) {
+	// Limits, judged by the host's accounting where cgroups hold them;
+	// as uid 65534 they may be rlimits, under which the buffer is never
+	// had (the file that says so is not written).
+	r = sh(t, ws, `dd if=/dev/zero of=/dev/null bs=200M count=1 && echo had > alloc; exit 0`, "--rootfs", root, "--memory", "64M")
+	switch {
+	case r.result == nil:
+		t.Errorf("no result: %s", r)
+	case slices.Contains(r.result.Layers, runtime.LayerCgroup) && (r.result.Usage == nil || r.result.Usage.OOMKills == 0):
 		t.Errorf("a 200 MiB buffer under --memory 64M was not OOM-killed: %s\n%+v", r, r.result)
+	case read("alloc") != "":
+		t.Errorf("a 200 MiB buffer was had under --memory 64M: %s\n%+v", r, r.result)
 	}
 	r = sh(t, ws, `for i in $(seq 1 40); do sleep 5 & done; wait; exit 0`, "--rootfs", root, "--pids", "20", "--timeout", "60s")
 	if r.result != nil && slices.Contains(r.result.Layers, runtime.LayerCgroup) && (r.result.Usage == nil || r.result.Usage.PidsLimitHits == 0) {
