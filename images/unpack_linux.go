@@ -171,8 +171,13 @@ func strip(root string) error {
 				return err
 			}
 		}
-		if err := unix.Lremovexattr(p, "security.capability"); err != nil && err != unix.ENODATA && err != unix.ENOTSUP {
-			return &os.PathError{Op: "removexattr security.capability", Path: p, Err: err}
+		// Looked for first: removing one, even one that is not there,
+		// takes a privilege an unprivileged unpacker (who could not
+		// have set it either) does not have.
+		if _, err := unix.Lgetxattr(p, "security.capability", nil); err == nil {
+			if err := unix.Lremovexattr(p, "security.capability"); err != nil {
+				return &os.PathError{Op: "removexattr security.capability", Path: p, Err: err}
+			}
 		}
 		return nil
 	})
