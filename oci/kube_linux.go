@@ -150,3 +150,41 @@ type networkPolicySpec struct {
 type labelSelector struct {
 	MatchLabels map[string]string `json:"matchLabels"`
 }
+
+// kubeSeccompProfile is the Security Profiles Operator's SeccompProfile
+// (security-profiles-operator.x-k8s.io/v1beta1), cluster-scoped since
+// the operator's v0.9.0: the operator writes its spec on every node as
+// the kubelet's seccomp root's operator/NAME.json, the file a Pod's
+// localhostProfile names. The fields are the operator's JSON names; the
+// tests validate what these make against its published CRD schema.
+type kubeSeccompProfile struct {
+	typeMeta
+	Metadata objectMeta         `json:"metadata"`
+	Spec     seccompProfileSpec `json:"spec"`
+}
+
+// seccompProfileSpec is an OCI seccomp profile without its
+// defaultErrnoRet, which the operator's type does not have.
+type seccompProfileSpec struct {
+	DefaultAction string           `json:"defaultAction"`
+	Architectures []string         `json:"architectures,omitempty"`
+	Flags         []string         `json:"flags,omitempty"`
+	Syscalls      []seccompSyscall `json:"syscalls,omitempty"`
+}
+
+type seccompSyscall struct {
+	Names  []string `json:"names"`
+	Action string   `json:"action"`
+	// ErrnoRet is a pointer: 0 is a value the operator takes.
+	ErrnoRet *int32       `json:"errnoRet,omitempty"`
+	Args     []seccompArg `json:"args,omitempty"`
+}
+
+// seccompArg's values are int64 in the operator's schema (at least 0):
+// a uint64 above math.MaxInt64 has no form there.
+type seccompArg struct {
+	Index    uint32 `json:"index"`
+	Value    int64  `json:"value,omitempty"`
+	ValueTwo int64  `json:"valueTwo,omitempty"`
+	Op       string `json:"op"`
+}

@@ -28,6 +28,7 @@ const kubeSchemaFile = "testdata/kubernetes-openapi.json"
 type kubeSchema struct {
 	Kubernetes, Source, SHA256 string
 	byKind                     map[string]*spec.Schema
+	defs                       map[string]map[string]any
 }
 
 var (
@@ -59,7 +60,7 @@ func readKubeSchema(file string) (*kubeSchema, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
-	k := &kubeSchema{Kubernetes: doc.Kubernetes, Source: doc.Source, SHA256: doc.SHA256, byKind: map[string]*spec.Schema{}}
+	k := &kubeSchema{Kubernetes: doc.Kubernetes, Source: doc.Source, SHA256: doc.SHA256, byKind: map[string]*spec.Schema{}, defs: doc.Definitions}
 	for _, root := range doc.Roots {
 		tree, err := expand(doc.Definitions, root, nil)
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hutchbox/hutch/mounts"
@@ -75,6 +77,10 @@ type Manifest struct {
 	// when the policy skips seccomp.
 	Seccomp     []byte
 	SeccompFile string
+	// SeccompProfile is the profile as the Security Profiles Operator's
+	// SeccompProfile object (nil when Seccomp is): applied before the
+	// Pod, the operator writes it on every node at SeccompFile.
+	SeccompProfile any
 	// Unexpressed says, one line each, what of the policy the Pod does
 	// not enforce or enforces differently.
 	Unexpressed []string
@@ -82,9 +88,20 @@ type Manifest struct {
 
 // The files Manifest.Write makes in its directory.
 const (
-	PodFile    = "pod.yaml"
-	SeccompDir = "seccomp" // a copy of the kubelet's seccomp root
+	PodFile            = "pod.yaml"
+	SeccompProfileFile = "seccompprofile.yaml" // Manifest.SeccompProfile
+	SeccompDir         = "seccomp"             // a copy of the kubelet's seccomp root
 )
+
+// SeccompOperatorDir is where, under the kubelet's seccomp root, the
+// Security Profiles Operator writes the profiles of its SeccompProfile
+// objects, as NAME.json: the Pod's localhostProfile is there.
+const SeccompOperatorDir = "operator"
+
+// SeccompProfileAPIVersion is the apiVersion of the Pod form's
+// SeccompProfile: the Security Profiles Operator serves it from v0.9.0
+// (where the kind became cluster-scoped) to v1.0.0 and later.
+const SeccompProfileAPIVersion = "security-profiles-operator.x-k8s.io/v1beta1"
 
 // KubeletSeccompRoot is where the kubelet looks for localhost profiles
 // by default (its --root-dir, /var/lib/kubelet, and seccomp).
@@ -128,6 +145,7 @@ func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 	if err := b.addMounts(v.Mounts, pol); err != nil {
 		return nil, err
 	}
+	labels := map[string]string{"app.kubernetes.io/name": "hutch", LabelSandbox: o.Name}
 	sc := seccompProfile{Type: "RuntimeDefault"}
 	if v.Seccomp != nil {
 		js, err := seccomp.Marshal(v.Seccomp)
@@ -135,7 +153,19 @@ func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 			return nil, err
 		}
 		m.Seccomp = append(js, '\n')
-		m.SeccompFile = seccompFile(v.SeccompName, m.Seccomp)
+		name := seccompProfileName(v.SeccompName, m.Seccomp)
+		m.SeccompFile = SeccompOperatorDir + "/" + name + ".json"
+		spec, err := operatorSeccomp(v.Seccomp)
+		if err != nil {
+			return nil, fmt.Errorf("oci: seccomp profile %s: %w", v.SeccompName, err)
+		}
+		m.SeccompProfile = &kubeSeccompProfile{
+			typeMeta: typeMeta{APIVersion: SeccompProfileAPIVersion, Kind: "SeccompProfile"},
+			// Cluster-scoped: no namespace; not the Pod's sandbox label,
+			// as Pods of other names may share it.
+			Metadata: objectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "hutch"}},
+			Spec:     spec,
+		}
 		sc = seccompProfile{Type: "Localhost", LocalhostProfile: m.SeccompFile}
 	}
 	c := container{
@@ -143,7 +173,7 @@ func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 		Image:      o.Image,
 		Command:    args,
 		WorkingDir: pol.Workspace,
-		Env:        envVars(v.Env),
+		Env:        envVars(podEnv(v)),
 		Resources:  podResources(v),
 		SecurityContext: securityContext{
 			RunAsNonRoot: true, RunAsUser: o.RunAsUser, RunAsGroup: o.RunAsGroup,
@@ -153,7 +183,6 @@ func Pod(r *runtime.Resolved, args []string, o PodOptions) (*Manifest, error) {
 		},
 		VolumeMounts: b.mounts,
 	}
-	labels := map[string]string{"app.kubernetes.io/name": "hutch", LabelSandbox: o.Name}
 	pod := &kubePod{
 		typeMeta: typeMeta{APIVersion: "v1", Kind: "Pod"},
 		Metadata: objectMeta{Name: o.Name, Namespace: o.Namespace, Labels: labels},
@@ -485,22 +514,95 @@ func (b *podBuilder) hostVolume(path string, dir bool, pol runtime.Policy) strin
 	return b.volume(base, volume{HostPath: &hostPathSource{Path: path, Type: t}})
 }
 
-// seccompFile is the profile's path under the kubelet's seccomp root:
-// its name and a digest of its content, so that the profiles of two
-// policies, or of two versions of hutch, never take each other's place
-// on a node.
-func seccompFile(name string, js []byte) string {
+// seccompProfileName names the profile's SeccompProfile object, and so
+// its file: its name and a digest of its content, so that the profiles
+// of two policies, or of two versions of hutch, never take each other's
+// place in a cluster. A DNS-1123 subdomain, as the object's name must be.
+func seccompProfileName(name string, js []byte) string {
 	safe := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
 			return r
-		}
-		if r >= 'A' && r <= 'Z' {
+		case r >= 'A' && r <= 'Z':
 			return r + 'a' - 'A'
 		}
 		return '-'
 	}, name)
+	safe = strings.Trim(safe[:min(len(safe), 60)], "-")
+	if !strings.HasPrefix(safe, "hutch") {
+		safe = strings.Trim("hutch-"+safe, "-")
+	}
 	sum := sha256.Sum256(js)
-	return "hutch/" + safe + "-" + hex.EncodeToString(sum[:6]) + ".json"
+	return safe + "-" + hex.EncodeToString(sum[:6])
+}
+
+// operatorFlags are the filter flags the operator's type takes.
+var operatorFlags = []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"}
+
+// operatorSeccomp is p as a SeccompProfile's spec: the same rules, less
+// the default errno (said in podUnexpressed). What the operator's type
+// cannot hold is refused, never dropped.
+func operatorSeccomp(p *seccomp.Profile) (seccompProfileSpec, error) {
+	if p.ListenerPath != "" {
+		return seccompProfileSpec{}, fmt.Errorf("a listener path (%s) has no SeccompProfile form", p.ListenerPath)
+	}
+	s := seccompProfileSpec{DefaultAction: string(p.DefaultAction)}
+	for _, a := range p.Architectures {
+		s.Architectures = append(s.Architectures, string(a))
+	}
+	for _, f := range p.Flags {
+		if !slices.Contains(operatorFlags, f) {
+			return seccompProfileSpec{}, fmt.Errorf("flag %s has no SeccompProfile form (it takes %v)", f, operatorFlags)
+		}
+		s.Flags = append(s.Flags, string(f))
+	}
+	for _, c := range p.Syscalls {
+		out := seccompSyscall{Names: c.Names, Action: string(c.Action)}
+		if c.ErrnoRet != nil {
+			if *c.ErrnoRet > math.MaxInt32 {
+				return seccompProfileSpec{}, fmt.Errorf("%v: errno %d has no SeccompProfile form (an int32)", c.Names, *c.ErrnoRet)
+			}
+			e := int32(*c.ErrnoRet)
+			out.ErrnoRet = &e
+		}
+		for _, a := range c.Args {
+			if a.Value > math.MaxInt64 || a.ValueTwo > math.MaxInt64 || a.Index > math.MaxInt32 {
+				return seccompProfileSpec{}, fmt.Errorf("%v: argument %d's values %#x, %#x have no SeccompProfile form (int64s)", c.Names, a.Index, a.Value, a.ValueTwo)
+			}
+			out.Args = append(out.Args, seccompArg{Index: uint32(a.Index), Value: int64(a.Value), ValueTwo: int64(a.ValueTwo), Op: string(a.Op)})
+		}
+		s.Syscalls = append(s.Syscalls, out)
+	}
+	return s, nil
+}
+
+// podEnv is the environment of a Pod's command: the view's, less what
+// it takes from the exporter's (its PATH, locale, terminal, user): the
+// image has its own, and the runtime gives the command the image's
+// where the Pod sets none. With Tools, PATH is Tools before
+// podSystemPath.
+func podEnv(v view) []string {
+	var out []string
+	for _, kv := range v.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case !slices.Contains(v.HostEnv, k):
+			out = append(out, kv)
+		case k == "PATH" && v.Policy.Tools != "":
+			out = append(out, "PATH="+v.Policy.Tools+":"+podSystemPath)
+		}
+	}
+	return out
+}
+
+// homeOf is HOME in env.
+func homeOf(env []string) string {
+	for _, kv := range env {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			return h
+		}
+	}
+	return ""
 }
 
 // envVars are KEY=VALUE pairs as a container's env.
@@ -604,6 +706,15 @@ func podUnexpressed(v view, b *podBuilder, o PodOptions) []string {
 		"pid 1: the command is pid 1 of its container, where signals it has no handler for (SIGTERM, SIGINT) do not end it",
 		podNetwork[p.Network],
 	}
+	// Masks of the exporter's home are the host's idea of secrets: the
+	// deny-list's ~ is the home of whoever exported.
+	home, _ := os.UserHomeDir()
+	var homeMasks []string
+	for _, m := range b.masks {
+		if home != "" && home != "/" && mounts.Within(m, home) {
+			homeMasks = append(homeMasks, m)
+		}
+	}
 	var rl []string
 	for _, r := range v.Rlimits {
 		rl = append(rl, rlimitName(r.Resource)+" "+strconv.FormatUint(r.Hard, 10))
@@ -627,6 +738,9 @@ func podUnexpressed(v view, b *podBuilder, o PodOptions) []string {
 		{b.dirMasks > 0, func() string {
 			return "masked directories are empty read-only directories a command can list; hutch's cannot be entered"
 		}},
+		{len(homeMasks) > 0, func() string {
+			return "masks under the exporter's home (" + home + "): " + strings.Join(homeMasks, ", ") + ": that home's paths, which the image may not have (the runtime makes a mount point there) or have as another type (the container does not start); the command's HOME is " + homeOf(v.Env)
+		}},
 		{len(b.unmounted) > 0, func() string {
 			return "masks of paths missing at export are not mounted over (a Pod's mount needs to know file from directory): " + strings.Join(b.unmounted, ", ")
 		}},
@@ -645,8 +759,15 @@ func podUnexpressed(v view, b *podBuilder, o PodOptions) []string {
 		{v.ModeWall, func() string {
 			return "seccomp mode wall: hutch stacks its no-setuid-file rules under a caller's profile; a Pod takes one profile, so only the caller's applies"
 		}},
+		{p.Tools != "" && slices.Contains(v.HostEnv, "PATH"), func() string {
+			return "PATH: Tools (" + p.Tools + ") before " + podSystemPath + ", in place of the image's PATH, which is not known at export"
+		}},
 		{v.Seccomp == nil, func() string {
 			return "seccomp: skipped by the policy; the Pod gets the runtime's default profile (RuntimeDefault)"
+		}},
+		{v.Seccomp != nil && v.Seccomp.DefaultErrnoRet != nil && *v.Seccomp.DefaultErrnoRet != uint(unix.EPERM), func() string {
+			return "seccomp: the SeccompProfile has no default errno (the operator's type has no defaultErrnoRet): a system call the profile does not name fails with EPERM, where hutch's fails with " +
+				unix.ErrnoName(unix.Errno(*v.Seccomp.DefaultErrnoRet)) + "; the profile under " + SeccompDir + "/, copied to the nodes by hand, keeps it"
 		}},
 	} {
 		if c.when {
@@ -679,9 +800,11 @@ func (m *Manifest) YAML() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Write writes the manifest into dir: dir/pod.yaml, and the seccomp
-// profile at dir/seccomp/SeccompFile, a tree to copy into each node's
-// kubelet seccomp root (KubeletSeccompRoot).
+// Write writes the manifest into dir: dir/pod.yaml; with a seccomp
+// profile, dir/seccompprofile.yaml, the Security Profiles Operator's
+// object to apply first, and the profile itself at dir/seccomp/SeccompFile,
+// a tree to copy into each node's kubelet seccomp root
+// (KubeletSeccompRoot) where the operator is not installed.
 func (m *Manifest) Write(dir string) error {
 	y, err := m.YAML()
 	if err != nil {
@@ -699,5 +822,19 @@ func (m *Manifest) Write(dir string) error {
 			return fmt.Errorf("oci: pod manifest %q: %w", dir, err)
 		}
 	}
+	if m.SeccompProfile != nil {
+		y, err := yaml.Marshal(m.SeccompProfile)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, SeccompProfileFile), y, 0o644); err != nil {
+			return fmt.Errorf("oci: pod manifest %q: %w", dir, err)
+		}
+	}
 	return os.WriteFile(filepath.Join(dir, PodFile), y, 0o644)
 }
+
+// podSystemPath is the PATH a Pod's command gets with Tools: Tools
+// before it. The image's own PATH is not known here, and the
+// exporter's is not the image's.
+const podSystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

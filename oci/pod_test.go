@@ -223,7 +223,7 @@ func TestPodDefaultPolicy(t *testing.T) {
 
 	// The seccomp profile: named, and its file the view's.
 	sp := c.SecurityContext.SeccompProfile
-	if sp.Type != "Localhost" || sp.LocalhostProfile != m.SeccompFile || !strings.HasPrefix(sp.LocalhostProfile, "hutch/") || a[AnnotationSeccomp] != seccomp.DefaultName {
+	if sp.Type != "Localhost" || sp.LocalhostProfile != m.SeccompFile || !strings.HasPrefix(sp.LocalhostProfile, SeccompOperatorDir+"/hutch-default-") || a[AnnotationSeccomp] != seccomp.DefaultName {
 		t.Errorf("seccomp profile %+v, annotation %q", sp, a[AnnotationSeccomp])
 	}
 	want, err := seccomp.Marshal(view.Seccomp)
@@ -279,6 +279,11 @@ func TestPodDefaultPolicy(t *testing.T) {
 	}
 	if !slices.Equal(annotationList(t, pod, AnnotationUnexpressed), m.Unexpressed) {
 		t.Errorf("annotation %s is not Unexpressed", AnnotationUnexpressed)
+	}
+	// The masks of the exporter's home are said to be its paths.
+	i := slices.IndexFunc(m.Unexpressed, func(l string) bool { return strings.HasPrefix(l, "masks under the exporter's home ("+home+"): ") })
+	if i < 0 || !strings.Contains(m.Unexpressed[i], filepath.Join(home, ".ssh")) || strings.Contains(m.Unexpressed[i], filepath.Join(ws, ".env")) {
+		t.Errorf("the exporter's home's masks are not said: %q", m.Unexpressed)
 	}
 }
 
@@ -580,5 +585,82 @@ func TestPodRestricted(t *testing.T) {
 	}
 	if slices.ContainsFunc(m.Unexpressed, func(s string) bool { return strings.HasPrefix(s, "hostPath:") }) {
 		t.Errorf("unexpressed: %q", m.Unexpressed)
+	}
+}
+
+// TestPodEnvironment: a Pod's environment is the policy's, never the
+// exporter's: host variables set to values found nowhere else (a PATH,
+// the locale, the terminal, the user, a rustup home, a variable of
+// hutch's tests) appear in no variable of the Pod read back; the
+// policy's own Env, PATH included, does, as do HOME and the caches in
+// it. With Tools, PATH is Tools before a fixed system PATH, not the
+// host's, and that is said.
+func TestPodEnvironment(t *testing.T) {
+	host := map[string]string{
+		"PATH": "/host-only/bin", "LANG": "xx_HOST.ONLY", "LC_ALL": "xx_HOST.ALL", "TERM": "host-only-term",
+		"TZ": "Host/Only", "USER": "host-only-user", "LOGNAME": "host-only-login", "RUSTUP_HOME": "/host-only/rustup",
+		"HUTCH_TEST_MARKER": "host-only-marker",
+	}
+	for k, v := range host {
+		t.Setenv(k, v)
+	}
+	hostValue := func(env []envVar) []string {
+		var leaked []string
+		for _, e := range env {
+			for k, v := range host {
+				if e.Name == k && k == "HUTCH_TEST_MARKER" || strings.Contains(e.Value, v) {
+					leaked = append(leaked, e.Name+"="+e.Value)
+				}
+			}
+		}
+		return leaked
+	}
+	ws := podWorkspace(t)
+	tools := mkdir(ws + "-tools")
+	for _, tc := range []struct {
+		name string
+		mod  func(p *runtime.Policy)
+		// path is the Pod's PATH ("" none: the image's).
+		path        string
+		unexpressed string
+	}{
+		{"default", func(*runtime.Policy) {}, "", ""},
+		{"the policy's own", func(p *runtime.Policy) {
+			p.Env = []string{"PATH=/opt/policy/bin:/usr/bin", "LANG=C.UTF-8", "POLICY_VAR=kept"}
+		}, "/opt/policy/bin:/usr/bin", ""},
+		{"tools", func(p *runtime.Policy) { p.Tools = tools }, tools + ":" + podSystemPath, "PATH: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := runtime.DefaultPolicy(ws)
+			tc.mod(&p)
+			m, err := podOf(p, []string{"true"}, PodOptions{Image: "alpine:3.20"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := m.Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			env := readManifest(t, dir).pod.Spec.Containers[0].Env
+			if leaked := hostValue(env); len(leaked) > 0 {
+				t.Errorf("host variables in the Pod: %q", leaked)
+			}
+			got := map[string]string{}
+			for _, e := range env {
+				got[e.Name] = e.Value
+			}
+			if got["PATH"] != tc.path || got["HOME"] != runtime.Home || got["XDG_CACHE_HOME"] != runtime.Home+"/.cache" {
+				t.Errorf("PATH %q (want %q), HOME %q, XDG_CACHE_HOME %q", got["PATH"], tc.path, got["HOME"], got["XDG_CACHE_HOME"])
+			}
+			for _, kv := range p.Env {
+				k, v, _ := strings.Cut(kv, "=")
+				if got[k] != v {
+					t.Errorf("the policy's %s: %q in the Pod", kv, got[k])
+				}
+			}
+			if tc.unexpressed != "" && !slices.ContainsFunc(m.Unexpressed, func(l string) bool { return strings.HasPrefix(l, tc.unexpressed) }) {
+				t.Errorf("no line %q in %q", tc.unexpressed, m.Unexpressed)
+			}
+		})
 	}
 }

@@ -182,7 +182,7 @@ func SetsEnv(name string) bool {
 	}
 	for _, kv := range baseEnvAt(&Policy{Root: "/"}, Home) {
 		if k, _, _ := strings.Cut(kv, "="); k == name {
-			return !slices.Contains(hostEnv, k)
+			return !slices.Contains(hostEnv(), k)
 		}
 	}
 	return false
@@ -220,9 +220,18 @@ func checkEnv(field string, env []string) error {
 	return nil
 }
 
-// hostEnv are the host's variables a command gets: they describe the
-// terminal and the locale.
-var hostEnv = []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"}
+// hostEnvNames are the variables the clean environment copies from the
+// host's own, when set there: they describe its terminal, locale and
+// user. PATH and RUSTUP_HOME are the host's too (see hostEnv).
+var hostEnvNames = []string{"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"}
+
+// hostEnv are the names of the variables of the clean environment whose
+// values are the host's, wholly or in part: PATH (Tools, if any, before
+// the host's), the terminal, locale and user, and RUSTUP_HOME. A root
+// that is not the host's (an image) has its own.
+func hostEnv() []string {
+	return append(append([]string{"PATH"}, hostEnvNames...), "RUSTUP_HOME")
+}
 
 // baseEnvAt is the clean environment every command starts from: a few
 // host variables that describe the terminal and locale, HOME (at home) and
@@ -238,7 +247,7 @@ func baseEnvAt(p *Policy, Home string) []string {
 		path = p.Tools + ":" + path
 	}
 	env := []string{"PATH=" + path}
-	for _, k := range hostEnv {
+	for _, k := range hostEnvNames {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -5,6 +5,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/internal/ociview"
@@ -94,6 +95,12 @@ func ociView(res *Resolved) (ociview.View, error) {
 		Limits:   cgroups.Limits{MemoryBytes: enforced(pol.Memory), Pids: enforced(pol.Pids), CPUs: enforced(pol.CPUs), FileSizeBytes: enforced(pol.FileSize)},
 		Hostname: sb.config(f).Hostname,
 		ModeWall: sb.modeWall != nil,
+	}
+	for _, k := range hostEnv() {
+		// The policy's own value is the policy's, not the host's.
+		if !slices.ContainsFunc(pol.Env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+			v.HostEnv = append(v.HostEnv, k)
+		}
 	}
 	// The per-process limits every init sets when the limits are in a
 	// cgroup (setupLimits): an OCI runtime puts the rest in its cgroup.

@@ -40,8 +40,11 @@ read-only when the runtime starts; hutch run --backend oci does that itself.
 
 With --kubernetes, write instead DIR/pod.yaml, a Pod running CMD in --image
 (with a NetworkPolicy denying all traffic but for --net host, and a
-ConfigMap masked files are bound from), and its seccomp profile under
-DIR/seccomp/, to copy into each node's ` + oci.KubeletSeccompRoot + `.
+ConfigMap masked files are bound from) with the image's environment and the
+policy's, not this host's; its seccomp profile as the Security Profiles
+Operator's SeccompProfile in DIR/seccompprofile.yaml, to apply first; and
+the profile itself under DIR/seccomp/, to copy into each node's
+` + oci.KubeletSeccompRoot + ` where the operator is not installed.
 
 What the form does not express of the policy is listed on stderr, one
 line each (and with --unexpressed-json, as a JSON array).`,
@@ -84,9 +87,9 @@ line each (and with --unexpressed-json, as a JSON array).`,
 				}
 				what, unexpressed = "Pod", m.Unexpressed
 				if m.SeccompFile != "" {
-					fmt.Fprintf(os.Stderr, "hutch: the Pod's seccomp profile is %s: copy it to %s on every node (cp -r %s/. %s/)\n",
-						filepath.Join(bundle, oci.SeccompDir, m.SeccompFile), filepath.Join(oci.KubeletSeccompRoot, m.SeccompFile),
-						filepath.Join(bundle, oci.SeccompDir), oci.KubeletSeccompRoot)
+					fmt.Fprintf(os.Stderr, "hutch: the Pod's seccomp profile is the SeccompProfile in %s: apply it before the Pod (kubectl apply -f %s), and the Security Profiles Operator writes it to %s on every node; without the operator, copy %s there on every node (cp -r %s/. %s/)\n",
+						filepath.Join(bundle, oci.SeccompProfileFile), filepath.Join(bundle, oci.SeccompProfileFile), filepath.Join(oci.KubeletSeccompRoot, m.SeccompFile),
+						filepath.Join(bundle, oci.SeccompDir, m.SeccompFile), filepath.Join(bundle, oci.SeccompDir), oci.KubeletSeccompRoot)
 				}
 			} else {
 				form, err := oci.Export(r, args, oci.Options{Rootfs: rootfs})

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/hutchbox/hutch/oci"
 )
 
@@ -36,9 +38,12 @@ func TestOCIExportKubernetes(t *testing.T) {
 			t.Errorf("%s has no %q:\n%s", oci.PodFile, want, y)
 		}
 	}
-	profiles, _ := filepath.Glob(filepath.Join(dir, oci.SeccompDir, "hutch", "*.json"))
-	if len(profiles) != 1 || !strings.Contains(stderr, oci.KubeletSeccompRoot) {
+	profiles, _ := filepath.Glob(filepath.Join(dir, oci.SeccompDir, oci.SeccompOperatorDir, "*.json"))
+	if len(profiles) != 1 || !strings.Contains(stderr, oci.KubeletSeccompRoot) || !strings.Contains(stderr, "kubectl apply -f "+filepath.Join(dir, oci.SeccompProfileFile)) {
 		t.Errorf("seccomp profiles %q; stderr:\n%s", profiles, stderr)
+	}
+	if y, err := os.ReadFile(filepath.Join(dir, oci.SeccompProfileFile)); err != nil || !strings.Contains(string(y), "kind: SeccompProfile") {
+		t.Errorf("%s: %v\n%s", oci.SeccompProfileFile, err, y)
 	}
 	var lines []string
 	if b, err := os.ReadFile(uj); err != nil || json.Unmarshal(b, &lines) != nil || len(lines) == 0 {
@@ -46,6 +51,66 @@ func TestOCIExportKubernetes(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "hutch: not in the Pod: network none:") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// TestOCIExportKubernetesHostEnv: oci export --kubernetes run with
+// host variables set to values found nowhere else puts none of them in
+// the Pod: not the exporter's PATH, locale, terminal or user, nor any
+// other variable of its; the policy's own (--env) are there.
+func TestOCIExportKubernetesHostEnv(t *testing.T) {
+	host := map[string]string{
+		"PATH": "/host-only/bin", "LANG": "xx_HOST.ONLY", "TERM": "host-only-term", "TZ": "Host/Only",
+		"USER": "host-only-user", "LOGNAME": "host-only-login", "HUTCH_TEST_MARKER": "host-only-marker",
+	}
+	for k, v := range host {
+		t.Setenv(k, v)
+	}
+	ws, dir := t.TempDir(), filepath.Join(t.TempDir(), "pod")
+	var code int
+	stderr := captureStderr(t, func() {
+		code = execute([]string{"oci", "export", "--kubernetes", "--bundle", dir, "--image", "alpine:3.20", "--workspace", ws,
+			"--env", "POLICY_VAR=kept", "--", "true"})
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	y, err := os.ReadFile(filepath.Join(dir, oci.PodFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod struct {
+		Kind string
+		Spec struct {
+			Containers []struct {
+				Env []struct{ Name, Value string }
+			}
+		}
+	}
+	found := false
+	for _, doc := range strings.Split(string(y), "\n---\n") {
+		if err := yaml.Unmarshal([]byte(doc), &pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Kind != "Pod" {
+			continue
+		}
+		found = true
+		kept := false
+		for _, e := range pod.Spec.Containers[0].Env {
+			for k, v := range host {
+				if e.Name == "HUTCH_TEST_MARKER" || strings.Contains(e.Value, v) {
+					t.Errorf("the exporter's %s in the Pod: %s=%s", k, e.Name, e.Value)
+				}
+			}
+			kept = kept || e.Name == "POLICY_VAR" && e.Value == "kept"
+		}
+		if !kept {
+			t.Errorf("the policy's POLICY_VAR is not in the Pod: %+v", pod.Spec.Containers[0].Env)
+		}
+	}
+	if !found {
+		t.Fatalf("no Pod in %s", y)
 	}
 }
 

@@ -24,6 +24,11 @@ type View struct {
 	ModeWall bool
 	// Env is every command's base environment, the policy's Env merged.
 	Env []string
+	// HostEnv names the variables of Env whose values are the host's
+	// (PATH, the locale, the terminal, the user, RUSTUP_HOME), not the
+	// policy's: right for a command on the host's root, wrong in an
+	// image's, which has its own.
+	HostEnv []string
 	// Limits go into the command's cgroup; Rlimits are set per process.
 	Limits  cgroups.Limits
 	Rlimits []cgroups.Rlimit
