@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchbox/hutch/cgroups"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/runtime"
@@ -28,6 +30,16 @@ type Options struct {
 	Rootfs string
 	// Dir is the command's working directory; "" is the workspace.
 	Dir string
+	// Rootless makes the form for a runtime run by a user other than
+	// root (rootless runc): a user namespace of its own, mapping uid and
+	// gid 0 inside to the caller's (the one mapping such a user may
+	// write), no cgroup (no resources and no cgroupsPath: nothing is
+	// delegated to the runtime to write, so it writes nothing), the
+	// memory and pids limits as rlimits, as hutch's own backend sets them
+	// without cgroups, and the host's tree, when it is the root, bound
+	// read-only by the configuration's first mount (such a user cannot
+	// make the mount namespace to bind it in beforehand).
+	Rootless bool
 }
 
 // Form is the OCI form of a policy.
@@ -45,6 +57,9 @@ type Form struct {
 	// RootLinks are the links Write makes in an empty root (the host's
 	// /bin -> usr/bin and the like).
 	RootLinks []mounts.Link
+	// Rootless is Options.Rootless: a user namespace mapping only the
+	// caller's ids, no cgroup; Run runs it as a user other than root.
+	Rootless bool
 	// Layers are hutch's layers the configuration enforces.
 	Layers []runtime.Layer
 	// SeccompName names the filter as Result.SeccompProfile does.
@@ -86,7 +101,11 @@ func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 	if err := unforwarded(pol); err != nil {
 		return nil, err
 	}
-	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network, Timeout: max(pol.Timeout, 0)}
+	f := &Form{HostRoot: o.Rootfs == "", SeccompName: v.SeccompName, Network: pol.Network, Timeout: max(pol.Timeout, 0), Rootless: o.Rootless}
+	if o.Rootless {
+		// No cgroup: the limits are rlimits, as without cgroups at home.
+		v.Rlimits = cgroups.Rlimits(v.Limits)
+	}
 	if len(v.Mounts.Mounts) > 0 && v.Mounts.Mounts[0].Kind == mounts.EmptyRoot {
 		if o.Rootfs != "" {
 			return nil, fmt.Errorf("oci: rootfs %q: a listed view (Reads listed) is a root of its own, made of the host's listed trees; it takes no image", o.Rootfs)
@@ -129,7 +148,17 @@ func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 	}
 	f.Spec = s
 	f.Layers = []runtime.Layer{runtime.LayerMountNS, runtime.LayerPidNS}
+	if o.Rootless {
+		s.Process.User = specs.User{UID: 0, GID: 0}
+		s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getuid()), Size: 1}}
+		s.Linux.GIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getgid()), Size: 1}}
+		s.Linux.Resources = nil
+		f.Layers = append([]runtime.Layer{runtime.LayerUserNS}, f.Layers...)
+	}
 	s.Linux.Namespaces = []specs.LinuxNamespace{{Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}, {Type: specs.CgroupNamespace}}
+	if o.Rootless {
+		s.Linux.Namespaces = append([]specs.LinuxNamespace{{Type: specs.UserNamespace}}, s.Linux.Namespaces...)
+	}
 	if pol.Network != runtime.NetworkHost {
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 		f.Layers = append(f.Layers, runtime.LayerNetNS)
@@ -142,10 +171,23 @@ func Export(r *runtime.Resolved, args []string, o Options) (*Form, error) {
 		f.Layers = append(f.Layers, runtime.LayerCgroup)
 	}
 	f.Layers = append(f.Layers, runtime.LayerRlimits)
+	if o.Rootless && f.HostRoot {
+		// The host's /, read-only throughout (rro: mount_setattr's
+		// recursive flag), under every mount of the plan.
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/", Type: "bind", Source: "/", Options: []string{"rbind", "rro", "nosuid", "nodev"}})
+	}
 	if err := f.addMounts(v.Mounts, pol); err != nil {
 		return nil, err
 	}
 	f.Unexpressed = unexpressed(v, f)
+	for _, rt := range Runtimes {
+		if flags := f.RuntimeFlags(rt); len(flags) > 0 {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[AnnotationRuntimeFlags+rt] = strings.Join(flags, " ")
+		}
+	}
 	return f, nil
 }
 

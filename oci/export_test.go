@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -341,5 +342,105 @@ func TestExportListed(t *testing.T) {
 	}
 	if _, err := Export(mustCheck(t, p), []string{"true"}, Options{Rootfs: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "takes no image") {
 		t.Errorf("a listed view with an image: %v, want a refusal", err)
+	}
+}
+
+// TestExportRuntimeFlags: what a runtime needs beyond the configuration
+// is in it, as an annotation, and in the command line the export names:
+// runsc's --oci-seccomp with a filter (without it runsc runs none), its
+// network flag always; runc and crun need none. A pids limit runsc would
+// not start with is refused for runsc alone, naming Pids.
+func TestExportRuntimeFlags(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		mod   func(p *runtime.Policy)
+		runsc string
+	}{
+		{"default", func(*runtime.Policy) {}, "--network=none --oci-seccomp"},
+		{"net host", func(p *runtime.Policy) { p.Network = runtime.NetworkHost }, "--network=host --oci-seccomp"},
+		{"no seccomp", func(p *runtime.Policy) { p.SkipLayers = []runtime.Layer{runtime.LayerSeccomp} }, "--network=none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := runtime.DefaultPolicy(ws)
+			tc.mod(&p)
+			f, err := exportOf(p, []string{"true"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := f.Spec.Annotations
+			if a[AnnotationRuntimeFlags+"runsc"] != tc.runsc {
+				t.Errorf("runsc's annotation %q, want %q", a[AnnotationRuntimeFlags+"runsc"], tc.runsc)
+			}
+			for _, rt := range []string{"runc", "crun"} {
+				if v, ok := a[AnnotationRuntimeFlags+rt]; ok {
+					t.Errorf("%s's annotation %q", rt, v)
+				}
+			}
+			want := append(append([]string{"runsc"}, strings.Fields(tc.runsc)...), "run", "--bundle", "/b", "id")
+			if got := f.RuntimeCommand("runsc", "/b", "id"); !slices.Equal(got, want) {
+				t.Errorf("runsc's command line %q, want %q", got, want)
+			}
+		})
+	}
+	p := runtime.DefaultPolicy(ws)
+	p.Pids = 20
+	f, err := exportOf(p, []string{"true"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pe *runtime.PolicyError
+	if err := f.checkRuntime("runsc"); !errors.As(err, &pe) || pe.Field != "Pids" || pe.Value != "20" {
+		t.Errorf("runsc with pids 20: %v", err)
+	}
+	for _, rt := range []string{"runc", "crun"} {
+		if err := f.checkRuntime(rt); err != nil {
+			t.Errorf("%s with pids 20: %v", rt, err)
+		}
+	}
+	if notes := f.RuntimeNotes("runsc"); !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "pids limit 20: below") }) {
+		t.Errorf("runsc's notes %q", notes)
+	}
+}
+
+// TestExportRootless: the rootless form maps only the caller's uid and
+// gid (to 0, as rootless runc requires a mapping of root), in a user
+// namespace of its own; writes no cgroup (no resources: the runtime has
+// no delegated cgroup to write them in) and holds the memory and pids
+// limits as rlimits instead, saying so; binds the host's root itself,
+// read-only throughout, under every mount of the plan.
+func TestExportRootless(t *testing.T) {
+	p := runtime.DefaultPolicy(t.TempDir())
+	p.Memory, p.Pids = 256<<20, 100
+	f, err := exportOf(p, []string{"true"}, Options{Rootless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Spec
+	want := []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(os.Getuid()), Size: 1}}
+	if s.Linux.Namespaces[0].Type != specs.UserNamespace || !reflect.DeepEqual(s.Linux.UIDMappings, want) || len(s.Linux.GIDMappings) != 1 || s.Linux.GIDMappings[0].ContainerID != 0 ||
+		s.Process.User.UID != 0 || s.Process.User.GID != 0 {
+		t.Errorf("user namespace: %+v, uid mappings %+v, gid mappings %+v, user %+v", s.Linux.Namespaces, s.Linux.UIDMappings, s.Linux.GIDMappings, s.Process.User)
+	}
+	if s.Linux.Resources != nil || s.Linux.CgroupsPath != "" {
+		t.Errorf("cgroup writes in a rootless form: %+v %q", s.Linux.Resources, s.Linux.CgroupsPath)
+	}
+	rl := map[string]uint64{}
+	for _, r := range s.Process.Rlimits {
+		rl[r.Type] = r.Hard
+	}
+	if rl["RLIMIT_DATA"] != 256<<20 || rl["RLIMIT_NPROC"] != 100 {
+		t.Errorf("rlimits %+v", s.Process.Rlimits)
+	}
+	if m := s.Mounts[0]; m.Destination != "/" || m.Source != "/" || !slices.Contains(m.Options, "rro") || !slices.Contains(m.Options, "rbind") {
+		t.Errorf("first mount %+v, not the host's root read-only", m)
+	}
+	if !slices.Contains(f.Layers, runtime.LayerUserNS) || slices.Contains(f.Layers, runtime.LayerCgroup) {
+		t.Errorf("layers %v", f.Layers)
+	}
+	for _, line := range []string{"memory (rootless, no cgroup)", "pids (rootless, no cgroup)", "user namespace: the runtime's own"} {
+		if !slices.ContainsFunc(f.Unexpressed, func(u string) bool { return strings.HasPrefix(u, line) }) {
+			t.Errorf("no line %q in %q", line, f.Unexpressed)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -72,14 +73,14 @@ type Stdio struct {
 // this process gets are passed on to the runtime, which passes them on
 // to the command. An error means the command did not run.
 //
-// Run needs root: hutch has no rootless configuration (no user
-// namespace mapping, and no cgroup delegated to the runtime for the
-// limits). As another user its error matches
-// runtime.ErrBackendUnavailable, and nothing runs.
+// Run needs root, or a rootless form (Options.Rootless) and runc: crun
+// refuses a hybrid cgroup host, which without root hutch cannot hide
+// from it, and hutch has no rootless form for runsc. Where it cannot run,
+// its error matches runtime.ErrBackendUnavailable, and nothing runs.
 func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Result, error) {
 	rt := filepath.Base(path) // the runtime, by its name
-	if uid := os.Geteuid(); uid != 0 {
-		return nil, &unavailableError{name: rt, reason: fmt.Sprintf("uid %d: needs root (hutch has no rootless OCI configuration: no user namespace mapping, no cgroup delegated to the runtime for the limits)", uid)}
+	if err := rootlessUnavailable(rt, f); err != nil {
+		return nil, err
 	}
 	id := make([]byte, 8)
 	rand.Read(id)
@@ -93,22 +94,34 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	linux := *spec.Linux
 	// The runtime's cgroup is made below a group of hutch's: that group's
 	// counters hold what the command consumed once the runtime has
-	// removed its own, and it removes what the runtime leaves behind.
-	parent, err := parentGroup()
-	if err != nil {
-		return nil, err
+	// removed its own, and it removes what the runtime leaves behind. A
+	// rootless form has none: nothing is delegated to this user.
+	var parent *cgroups.Group
+	if !f.Rootless {
+		parent, err = parentGroup()
+		if err != nil {
+			return nil, err
+		}
+		defer parent.DestroyNested()
+		cgPath, _ := parent.CgroupsPath()
+		linux.CgroupsPath = cgPath + "/" + name
 	}
-	defer parent.DestroyNested()
-	cgPath, _ := parent.CgroupsPath()
-	linux.CgroupsPath = cgPath + "/" + name
 	spec.Linux = &linux
 	g := *f
 	g.Spec = &spec
 	if err := g.Write(bundle); err != nil {
 		return nil, err
 	}
-	runArgs := append(globalFlags(rt, f), "run", "--bundle", bundle, name)
-	cmd := exec.CommandContext(ctx, path, runArgs...)
+	if err := f.checkRuntime(rt); err != nil {
+		return nil, err
+	}
+	// A rootless runtime keeps its state in a directory of this run's
+	// (its default is under $XDG_RUNTIME_DIR, which such a user may lack).
+	var state []string
+	if f.Rootless {
+		state = []string{"--root", filepath.Join(bundle, "state")}
+	}
+	cmd := exec.CommandContext(ctx, path, append(state, f.RuntimeCommand(rt, bundle, name)[1:]...)...)
 	cmd.Stdin, cmd.Stdout = stdio.Stdin, stdio.Stdout
 	cmd.Stderr = stdio.Stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -116,7 +129,11 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	start := time.Now()
-	if err := startIn(cmd, f.HostRoot, bundle, rt); err != nil {
+	startCmd := cmd.Start // a rootless form needs, and may make, no mount namespace
+	if !f.Rootless {
+		startCmd = func() error { return startIn(cmd, f.HostRoot, bundle, rt) }
+	}
+	if err := startCmd(); err != nil {
 		return nil, fmt.Errorf("hutch: backend oci: %s: %w", path, err)
 	}
 	done := make(chan error, 1)
@@ -132,7 +149,7 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	var sig syscall.Signal
 	delivered := false
 	kill := func() bool {
-		return exec.Command(path, "kill", name, strings.TrimPrefix(unix.SignalName(sig), "SIG")).Run() == nil
+		return exec.Command(path, append(state, "kill", name, strings.TrimPrefix(unix.SignalName(sig), "SIG"))...).Run() == nil
 	}
 	var waitErr error
 wait:
@@ -184,8 +201,10 @@ wait:
 	default:
 		return r, fmt.Errorf("hutch: backend oci: %s: %w", path, waitErr)
 	}
-	if u, err := parent.Usage(); err == nil {
-		r.Usage = &u
+	if parent != nil {
+		if u, err := parent.Usage(); err == nil {
+			r.Usage = &u
+		}
 	}
 	if timedOut {
 		r.Killed, r.KillReason, r.Reason = true, runtime.KilledTimeout, "timeout of "+f.Timeout.String()
@@ -198,8 +217,26 @@ wait:
 	}
 	// Whatever the runtime left behind (it removes a container that
 	// ran; one that failed to start may remain).
-	exec.Command(path, "delete", "--force", name).Run()
+	exec.Command(path, append(state, "delete", "--force", name)...).Run()
 	return r, nil
+}
+
+// rootlessUnavailable says why the runtime named cannot run f here as
+// this user, or nil if it can: as root any form runs; otherwise only a
+// rootless one, under runc.
+func rootlessUnavailable(runtimeName string, f *Form) error {
+	uid := os.Geteuid()
+	switch {
+	case uid == 0:
+		return nil
+	case !f.Rootless:
+		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root for this form (Options.Rootless makes one for a rootless runtime)", uid)}
+	case runtimeName == "runsc":
+		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root: hutch has no rootless form for runsc (rootless runc runs one)", uid)}
+	case runtimeName == "crun" && hybridCgroup2():
+		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root on this hybrid cgroup host: crun refuses it (\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\", even with --cgroup-manager=disabled), and only root can hide the cgroup2 mount in its mount namespace (rootless runc runs)", uid)}
+	}
+	return nil
 }
 
 // parentGroup makes the group a runtime's cgroup is made in; it must
@@ -220,11 +257,53 @@ func parentGroup() (*cgroups.Group, error) {
 	return g, nil
 }
 
-// globalFlags are the runtime's own flags the form needs. runsc takes
-// the network and the seccomp filter from its flags, not only from the
-// configuration: without --network=none it runs its network stack in
-// the namespace it was started in (and refuses the host's), and without
-// --oci-seccomp it drops the configuration's filter.
+// RuntimeCommand is the command line that runs the bundle in dir as
+// container id under the runtime named (one of Runtimes): the runtime,
+// the flags of its own the form needs (RuntimeFlags), run --bundle. It
+// is what Run runs, and what the export prints for each runtime.
+func (f *Form) RuntimeCommand(runtimeName, dir, id string) []string {
+	return append(append([]string{runtimeName}, f.RuntimeFlags(runtimeName)...), "run", "--bundle", dir, id)
+}
+
+// RuntimeFlags are the runtime's own flags the form needs beyond its
+// configuration (config.json names them too, in the annotations
+// AnnotationRuntimeFlags+name). runsc takes the network and the seccomp
+// filter from its flags, not only from the configuration: without
+// --network=none it runs its network stack in the namespace it was
+// started in (and refuses the host's), and without --oci-seccomp it
+// runs the command with no filter at all, and says nothing.
+func (f *Form) RuntimeFlags(runtimeName string) []string {
+	return globalFlags(runtimeName, f)
+}
+
+// AnnotationRuntimeFlags, followed by a runtime's name, is the
+// configuration's annotation holding Form.RuntimeFlags for it, space
+// separated (runsc's: "--network=none --oci-seccomp"); absent for a
+// runtime that needs none.
+const AnnotationRuntimeFlags = "dev.hutch.runtime-flags."
+
+// RunscMinPids is the lowest pids limit a bundle runs with under runsc:
+// there the limit holds the sandbox's host cgroup, where the gVisor
+// kernel's own threads count, not the command's processes (gVisor
+// tasks). Measured with Debian's runsc 20221219 on 2 CPUs: a trivial
+// command peaked at 51 to 53 threads; --pids 40 failed its start
+// ("urpc method containerManager.StartRoot failed: EOF"), 20 earlier
+// still. The Go runtime's threads grow with the CPUs, so 8 more per CPU
+// beyond two (not measured on more CPUs than two).
+func RunscMinPids() int64 { return 64 + 8*int64(max(goruntime.NumCPU()-2, 0)) }
+
+// checkRuntime refuses what the runtime named would fail on with an
+// error of its own, or ignore, before anything starts.
+func (f *Form) checkRuntime(runtimeName string) error {
+	r := f.Spec.Linux.Resources
+	if runtimeName == "runsc" && r != nil && r.Pids != nil && *r.Pids.Limit < RunscMinPids() {
+		return &runtime.PolicyError{Field: "Pids", Value: strconv.FormatInt(*r.Pids.Limit, 10), Reason: fmt.Sprintf(
+			"below %d under runsc, which would not start: the limit holds gVisor's host cgroup, where its own kernel's threads count (over 50 to start a command); the command's processes are gVisor tasks, bounded by --memory", RunscMinPids())}
+	}
+	return nil
+}
+
+// globalFlags are RuntimeFlags.
 func globalFlags(runtimeName string, f *Form) []string {
 	if runtimeName != "runsc" {
 		return nil
@@ -281,6 +360,29 @@ func startIn(cmd *exec.Cmd, hostRoot bool, bundle, runtimeName string) error {
 	return <-errc
 }
 
+// RuntimeNotes say, for the runtime named, what else it needs on this
+// host to run the form's bundle as Run runs it, beyond its command line
+// (RuntimeCommand) and a host root's bind (Form.HostRoot, said in
+// Unexpressed): one line each, none when nothing.
+func (f *Form) RuntimeNotes(runtimeName string) []string {
+	var out []string
+	if runtimeName == "crun" && hybridCgroup2() {
+		out = append(out, "crun refuses this hybrid cgroup host (\"cgroups in hybrid mode not supported\"): unmount /sys/fs/cgroup/unified in its mount namespace first (umount -l), as hutch run --backend oci does")
+	}
+	var pe *runtime.PolicyError
+	if err := f.checkRuntime(runtimeName); errors.As(err, &pe) {
+		out = append(out, "pids limit "+pe.Value+": "+pe.Reason)
+	}
+	return out
+}
+
+// hybridCgroup2 says the host is hybrid with controllers in its cgroup2
+// hierarchy, which crun refuses (see hideHybridCgroup2).
+func hybridCgroup2() bool {
+	b, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	return err == nil && len(bytes.TrimSpace(b)) > 0
+}
+
 // hideHybridCgroup2 unmounts, in the runtime's mount namespace, the
 // cgroup2 hierarchy of a hybrid host (cgroup v1 controllers, plus a
 // cgroup2 mount at /sys/fs/cgroup/unified) when that hierarchy has
@@ -289,8 +391,7 @@ func startIn(cmd *exec.Cmd, hostRoot bool, bundle, runtimeName string) error {
 // in the v1 controllers as they would anyway.
 func hideHybridCgroup2() error {
 	const unified = "/sys/fs/cgroup/unified"
-	b, err := os.ReadFile(filepath.Join(unified, "cgroup.controllers"))
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	if !hybridCgroup2() {
 		return nil
 	}
 	if err := unix.Unmount(unified, unix.MNT_DETACH); err != nil {

@@ -14,9 +14,16 @@ import (
 // every Result, never dropped silently.
 func unexpressed(v view, f *Form) []string {
 	p := v.Policy
+	userns := "user namespace: none; the command runs as the caller's uid and gid (" + uidOf(f) + ") with no capabilities, where hutch maps it into a user namespace of its own"
+	if f.Rootless {
+		m := f.Spec.Linux.UIDMappings[0]
+		g := f.Spec.Linux.GIDMappings[0]
+		userns = "user namespace: the runtime's own, mapping only the caller's uid and gid (" + strconv.FormatUint(uint64(m.HostID), 10) + ":" + strconv.FormatUint(uint64(g.HostID), 10) +
+			") to 0: the command runs as root of that namespace with no capabilities, where hutch's runs as the caller's uid"
+	}
 	out := []string{
 		"landlock: no Landlock ruleset (OCI runtime-spec has none); the mounts alone are the filesystem boundary",
-		"user namespace: none; the command runs as the caller's uid and gid (" + uidOf(f) + ") with no capabilities, where hutch maps it into a user namespace of its own",
+		userns,
 		"unix sockets: no socket wall; a unix socket reachable in the read-only tree outside the hidden /run can be connected to",
 		"deny names and git guards: the matches and repositories found at export are masked and guarded; ones created later (hutch re-reads the top levels for every command) are not, and Result.Repositories is not reported",
 		"masks of paths that do not exist at export are maskedPaths: runc and crun mask them if they exist when the command starts (as empty files), runsc ignores them; existing ones are mounted over, unreadable, as hutch's are",
@@ -38,6 +45,23 @@ func unexpressed(v view, f *Form) []string {
 	}
 	if v.Seccomp == nil {
 		out = append(out, "seccomp: skipped by the policy")
+	}
+	if f.Rootless {
+		// As hutch's own backend says them without cgroups.
+		if v.Limits.MemoryBytes > 0 {
+			out = append(out, "memory (rootless, no cgroup): the limit is RLIMIT_DATA per process; shared memory (memfd, MAP_SHARED, /dev/shm) and the sum over processes are not bounded")
+		}
+		if v.Limits.Pids > 0 {
+			out = append(out, "pids (rootless, no cgroup): the limit is RLIMIT_NPROC, which counts every process of the caller's uid on the host, not the command's own")
+		}
+		if v.Limits.CPUs > 0 {
+			out = append(out, "cpus (rootless, no cgroup): not limited")
+		}
+		out = append(out, "usage (rootless, no cgroup): the Result has none")
+		if f.HostRoot {
+			out = append(out, "root: the host's /, bound read-only (rro) by the configuration's first mount")
+		}
+		return out
 	}
 	if f.HostRoot {
 		out = append(out, "root: the bundle's rootfs must hold the host's / bound read-only and recursively when the runtime starts (mount --rbind / rootfs; mount -o remount,bind,ro, recursively); hutch run --backend oci does it in a mount namespace of its own")

@@ -26,7 +26,7 @@ func ociCommand(code *int) *cobra.Command {
 	c := &cobra.Command{Use: "oci", Short: "The OCI form of a policy (config.json for runc, crun, runsc; a Kubernetes Pod)"}
 	f := newRunFlags()
 	var bundle, jsonOut string
-	var kube bool
+	var kube, rootless bool
 	var pod oci.PodOptions
 	export := &cobra.Command{
 		Use:   "export --bundle DIR [--kubernetes --image IMAGE] [flags] -- CMD ARGS...",
@@ -92,7 +92,7 @@ line each (and with --unexpressed-json, as a JSON array).`,
 						filepath.Join(bundle, oci.SeccompDir, m.SeccompFile), filepath.Join(bundle, oci.SeccompDir), oci.KubeletSeccompRoot)
 				}
 			} else {
-				form, err := oci.Export(r, args, oci.Options{Rootfs: rootfs})
+				form, err := oci.Export(r, args, oci.Options{Rootfs: rootfs, Rootless: rootless})
 				if err != nil {
 					return f.flagError(err)
 				}
@@ -100,6 +100,18 @@ line each (and with --unexpressed-json, as a JSON array).`,
 					return err
 				}
 				unexpressed = form.Unexpressed
+				abs, err := filepath.Abs(bundle)
+				if err != nil {
+					return err
+				}
+				// What each runtime needs beyond config.json: its flags
+				// (also in the configuration's annotations) and notes.
+				for _, rt := range oci.Runtimes {
+					fmt.Fprintf(os.Stderr, "hutch: to run it under %s: %s\n", rt, strings.Join(form.RuntimeCommand(rt, abs, "hutch"), " "))
+					for _, n := range form.RuntimeNotes(rt) {
+						fmt.Fprintf(os.Stderr, "hutch:   %s: %s\n", rt, n)
+					}
+				}
 			}
 			for _, u := range unexpressed {
 				fmt.Fprintf(os.Stderr, "hutch: not in the %s: %s\n", what, u)
@@ -123,6 +135,7 @@ line each (and with --unexpressed-json, as a JSON array).`,
 	addRunFlags(fl, &f)
 	fl.StringVar(&bundle, "bundle", "", "the directory to write (config.json, rootfs; with --kubernetes pod.yaml, seccomp/)")
 	fl.StringVar(&jsonOut, "unexpressed-json", "", "also write what the form does not express, as a JSON array of lines, to this file")
+	fl.BoolVar(&rootless, "rootless", os.Geteuid() != 0, "a bundle for a rootless runtime (runc): a user namespace mapping only your uid and gid to 0, no cgroup (the limits as rlimits), the host's root bound by config.json itself (default: when run by a user other than root)")
 	fl.BoolVar(&kube, "kubernetes", false, "write a Kubernetes Pod manifest and its seccomp profile instead of an OCI bundle")
 	fl.StringVar(&pod.RuntimeClass, "runtime-class", "", "with --kubernetes: the Pod's runtimeClassName (gvisor, kata, ...)")
 	fl.StringVar(&pod.Name, "pod-name", oci.DefaultPodName, "with --kubernetes: the Pod's name")
@@ -203,7 +216,8 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, ki
 	if err != nil {
 		return nil, f.flagError(err)
 	}
-	form, err := oci.Export(checked, args, oci.Options{})
+	// A user other than root runs a rootless form, where the runtime can.
+	form, err := oci.Export(checked, args, oci.Options{Rootless: os.Geteuid() != 0})
 	if err != nil {
 		return nil, f.flagError(err)
 	}
@@ -213,7 +227,8 @@ func runOCI(ctx context.Context, f runFlags, p runtime.Policy, args []string, ki
 		*code = exitNotFound
 	}
 	if err != nil {
-		return r, err
+		// A limit the runtime cannot run with names its flag.
+		return r, f.flagError(err)
 	}
 	*code = r.ExitCode
 	fmt.Fprintf(os.Stderr, "hutch: backend oci (%s); not enforced: %s\n", f.ociRuntime, strings.Join(r.Unenforced, "; "))
