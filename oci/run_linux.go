@@ -21,9 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchbox/hutch/cgroups"
+	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -92,19 +94,24 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	defer os.RemoveAll(bundle)
 	spec := *f.Spec
 	linux := *spec.Linux
-	// The runtime's cgroup is made below a group of hutch's: that group's
-	// counters hold what the command consumed once the runtime has
-	// removed its own, and it removes what the runtime leaves behind. A
-	// rootless form has none: nothing is delegated to this user.
+	// The runtime's cgroup is made below a group of hutch's, which holds
+	// the configuration's limits in its place: the counters of the group
+	// a limit was hit in (OOM kills, forks refused at the pids limit) are
+	// that group's alone on cgroup v1, and the runtime removes its own
+	// before it returns; hutch's keeps them, with what the command
+	// consumed, and removes what the runtime leaves behind. A rootless
+	// form has none: nothing is delegated to this user.
 	var parent *cgroups.Group
+	var layout string
 	if !f.Rootless {
-		parent, err = parentGroup()
+		parent, layout, err = parentGroup(specLimits(linux.Resources))
 		if err != nil {
 			return nil, err
 		}
 		defer parent.DestroyNested()
 		cgPath, _ := parent.CgroupsPath()
 		linux.CgroupsPath = cgPath + "/" + name
+		linux.Resources = nil
 	}
 	spec.Linux = &linux
 	g := *f
@@ -138,7 +145,15 @@ func Run(ctx context.Context, f *Form, path string, stdio Stdio) (*runtime.Resul
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var timeout, grace, retry <-chan time.Time
+	var timeout, grace, retry, reading <-chan time.Time
+	var events *limitEvents
+	if parent != nil {
+		events = watchLimits(parent.Dirs(), name)
+		defer events.close()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		reading = t.C
+	}
 	if f.Timeout > 0 {
 		timeout = time.After(f.Timeout)
 	}
@@ -171,6 +186,8 @@ wait:
 		case <-grace:
 			sig = syscall.SIGKILL
 			delivered = kill()
+		case <-reading:
+			events.read()
 		case <-retry:
 			// A kill that found no container is sent again: the runtime
 			// may make it after the timeout (runsc on a loaded host took
@@ -183,7 +200,10 @@ wait:
 		}
 	}
 	r := &runtime.Result{
-		Wall:           time.Since(start),
+		Wall: time.Since(start),
+		// The bundle's plan is the namespaces level's (Export), the
+		// runtime making the namespaces.
+		Level:          runtime.LevelNamespaces,
 		Layers:         f.Layers,
 		Unenforced:     runtimeUnexpressed(rt, f),
 		Backend:        runtime.BackendOCI,
@@ -202,9 +222,19 @@ wait:
 		return r, fmt.Errorf("hutch: backend oci: %s: %w", path, waitErr)
 	}
 	if parent != nil {
+		events.read() // there still if the runtime failed to remove it
+		events.close()
 		if u, err := parent.Usage(); err == nil {
+			u.OOMKills, u.PidsLimitHits = max(u.OOMKills, events.oomKills), max(u.PidsLimitHits, events.pidsHits)
 			r.Usage = &u
 		}
+		if slices.Contains(r.Layers, runtime.LayerCgroup) {
+			r.Cgroup = layout
+		}
+	}
+	if r.Usage != nil && r.Usage.OOMKills > 0 {
+		// As hutch's own backend says it.
+		r.Reason = "memory limit of " + units.FormatSize(*f.Spec.Linux.Resources.Memory.Limit) + " exceeded (OOM kill)"
 	}
 	if timedOut {
 		r.Killed, r.KillReason, r.Reason = true, runtime.KilledTimeout, "timeout of "+f.Timeout.String()
@@ -239,22 +269,45 @@ func rootlessUnavailable(runtimeName string, f *Form) error {
 	return nil
 }
 
-// parentGroup makes the group a runtime's cgroup is made in; it must
-// have one path in every hierarchy, as a configuration names one.
-func parentGroup() (*cgroups.Group, error) {
+// parentGroup makes the group with limits l a runtime's cgroup is made
+// in, and says the host's cgroup layout; the group must have one path
+// in every hierarchy, as a configuration names one.
+func parentGroup(l cgroups.Limits) (*cgroups.Group, string, error) {
 	m, err := cgroups.NewManager()
 	if err != nil {
-		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
+		return nil, "", fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
 	}
-	g, err := m.Create(cgroups.Limits{})
+	g, err := m.Create(l)
 	if err != nil {
-		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
+		return nil, "", fmt.Errorf("hutch: backend oci: the runtime's cgroup: %w", err)
 	}
 	if _, ok := g.CgroupsPath(); !ok {
 		g.Destroy()
-		return nil, fmt.Errorf("hutch: backend oci: the runtime's cgroup: group %s is not at one path in every cgroup hierarchy (%q), as linux.cgroupsPath names one", g.Name(), g.Dirs())
+		return nil, "", fmt.Errorf("hutch: backend oci: the runtime's cgroup: group %s is not at one path in every cgroup hierarchy (%q), as linux.cgroupsPath names one", g.Name(), g.Dirs())
 	}
-	return g, nil
+	return g, m.Layout().String(), nil
+}
+
+// specLimits are the limits of a configuration's resources (as
+// resources writes them), for a group of hutch's to hold.
+func specLimits(r *specs.LinuxResources) cgroups.Limits {
+	var l cgroups.Limits
+	if r == nil {
+		return l
+	}
+	if r.Memory != nil && r.Memory.Limit != nil {
+		l.MemoryBytes = *r.Memory.Limit
+		if r.Memory.Swap != nil && *r.Memory.Swap > *r.Memory.Limit {
+			l.SwapBytes = *r.Memory.Swap - *r.Memory.Limit
+		}
+	}
+	if r.Pids != nil && r.Pids.Limit != nil {
+		l.Pids = *r.Pids.Limit
+	}
+	if r.CPU != nil && r.CPU.Quota != nil && r.CPU.Period != nil && *r.CPU.Period > 0 {
+		l.CPUs = float64(*r.CPU.Quota) / float64(*r.CPU.Period)
+	}
+	return l
 }
 
 // RuntimeCommand is the command line that runs the bundle in dir as
