@@ -24,13 +24,13 @@ import (
 var ociRuntimes = []string{"runc", "crun", "runsc"}
 
 // ociFlags are run's flags for the oci backend under rt; the test is
-// skipped, saying why, where it cannot run: the runtimes need root to
-// make namespaces and cgroups of their own without a user namespace, and
-// must be installed.
+// skipped, saying why, where it cannot run: as a user other than root
+// (the rootless form, with no cgroup, is TestOCIRootless's), or where
+// the runtime is not installed.
 func ociFlags(t *testing.T, rt string) []string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the oci backend's runtimes run as root here (no rootless configuration)")
+		t.Skip("judges the root form of the oci backend (cgroup limits, the host's root bound by hutch); the rootless form is TestOCIRootless's")
 	}
 	if _, err := exec.LookPath(rt); err != nil {
 		t.Skipf("%s is not installed (apt-get install %s)", rt, rt)

@@ -3,9 +3,15 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hutchbox/hutch/oci"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -41,5 +47,43 @@ func TestOCIUsage(t *testing.T) {
 				t.Logf("pids limit hits %d, peak %d", res.Usage.PidsLimitHits, res.Usage.PidsPeak)
 			}
 		})
+	}
+}
+
+// TestDoctorOCI (issue 45): hutch doctor --oci runs the default policy's
+// OCI form under each installed runtime and says, judged on the host,
+// what held: as root every check holds under runc, crun and runsc; as
+// another user the rootless form holds under runc, and the runtimes that
+// cannot run it here say why, running nothing. Each names the command
+// line it needs (runsc's with --oci-seccomp).
+func TestDoctorOCI(t *testing.T) {
+	r := runCLIArgs(t, "doctor", "--oci", "--json")
+	if r.code != 0 {
+		t.Fatalf("doctor --oci:\n%s", r)
+	}
+	var rep struct{ OCI []oci.RuntimeReport }
+	must(json.Unmarshal([]byte(r.stdout), &rep))
+	if len(rep.OCI) != len(ociRuntimes) {
+		t.Fatalf("%d runtimes reported: %s", len(rep.OCI), r.stdout)
+	}
+	hybrid, _ := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	for _, rt := range rep.OCI {
+		if _, err := exec.LookPath(rt.Runtime); err != nil {
+			if rt.Unavailable == "" {
+				t.Errorf("%s is not installed, and the report says nothing of it: %+v", rt.Runtime, rt)
+			}
+			continue
+		}
+		canRun := os.Geteuid() == 0 || rt.Runtime == "runc" || rt.Runtime == "crun" && len(bytes.TrimSpace(hybrid)) == 0
+		switch {
+		case canRun && !rt.Held():
+			t.Errorf("%s: not every check held: %+v", rt.Runtime, rt)
+		case !canRun && (rt.Unavailable == "" || len(rt.Checks) > 0):
+			t.Errorf("%s cannot run here as uid %d, and the report does not say so: %+v", rt.Runtime, os.Geteuid(), rt)
+		}
+		if rt.Runtime == "runsc" && !slices.Contains(rt.Command, "--oci-seccomp") {
+			t.Errorf("runsc's command line %q lacks --oci-seccomp", rt.Command)
+		}
+		t.Logf("%s: held %v, unavailable %q, needs %q %q", rt.Runtime, rt.Held(), rt.Unavailable, rt.Command, rt.Needs)
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/doctor"
+	"github.com/hutchbox/hutch/oci"
 	"github.com/hutchbox/hutch/runtime"
 )
 
 func doctorCommand() *cobra.Command {
-	var asJSON, apparmor bool
+	var asJSON, apparmor, ociRuntimes bool
 	c := &cobra.Command{
 		Use:   "doctor",
 		Short: "Say what this host gives a sandbox, what level hutch run gets here, and how to fix what is missing",
@@ -39,6 +40,12 @@ func doctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var runtimes []oci.RuntimeReport
+			if ociRuntimes {
+				for _, rt := range oci.Runtimes {
+					runtimes = append(runtimes, oci.Probe(cmd.Context(), rt))
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -46,13 +53,18 @@ func doctorCommand() *cobra.Command {
 				return enc.Encode(struct {
 					Version string `json:"hutch_version"`
 					*doctor.Report
-				}{version(), r})
+					OCI []oci.RuntimeReport `json:"oci,omitempty"`
+				}{version(), r, runtimes})
 			}
 			printDoctor(cmd.OutOrStdout(), r)
+			if ociRuntimes {
+				printRuntimes(cmd.OutOrStdout(), runtimes)
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "the report as JSON")
+	c.Flags().BoolVar(&ociRuntimes, "oci", false, "also run the default policy's OCI form under each installed OCI runtime ("+strings.Join(oci.Runtimes, ", ")+") and say what holds, judged on the host, and what each needs")
 	c.Flags().BoolVar(&apparmor, "apparmor-profile", false, "print an AppArmor profile that lets this binary use user namespaces (for hosts that restrict them)")
 	return c
 }
@@ -116,6 +128,47 @@ func printDoctor(w io.Writer, r *doctor.Report) {
 	fmt.Fprintf(w, "\nhutch run will use level: %s\n", level)
 	for _, why := range r.LevelReasons {
 		fmt.Fprintf(w, "  because %s\n", why)
+	}
+}
+
+// printRuntimes says, for each OCI runtime, what of the default policy's
+// OCI form held under it and what it needs.
+func printRuntimes(w io.Writer, reports []oci.RuntimeReport) {
+	fmt.Fprintf(w, "\nOCI runtimes (the default policy's OCI form, run as hutch run --backend oci runs it):\n")
+	for _, r := range reports {
+		head := r.Runtime
+		if r.Version != "" {
+			head += " (" + r.Version + ")"
+		}
+		if r.Rootless {
+			head += ", rootless"
+		}
+		switch {
+		case r.Unavailable != "":
+			fmt.Fprintf(w, "  %s: cannot run here: %s\n", head, r.Unavailable)
+			continue
+		case r.Error != "":
+			fmt.Fprintf(w, "  %s: the run failed: %s\n", head, r.Error)
+		case r.Held():
+			fmt.Fprintf(w, "  %s: every check held\n", head)
+		default:
+			fmt.Fprintf(w, "  %s: NOT every check held\n", head)
+		}
+		for _, c := range r.Checks {
+			mark := "held   "
+			if !c.Held {
+				mark = "FAILED "
+			}
+			line := "    " + mark + c.Name
+			if c.Detail != "" {
+				line += ": " + c.Detail
+			}
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "    needs: %s\n", strings.Join(r.Command, " "))
+		for _, n := range r.Needs {
+			fmt.Fprintf(w, "    needs: %s\n", n)
+		}
 	}
 }
 
