@@ -3,11 +3,14 @@
 // configuration (config.json) with the same view, filter and limits
 // hutch's own inits get, and says, one line each, what of the policy
 // that form cannot express; Run runs a command
-// through an installed OCI runtime (runc, crun, runsc) with it. Pod turns
-// the same policy into a Kubernetes Pod manifest (with the NetworkPolicy
-// and ConfigMap it needs, and its seccomp profile for the nodes), saying
-// as well what a Pod cannot express. Linux only: an OCI runtime runs
-// Linux containers.
+// through an installed OCI runtime (runc, crun, runsc) with it, as root
+// or, rootless (Options.Rootless), as another user where the runtime can;
+// Probe judges that on the host for hutch doctor --oci. Pod turns the
+// same policy into a Kubernetes Pod manifest (with the NetworkPolicy and
+// ConfigMap it needs, its seccomp profile as the Security Profiles
+// Operator's SeccompProfile, and the policy's environment, not this
+// host's), saying as well what a Pod cannot express. Linux only: an OCI
+// runtime runs Linux containers.
 package oci
 
 // Runtimes are the OCI runtimes Run drives, by their names on PATH.

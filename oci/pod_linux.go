@@ -723,6 +723,9 @@ func podUnexpressed(v view, b *podBuilder, o PodOptions) []string {
 		when bool
 		line func() string // made only when it applies
 	}{
+		{o.RuntimeClass != "" && v.Seccomp != nil, func() string {
+			return "runtime class " + o.RuntimeClass + ": where its handler is gVisor (runsc), the Pod's seccomp profile holds only with oci-seccomp = \"true\" in the nodes' runsc.toml; without it runsc runs the command with no filter, and says nothing"
+		}},
 		{b.privateHome != "", func() string {
 			return "HOME (" + b.privateHome + ") is an emptyDir of its own in /tmp's, its size counted apart"
 		}},

@@ -179,6 +179,13 @@ func TestPodSeccompProfile(t *testing.T) {
 			if ja, jb := fmt.Sprint(a), fmt.Sprint(b); ja != jb {
 				t.Errorf("the SeccompProfile's spec is not the view's profile:\n%s\n%s", wantJS, got)
 			}
+			// Under gVisor the profile is runsc's to apply, which it does
+			// only when told: said for any runtime class.
+			if tc.o.RuntimeClass != "" && !slices.ContainsFunc(m.Unexpressed, func(l string) bool {
+				return strings.HasPrefix(l, "runtime class "+tc.o.RuntimeClass+": where its handler is gVisor (runsc), the Pod's seccomp profile holds only with oci-seccomp")
+			}) {
+				t.Errorf("runsc's oci-seccomp unsaid for runtime class %s: %q", tc.o.RuntimeClass, m.Unexpressed)
+			}
 			if def != nil && *def != 1 && !slices.ContainsFunc(m.Unexpressed, func(l string) bool { return strings.HasPrefix(l, "seccomp: the SeccompProfile has no default errno") }) {
 				t.Errorf("default errno %d dropped unsaid", *def)
 			}
