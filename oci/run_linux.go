@@ -262,7 +262,7 @@ func rootlessUnavailable(runtimeName string, f *Form) error {
 	case !f.Rootless:
 		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root for this form (Options.Rootless makes one for a rootless runtime)", uid)}
 	case runtimeName == "runsc":
-		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root: hutch has no rootless form for runsc (rootless runc runs one)", uid)}
+		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root: hutch has no rootless form for runsc (runsc 20221219 --rootless --ignore-cgroups failed here: \"cannot create gofer process: gofer: fork/exec /proc/self/exe: operation not permitted\"; rootless runc runs one)", uid)}
 	case runtimeName == "crun" && hybridCgroup2():
 		return &unavailableError{name: runtimeName, reason: fmt.Sprintf("uid %d: needs root on this hybrid cgroup host: crun refuses it (\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\", even with --cgroup-manager=disabled), and only root can hide the cgroup2 mount in its mount namespace (rootless runc runs)", uid)}
 	}
