@@ -6,6 +6,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -130,6 +131,16 @@ func TestRootfs(t *testing.T) {
 	}
 	if r := runCLIArgs(t, "ls", "--workspace", ws, "--rootfs", root, "/"); r.code != 0 || !strings.Contains(r.stdout, `"/image-marker"`) || strings.Contains(r.stdout, `"/usr"`) {
 		t.Errorf("hutch ls --rootfs /: %s", r)
+	} else {
+		// The sandbox's own /tmp, /dev and /proc are directories there,
+		// though nothing of theirs is read.
+		var ents []struct{ Path, Type string }
+		must(json.Unmarshal([]byte(r.stdout), &ents))
+		for _, e := range ents {
+			if (e.Path == "/tmp" || e.Path == "/dev" || e.Path == "/proc") && e.Type != "dir" {
+				t.Errorf("hutch ls /: %s is a %q, not a dir", e.Path, e.Type)
+			}
+		}
 	}
 	if r := runCLIArgs(t, "write", "--workspace", ws, "--rootfs", root, "--content", "x", "/etc/door"); r.code == 0 {
 		t.Errorf("hutch write --rootfs /etc/door: %s", r)

@@ -653,7 +653,14 @@ func (sb *Sandbox) ReadDir(name string) ([]FileInfo, error) {
 			// sandbox sees, nothing of the host's.
 			out = append(out, FileInfo{Path: p, Size: e.Size, Mode: nsinit.FileMode(e.Mode), ModTime: e.ModTime})
 		case pl.Reach != mounts.OnHost:
-			out = append(out, FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private})
+			// Its type only, as the command sees it there (the
+			// private /tmp is a directory, a mask the kind of what it
+			// masks): nothing of its own is read.
+			fi := FileInfo{Path: p, Denied: pl.Reach == mounts.Masked, Private: pl.Reach == mounts.Private}
+			if e.Err == 0 {
+				fi.Mode = nsinit.FileMode(e.Mode) & fs.ModeType
+			}
+			out = append(out, fi)
 		case e.Err == unix.ENOENT:
 			// gone since the listing
 		case e.Err != 0:
