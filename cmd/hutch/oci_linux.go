@@ -179,6 +179,9 @@ func checkPodFlags(cmd *cobra.Command, kube bool) error {
 	if fl.Changed("rootfs") {
 		return &flagErr{"--rootfs", fl.Lookup("rootfs").Value.String(), "not with --kubernetes: a Pod's root is --image"}
 	}
+	if fl.Changed("rootless") {
+		return &flagErr{"--rootless", fl.Lookup("rootless").Value.String(), "not with --kubernetes: a Pod's user namespace and cgroups are the cluster's"}
+	}
 	for _, name := range []string{"run-as-user", "run-as-group"} {
 		if v := fl.Lookup(name).Value.String(); v == "0" {
 			return &flagErr{"--" + name, v, "root: a Pod of hutch's runs as a user other than root"}

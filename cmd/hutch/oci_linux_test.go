@@ -126,6 +126,7 @@ func TestOCIExportKubernetesFlags(t *testing.T) {
 		{[]string{"--image", "alpine"}, "hutch: --image alpine: only with --kubernetes"},
 		{[]string{"--runtime-class", "gvisor"}, "hutch: --runtime-class gvisor: only with --kubernetes"},
 		{[]string{"--kubernetes", "--image", "alpine", "--rootfs", dir}, "hutch: --rootfs " + dir + ": not with --kubernetes"},
+		{[]string{"--kubernetes", "--image", "alpine", "--rootless"}, "hutch: --rootless true: not with --kubernetes"},
 		{[]string{"--kubernetes", "--image", "alpine", "--pod-name", "Agent_1"}, "hutch: --pod-name Agent_1: not a DNS-1123 label"},
 		{[]string{"--kubernetes", "--image", "alpine", "--namespace", "a.b"}, "hutch: --namespace a.b: not a DNS-1123 label"},
 		{[]string{"--kubernetes", "--image", "alpine", "--runtime-class", "gVisor"}, "hutch: --runtime-class gVisor: not a DNS-1123 subdomain"},
