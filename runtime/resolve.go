@@ -27,6 +27,11 @@ type resolved struct {
 	// deny are the denied paths: DefaultDeny's (unless NoDefaultDeny),
 	// "~" expanded, then policy.Deny.
 	deny []string
+	// denyGiven are deny's entries as written ("~/.aws", a Deny as the
+	// caller gave it), and defaults how many of them come from
+	// DefaultDeny: where each mask came from, for Explain.
+	denyGiven []string
+	defaults  int
 	// names are the deny names in effect.
 	names []string
 	// home is what "~" stood for, "" when the host has none.
@@ -286,6 +291,7 @@ func resolveDeny(r *resolved, host hostRules) ([]string, error) {
 	var deny []string
 	if !r.policy.NoDefaultDeny {
 		for _, d := range defaultDeny {
+			given := d
 			if rest, ok := strings.CutPrefix(d, "~/"); ok {
 				if host.home == "" {
 					continue
@@ -293,8 +299,10 @@ func resolveDeny(r *resolved, host hostRules) ([]string, error) {
 				d = filepath.Join(host.home, rest)
 			}
 			deny = append(deny, resolve(d, ws))
+			r.denyGiven = append(r.denyGiven, given)
 		}
 	}
+	r.defaults = len(deny)
 	for i, d := range r.policy.Deny {
 		field := fmt.Sprintf("Deny[%d]", i)
 		if err := checkPath(field, d); err != nil {
@@ -311,6 +319,7 @@ func resolveDeny(r *resolved, host hostRules) ([]string, error) {
 			return nil, &PolicyError{Field: field, Value: d, Reason: "would mask the workspace itself"}
 		}
 		deny = append(deny, res)
+		r.denyGiven = append(r.denyGiven, r.policy.Deny[i])
 		r.policy.Deny[i] = res
 	}
 	for _, d := range deny {

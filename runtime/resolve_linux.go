@@ -87,9 +87,11 @@ func (sb *Sandbox) validate(r resolved) error {
 	if err := sb.watchTrees(); err != nil {
 		return err
 	}
-	if _, err := sb.scanFresh(); err != nil {
+	f, err := sb.scanFresh()
+	if err != nil {
 		return err
 	}
+	sb.checked = f
 	return sb.compileFilter()
 }
 

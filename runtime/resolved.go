@@ -23,6 +23,9 @@ type Resolved struct {
 	levelReasons []string
 	workspace    string
 	writable     []string
+	// explain is the view Check decided, which Explain answers from; nil
+	// for a Resolved read from JSON.
+	explain *explainer
 }
 
 // ResolvedFormat is the version of Resolved's JSON form that this build

@@ -37,7 +37,14 @@ type machine struct {
 	// trees (read as of now for every command: scanFresh).
 	names []string
 	trees *treewatch.Trees
-	env   []string // the base environment of every command
+	// denyGiven are spec.Deny's entries as written, the first
+	// denyDefaults of them DefaultDeny's (Explain names them); checked is
+	// what the trees held when New or Check decided (Resolved.Explain).
+	denyGiven    []string
+	denyDefaults int
+	checked      fresh
+
+	env []string // the base environment of every command
 	// leaks scans arguments, environment, output and reads (Policy.Leaks);
 	// nil for LeaksOff.
 	leaks    *leaks.Scanner
@@ -117,7 +124,7 @@ type machine struct {
 // probed. It owns its copy (resolvePolicy made it): a caller changing its
 // slices afterwards must not change what later commands get.
 func resolvedSandbox(r resolved) *Sandbox {
-	return &Sandbox{policy: r.policy, machine: machine{names: r.names, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}}
+	return &Sandbox{policy: r.policy, machine: machine{names: r.names, denyGiven: r.denyGiven, denyDefaults: r.defaults, netRules: r.rules, leaks: r.leaks, uid: os.Getuid(), gid: os.Getgid()}}
 }
 
 // New validates p and probes the host once. Every later Command reuses
@@ -250,7 +257,9 @@ func Check(p Policy) (*Resolved, error) {
 		return nil, err
 	}
 	sb.closeTrees()
-	return sb.resolved(), nil
+	r := sb.resolved()
+	r.explain = sb.explainer(sb.checked)
+	return r, nil
 }
 
 // resolved is the decision sb holds, as Check gives it.
