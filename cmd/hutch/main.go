@@ -71,7 +71,7 @@ func execute(args []string) int {
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return setLogger(*debug) }
 	root.AddCommand(runCommand(&code), demoCommand(&code), seccompCommand(), doctorCommand(), gitCommand(&code))
 	root.AddCommand(fileCommands(&code)...)
-	root.AddCommand(processCommand(&code), policyCommand(&code), grantsCommand(&code), ociCommand(&code), serveCommand())
+	root.AddCommand(processCommand(&code), policyCommand(&code), whyCommand(&code), grantsCommand(&code), ociCommand(&code), serveCommand())
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", strings.TrimPrefix(err.Error(), "hutch: "))
