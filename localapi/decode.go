@@ -108,6 +108,14 @@ type PathRequest struct {
 	Path string `json:"path"`
 }
 
+// ExplainRequest is the body of POST /v1/explain: a path as a command
+// would name it (absolute, or relative to the workspace) and the access
+// to explain, "read" (the default) or "write".
+type ExplainRequest struct {
+	Path   string `json:"path"`
+	Access string `json:"access,omitempty"`
+}
+
 // decode reads one JSON object from body into v, strictly: an unknown
 // field, a wrong type or anything after the object is refused with an
 // *Error naming the field, so that a client's typo is never silently

@@ -135,6 +135,7 @@ func NewHandler(sb *runtime.Sandbox, opts Options) *Handler {
 		"/v1/files/write": {http.MethodPost, h.write},
 		"/v1/files/stat":  {http.MethodPost, h.stat},
 		"/v1/files/list":  {http.MethodPost, h.list},
+		"/v1/explain":     {http.MethodPost, h.explain},
 	}
 	switch {
 	case opts.Processes != nil:
@@ -734,6 +735,32 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 		entries, err := h.sb.ReadDir(p)
 		return ListResponse{Entries: entries}, err
 	})
+}
+
+// explain answers which rule decides a path for an access
+// (runtime.Sandbox.Explain): nothing is run or tried.
+func (h *Handler) explain(w http.ResponseWriter, r *http.Request) error {
+	var req ExplainRequest
+	if err := decode(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Path == "" {
+		return badRequest("path", "missing")
+	}
+	access := runtime.AccessRead
+	if req.Access != "" {
+		a, err := runtime.ParseAccess(req.Access)
+		if err != nil {
+			return badRequest("access", strconv.Quote(req.Access)+": not read or write")
+		}
+		access = a
+	}
+	x, err := h.sb.Explain(req.Path, access)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, x)
+	return nil
 }
 
 // onPath serves a request that is a path alone: it decodes the path

@@ -284,6 +284,47 @@ func TestFiles(t *testing.T) {
 	}
 }
 
+// TestExplainRoute: POST /v1/explain answers the Sandbox's Explain as
+// JSON, and a write it refuses is one the file door refuses too, nothing
+// reaching the host; a bad path or access is a 400 naming it.
+func TestExplainRoute(t *testing.T) {
+	sock, ws := server(t)
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hutch-localapi-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(outsideDir(t), "outside.txt")
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		want       []string // in the response
+	}{
+		{"read .env", `{"path":".env"}`, 200, []string{`"allowed":false`, `"rule":"deny-name"`, `"flag":"--no-default-deny`}},
+		{"write in the workspace", `{"path":"a.txt","access":"write"}`, 200, []string{`"allowed":true`, `"rule":"writable-tree"`, `"host_path":"` + ws + `/a.txt"`}},
+		{"write outside", `{"path":"` + outside + `","access":"write"}`, 200, []string{`"allowed":false`, `"rule":"outside-writable"`, `"flag":"--write `}},
+		{"private tmp", `{"path":"/tmp/x","access":"write"}`, 200, []string{`"allowed":true`, `"rule":"private-tmp"`}},
+		{"bad access", `{"path":"a.txt","access":"execute"}`, 400, []string{`"field":"access"`}},
+		{"no path", `{"access":"read"}`, 400, []string{`"field":"path"`}},
+		{"NUL in path", `{"path":"a\u0000b"}`, 400, []string{`"field":"path"`}},
+		{"unknown field", `{"path":"a.txt","acces":"write"}`, 400, []string{`"field":"acces"`}},
+	} {
+		code, out := post(t, sock, "/v1/explain", tt.body)
+		for _, w := range tt.want {
+			if code != tt.status || !strings.Contains(out, w) {
+				t.Errorf("%s: %d %s, want %d with %s", tt.name, code, out, tt.status, w)
+			}
+		}
+		if strings.Contains(out, "hutch-localapi-secret") {
+			t.Errorf("%s: the secret came back: %s", tt.name, out)
+		}
+	}
+	if code, out := post(t, sock, "/v1/files/write", `{"path":"`+outside+`","content":"x"}`); code != 403 {
+		t.Errorf("the file door wrote what Explain refuses: %d %s", code, out)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("host: %s written", outside)
+	}
+}
+
 // TestMalformedBesideGood: malformed requests on other connections (bad
 // JSON, garbage that is not HTTP) get their errors while a command runs,
 // and the command's response is whole.

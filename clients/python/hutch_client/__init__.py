@@ -64,6 +64,7 @@ __all__ = [
     "Removed",
     "Reloaded",
     "ServerPolicy",
+    "Explanation",
     "Verdict",
     "ApprovalRule",
 ]
@@ -97,6 +98,31 @@ class Reloaded(TypedDict):
 
     status: str
     workspace: str
+
+
+class _ExplanationRequired(TypedDict):
+    #: The path as asked, and as a command's kernel would reach it (every
+    #: symlink followed in the sandbox's view).
+    path: str
+    view: str
+    #: "read" or "write".
+    access: str
+    allowed: bool
+    #: The kind of rule (runtime.Rule): "default-deny", "deny-name",
+    #: "git-guard", "outside-writable", "not-in-view", "private-tmp"...
+    rule: str
+    #: The rule in a sentence, naming the path it is on.
+    reason: str
+
+
+class Explanation(_ExplanationRequired, total=False):
+    """POST /v1/explain: which rule decides a path for an access."""
+
+    #: The host's file the view shows there.
+    host_path: str
+    #: How the caller could allow a refused access: "flag" (hutch run's),
+    #: "key" (a policy file's), "grant" (a permission tag).
+    allow: Dict[str, str]
 
 
 class ServerPolicy(TypedDict):
@@ -740,6 +766,12 @@ class Sandbox:
         """The file's info: "type" ("file", "dir", "symlink"...) and
         "mode", the POSIX st_mode (stat.S_ISDIR(info["mode"]))."""
         return cast(FileInfo, self._json("POST", "/v1/files/stat", {"path": path}))
+
+    def explain(self, path: str, access: str = "read") -> Explanation:
+        """Which rule of the sandbox's policy decides path (absolute, or
+        relative to the workspace) for access ("read" or "write"), and how
+        to allow it; nothing is run or tried."""
+        return cast(Explanation, self._json("POST", "/v1/explain", {"path": path, "access": access}))
 
     def list(self, path: str = ".") -> List[FileInfo]:
         """The directory's entries, each a FileInfo (a symlink as itself)."""

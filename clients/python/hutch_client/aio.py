@@ -42,6 +42,7 @@ from . import (
     ApprovalRule,
     ExecEvent,
     ExecResult,
+    Explanation,
     FileInfo,
     Health,
     HutchError,
@@ -393,6 +394,10 @@ class AsyncSandbox:
     async def stat(self, path: str) -> FileInfo:
         """As Sandbox.stat: "type", and "mode" the POSIX st_mode."""
         return cast(FileInfo, await self._json("POST", "/v1/files/stat", {"path": path}))
+
+    async def explain(self, path: str, access: str = "read") -> Explanation:
+        """As Sandbox.explain."""
+        return cast(Explanation, await self._json("POST", "/v1/explain", {"path": path, "access": access}))
 
     async def list(self, path: str = ".") -> List[FileInfo]:
         return cast("List[FileInfo]", (await self._json("POST", "/v1/files/list", {"path": path}))["entries"])

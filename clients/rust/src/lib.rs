@@ -817,6 +817,36 @@ pub enum OutputStream {
     Stderr,
 }
 
+/// `POST /v1/explain`'s answer: which rule decides a path for an access.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// The path as a command's kernel would reach it, every symlink
+    /// followed in the sandbox's view.
+    pub view: String,
+    /// Whether the access is allowed.
+    pub allowed: bool,
+    /// The kind of rule: `default-deny`, `deny-name`, `git-guard`,
+    /// `outside-writable`, `not-in-view`, `private-tmp`...
+    pub rule: String,
+    /// The rule in a sentence, naming the path it is on.
+    pub reason: String,
+    /// The whole object as it came: `"allow"` says how to allow a
+    /// refused access (`"flag"`, `"key"`, `"grant"`).
+    pub raw: Value,
+}
+
+impl Explanation {
+    fn from_value(v: Value) -> Result<Explanation, Error> {
+        Ok(Explanation {
+            view: field(&v, "view", Value::as_str, "a string")?.to_string(),
+            allowed: field(&v, "allowed", Value::as_bool, "true or false")?,
+            rule: field(&v, "rule", Value::as_str, "a string")?.to_string(),
+            reason: field(&v, "reason", Value::as_str, "a string")?.to_string(),
+            raw: v,
+        })
+    }
+}
+
 /// A file, as the file door sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileInfo {
@@ -1165,6 +1195,17 @@ impl Client {
     /// `POST /v1/files/stat`: the file's info (a symlink's target's).
     pub fn stat(&self, path: &str) -> Result<FileInfo, Error> {
         FileInfo::from_value(self.call("POST", "/v1/files/stat", Some(&path_body("path", path)))?)
+    }
+
+    /// `POST /v1/explain`: which rule of the sandbox's policy decides
+    /// `path` (absolute, or relative to the workspace) for `access`
+    /// (`"read"` or `"write"`), and how to allow it; nothing is run.
+    pub fn explain(&self, path: &str, access: &str) -> Result<Explanation, Error> {
+        let body = Value::object(vec![
+            ("path", Value::from(path)),
+            ("access", Value::from(access)),
+        ]);
+        Explanation::from_value(self.call("POST", "/v1/explain", Some(&body))?)
     }
 
     /// `POST /v1/files/list`: the directory's entries (`"."`: the

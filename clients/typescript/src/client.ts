@@ -234,6 +234,25 @@ export type ExecEvent =
 export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char_device" | "block_device" | "other";
 
 /** A file the file door reached. */
+/** POST /v1/explain's answer: which rule decides a path for an access
+ * (runtime.Explanation), keys camelCased. */
+export interface Explanation {
+  /** The path as asked. */
+  path: string;
+  /** The path as a command's kernel would reach it, symlinks followed in the sandbox's view. */
+  view: string;
+  hostPath?: string;
+  access: "read" | "write";
+  allowed: boolean;
+  /** The kind of rule (runtime.Rule): "default-deny", "deny-name", "git-guard", "outside-writable"... */
+  rule: string;
+  /** The rule in a sentence, naming the path it is on. */
+  reason: string;
+  /** How the caller could allow a refused access: run's flag, the policy file's key, a grant's tag. */
+  allow?: { flag?: string; key?: string; grant?: string };
+  [key: string]: unknown;
+}
+
 export interface FileInfo {
   /** The path as a command of the sandbox names it, symlinks resolved. */
   path: string;
@@ -402,6 +421,13 @@ export interface WriteOptions {
   noFollow?: boolean;
 }
 
+export interface ExplainOptions {
+  /** Absolute, or relative to the workspace. */
+  path: string;
+  /** "read" (the default) or "write". */
+  access?: "read" | "write";
+}
+
 export interface PathOptions {
   path: string;
 }
@@ -473,6 +499,7 @@ const OPTIONS = {
   read: { path: "path", offset: "offset", limit: "limit", mode: "mode", noFollow: "no_follow" } satisfies Table<ReadOptions>,
   write: { path: "path", content: "", append: "append", perm: "perm", noFollow: "no_follow" } satisfies Table<WriteOptions>,
   path: { path: "path" } satisfies Table<PathOptions> & Table<ListOptions>,
+  explain: { path: "path", access: "access" } satisfies Table<ExplainOptions>,
   start: {
     argv: "argv", command: "command", name: "name", cwd: "cwd", env: "env", restart: "restart", ...grantWire,
     publish: "publish",
@@ -876,6 +903,14 @@ export class Sandbox {
     const table = OPTIONS.path;
     const body = wireBody("stat", opts, table);
     return (await this.json({ method: "POST", path: "/v1/files/stat", body, table })) as FileInfo;
+  }
+
+  /** POST /v1/explain: which rule of the sandbox's policy decides the
+   * path for a read or a write, and how to allow it; nothing is run. */
+  async explain(opts: ExplainOptions): Promise<Explanation> {
+    const table = OPTIONS.explain;
+    const body = wireBody("explain", opts, table);
+    return (await this.json({ method: "POST", path: "/v1/explain", body, table })) as Explanation;
   }
 
   /** The directory's entries (default: the workspace). */
