@@ -29,6 +29,10 @@ func TestExplain(t *testing.T) {
 		must(os.WriteFile(f, []byte(marker(f)+"\n"), 0o644))
 	}
 	must(os.MkdirAll(bindDst, 0o755))
+	// Programs that leave their name's marker in the workspace when run.
+	for _, f := range []string{ws + "/prog", ws + "/id_rsa"} {
+		must(os.WriteFile(f, []byte("#!/bin/sh\necho ran > \"$0.ran\"\n"), 0o755))
+	}
 	// A name of this run's in the host's /etc and /tmp: nothing of
 	// another run's is taken for this one's.
 	etcProbe := fmt.Sprintf("/etc/hutch-explain-%d", os.Getpid())
@@ -56,6 +60,8 @@ func TestExplain(t *testing.T) {
 		{"listed workspace", listed, ws + "/a.txt", ws + "/a.txt", runtime.AccessRead, runtime.RuleWritableTree},
 		{"private tmp", host, tmpProbe, tmpProbe, runtime.AccessWrite, runtime.RulePrivateTmp},
 		{"writable bind", host, bindDst + "/b.txt", bindSrc + "/b.txt", runtime.AccessWrite, runtime.RuleWritableTree},
+		{"execute in the workspace", host, "prog", ws + "/prog", runtime.AccessExecute, runtime.RuleWritableTree},
+		{"execute a deny name", host, "id_rsa", ws + "/id_rsa", runtime.AccessExecute, runtime.RuleDenyName},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -72,14 +78,21 @@ func TestExplain(t *testing.T) {
 			before, _ := os.ReadFile(r.host)
 			token := "WRITTEN-" + strings.ReplaceAll(r.name, " ", "-")
 			var run cliResult
-			if r.access == runtime.AccessRead {
+			switch r.access {
+			case runtime.AccessExecute:
+				run = runCLI(t, ws, r.flags[2:], "sh", "-c", `"$1"; true`, "sh", ws+"/"+r.path)
+			case runtime.AccessRead:
 				run = runCLI(t, ws, r.flags[2:], "sh", "-c", `cat -- "$1"; true`, "sh", r.path)
-			} else {
+			default:
 				run = runCLI(t, ws, r.flags[2:], "sh", "-c", `printf '%s\n' "$2" >> "$1"`, "sh", r.path, token)
 			}
 			after, _ := os.ReadFile(r.host)
 			var did bool
 			switch {
+			case r.access == runtime.AccessExecute:
+				// The program ran if its marker is on the host.
+				_, err := os.Stat(r.host + ".ran")
+				did = err == nil
 			case r.access == runtime.AccessRead:
 				did = strings.Contains(run.stdout, marker(r.host))
 			case r.rule == runtime.RulePrivateTmp:

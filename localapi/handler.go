@@ -751,7 +751,7 @@ func (h *Handler) explain(w http.ResponseWriter, r *http.Request) error {
 	if req.Access != "" {
 		a, err := runtime.ParseAccess(req.Access)
 		if err != nil {
-			return badRequest("access", strconv.Quote(req.Access)+": not read or write")
+			return badRequest("access", strconv.Quote(req.Access)+": not read, write or execute")
 		}
 		access = a
 	}

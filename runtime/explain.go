@@ -22,16 +22,19 @@ const (
 	AccessRead Access = "read"
 	// AccessWrite creates, changes, renames or removes it.
 	AccessWrite Access = "write"
+	// AccessExecute runs it as a program: a read, on a mount that is not
+	// noexec (the sandbox's /dev and /proc, a masked or hidden path are).
+	AccessExecute Access = "execute"
 )
 
-// ParseAccess reads "read" or "write"; anything else is an error saying
-// what is taken.
+// ParseAccess reads "read", "write" or "execute"; anything else is an
+// error saying what is taken.
 func ParseAccess(s string) (Access, error) {
 	switch a := Access(s); a {
-	case AccessRead, AccessWrite:
+	case AccessRead, AccessWrite, AccessExecute:
 		return a, nil
 	}
-	return "", fmt.Errorf("%q is not an access: read or write", s)
+	return "", fmt.Errorf("%q is not an access: read, write or execute", s)
 }
 
 // Rule is the kind of rule that decides a path, one word each, stable in

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hutchbox/hutch/mounts"
 )
@@ -17,49 +18,58 @@ import (
 // would get (the Sandbox's spec with the deny-name matches and the
 // repositories' guards read fresh), and where each of its masks and
 // read-only paths came from. It decides nothing of its own: every answer
-// is what Plan.Lookup says of the path, named by its origin.
+// is what Plan.Lookup says of the path, named by its origin. The plan is
+// built at the first question, not by Check, which makes one for every
+// decision.
 type explainer struct {
 	policy Policy
 	level  Level
 	spec   mounts.Spec
-	plan   mounts.Plan
+	fresh  fresh
 	names  []string
 	// deny is the resolved deny-list (spec.Deny), denyGiven each entry
 	// as written, the first defaults of them DefaultDeny's.
 	deny      []string
 	denyGiven []string
 	defaults  int
-	// named are the deny-name matches in the writable trees; guards are
-	// the paths the git guard keeps read-only.
-	named   []string
-	guards  map[string]guard
-	ceiling ceiling
+	ceiling   ceiling
 	// home is the host's home, for naming ~/... paths.
 	home string
+
+	once sync.Once
+	plan mounts.Plan
+	// named are the deny-name matches in the writable trees; guards are
+	// the paths the git guard keeps read-only.
+	named  []string
+	guards map[string]guard
 }
 
 // explainer is the explainer of sb's decision with the writable trees as
 // f has them.
 func (sb *Sandbox) explainer(f fresh) *explainer {
-	e := &explainer{
-		policy: sb.policy, level: sb.level, spec: sb.spec, names: sb.names,
+	return &explainer{
+		policy: sb.policy, level: sb.level, spec: sb.spec, fresh: f, names: sb.names,
 		deny: sb.spec.Deny, denyGiven: sb.denyGiven, defaults: sb.denyDefaults,
-		named: f.named.paths, guards: map[string]guard{}, ceiling: sb.ceiling, home: hostHome(),
+		ceiling: sb.ceiling, home: hostHome(),
 	}
-	if sb.level == LevelUnsandboxed || sb.level == LevelLandlock {
-		return e
-	}
-	e.plan = sb.plan(f)
-	for _, r := range f.repos {
-		// What stays read-only when commits are allowed is the
-		// repository's configuration and code: no policy unguards it.
-		always, _ := gitGuard([]gitRepo{r}, true)
-		ro, _ := gitGuard([]gitRepo{r}, sb.policy.AllowGitWrite)
-		for _, p := range ro {
-			e.guards[p] = guard{repo: path.Dir(r.Entry), always: slices.Contains(always, p)}
+}
+
+// view builds the plan and the guards' origins, once.
+func (e *explainer) view() {
+	e.once.Do(func() {
+		e.plan = planOf(e.spec, e.fresh, e.policy)
+		e.named = e.fresh.named.paths
+		e.guards = map[string]guard{}
+		for _, r := range e.fresh.repos {
+			// What stays read-only when commits are allowed is the
+			// repository's configuration and code: no policy unguards it.
+			always, _ := gitGuard([]gitRepo{r}, true)
+			ro, _ := gitGuard([]gitRepo{r}, e.policy.AllowGitWrite)
+			for _, p := range ro {
+				e.guards[p] = guard{repo: path.Dir(r.Entry), always: slices.Contains(always, p)}
+			}
 		}
-	}
-	return e
+	})
 }
 
 // guard is a path the git guard keeps read-only: the repository's
@@ -81,7 +91,7 @@ type guard struct {
 // Explain answers from the mounts' view; at level landlock, which has
 // none, it returns an error matching errors.ErrUnsupported. A name no
 // command could give (empty, a NUL, too long) or an access other than
-// read or write is a *FilePathError naming "path" or "access".
+// read, write or execute is a *FilePathError naming "path" or "access".
 func (sb *Sandbox) Explain(name string, access Access) (Explanation, error) {
 	cur := sb.inEffect()
 	var f fresh
@@ -109,7 +119,7 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 		return Explanation{}, err
 	}
 	if _, err := ParseAccess(string(access)); err != nil {
-		return Explanation{}, &FilePathError{Field: "access", Path: string(access), Reason: "not an access: read or write"}
+		return Explanation{}, &FilePathError{Field: "access", Path: string(access), Reason: "not an access: read, write or execute"}
 	}
 	abs := name
 	if !path.IsAbs(abs) {
@@ -123,6 +133,7 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 	case LevelLandlock:
 		return Explanation{}, fmt.Errorf("hutch: Explain answers from the mounts' view, and this sandbox runs at level landlock, which has none: %w", errors.ErrUnsupported)
 	}
+	e.view()
 	v, ok := e.plan.ResolveView(abs)
 	if !ok {
 		return Explanation{}, &FilePathError{Field: "path", Path: name, Reason: "too many levels of symbolic links in the sandbox's view"}
@@ -131,7 +142,6 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 	step, ro := e.plan.Decider(v)
 	pl := e.plan.Lookup(v)
 	x.HostPath = pl.HostPath
-	write := access == AccessWrite
 	switch step.Kind {
 	case mounts.Mask:
 		e.masked(&x, step.Target)
@@ -145,11 +155,16 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 		}
 	case mounts.Dev:
 		x.Rule = RuleKernelTree
-		x.Allowed = !write || slices.Contains(devNodes, v) || mounts.Within(v, "/dev/shm") || mounts.Within(v, "/dev/pts")
+		x.Allowed = access == AccessRead || slices.Contains(devNodes, v) || mounts.Within(v, "/dev/shm") || mounts.Within(v, "/dev/pts")
 		x.Reason = fmt.Sprintf("%s is in the sandbox's own /dev: its device nodes (null, zero, full, random, urandom, tty), a private devpts and /dev/shm; nothing else can be made there", v)
+		if access == AccessExecute {
+			// Mounted noexec but /dev/shm, a tmpfs of the command's.
+			x.Allowed = mounts.Within(v, "/dev/shm")
+			x.Reason = fmt.Sprintf("%s is in the sandbox's own /dev, mounted noexec but /dev/shm", v)
+		}
 	case mounts.Proc:
-		x.Rule, x.Allowed = RuleKernelTree, !write
-		x.Reason = fmt.Sprintf("%s is in the sandbox's own /proc: its own processes only, the kernel's settings read-only", v)
+		x.Rule, x.Allowed = RuleKernelTree, access == AccessRead
+		x.Reason = fmt.Sprintf("%s is in the sandbox's own /proc: its own processes only, the kernel's settings read-only, nothing executable (noexec)", v)
 	case mounts.EmptyRoot, mounts.Symlink:
 		e.viewRoot(&x, v)
 	case mounts.BindRO:
@@ -268,7 +283,7 @@ func (e *explainer) hidden(x *Explanation, t string) {
 // guarded explains a path kept read-only in a writable tree by the
 // ReadOnly step at t.
 func (e *explainer) guarded(x *Explanation, t string) {
-	x.Allowed = x.Access == AccessRead
+	x.Allowed = x.Access != AccessWrite
 	for _, src := range e.sources(t) {
 		g, ok := e.guards[src]
 		if !ok {
@@ -314,7 +329,7 @@ func (e *explainer) treeName(step mounts.Mount) string {
 // readOnlyTree explains a path on a read-only bind: an image's entry, a
 // listed tree, a read-only bind, an app's directory.
 func (e *explainer) readOnlyTree(x *Explanation, step mounts.Mount) {
-	x.Allowed, x.Rule = x.Access == AccessRead, RuleReadOnlyTree
+	x.Allowed, x.Rule = x.Access != AccessWrite, RuleReadOnlyTree
 	if l := e.spec.Listed; l != nil && l.Root != nil && mounts.Within(step.Source, l.Root.Dir) {
 		x.Rule = RuleImageRoot
 		x.Reason = fmt.Sprintf("%s is the root file system's (%s), read-only: writes go to the workspace, the writable trees and /tmp", x.View, l.Root.Dir)
@@ -341,7 +356,7 @@ func (e *explainer) readOnlyTree(x *Explanation, step mounts.Mount) {
 func (e *explainer) viewRoot(x *Explanation, v string) {
 	root := e.spec.Listed != nil && e.spec.Listed.Root != nil
 	if v == "/" || e.plan.Holds(v) {
-		x.Rule, x.Allowed = RuleViewRoot, x.Access == AccessRead
+		x.Rule, x.Allowed = RuleViewRoot, x.Access != AccessWrite
 		x.Reason = v + " is a directory of the view's own read-only root, on the way to what it shows"
 		return
 	}
@@ -351,7 +366,7 @@ func (e *explainer) viewRoot(x *Explanation, v string) {
 	} else {
 		x.Reason = fmt.Sprintf("%s is not in the view: reads are listed (the system trees, the workspace, the writable trees and --read paths only)", v)
 	}
-	if x.Access == AccessRead {
+	if x.Access != AccessWrite {
 		if _, err := os.Stat(v); err == nil && e.readable(v) {
 			x.Allow = &Remedy{Flag: "--read " + v, Key: fmt.Sprintf("read = [%q]", v)}
 		}
@@ -378,7 +393,7 @@ func (e *explainer) readable(p string) bool {
 // hostTree explains a path on the host's read-only tree.
 func (e *explainer) hostTree(x *Explanation) {
 	v := x.View
-	x.Allowed = x.Access == AccessRead
+	x.Allowed = x.Access != AccessWrite
 	for _, t := range kernelTrees {
 		if mounts.Within(v, t.dir) {
 			x.Rule = RuleKernelTree

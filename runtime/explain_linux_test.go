@@ -87,6 +87,10 @@ func TestExplain(t *testing.T) {
 		{"hidden sockets", false, "/run/probe", AccessRead, false, RuleHiddenSockets, "host's unix sockets", ""},
 		{"kernel tree", false, "/sys/kernel", AccessWrite, false, RuleKernelTree, "kernel", ""},
 		{"through a link", false, "link-to-env", AccessRead, false, RuleDenyName, w.ws + "/.env is masked", ""},
+		{"execute in the workspace", false, "a.txt", AccessExecute, true, RuleWritableTree, "workspace", ""},
+		{"execute masked", false, ".env", AccessExecute, false, RuleDenyName, "masked", "--no-default-deny"},
+		{"execute in /proc", false, "/proc/self/exe", AccessExecute, false, RuleKernelTree, "noexec", ""},
+		{"execute in /dev/shm", false, "/dev/shm/x", AccessExecute, true, RuleKernelTree, "but /dev/shm", ""},
 	}
 	must(t, os.Symlink(".env", filepath.Join(w.ws, "link-to-env")))
 	for _, listed := range []bool{false, true} {
@@ -149,7 +153,7 @@ func TestExplainRefusesBadInput(t *testing.T) {
 	}{
 		{"", AccessRead, "path"},
 		{"a\x00b", AccessRead, "path"},
-		{"a.txt", "execute", "access"},
+		{"a.txt", "exec", "access"},
 		{"a.txt", "", "access"},
 	} {
 		_, err := res.Explain(r.path, r.access)

@@ -115,9 +115,15 @@ func (sb *Sandbox) repos(f fresh) []gitRepo { return f.repos }
 // plan is the mount plan for an init: the Sandbox's spec plus what is
 // read fresh.
 func (sb *Sandbox) plan(f fresh) mounts.Plan {
-	spec := sb.spec
+	return planOf(sb.spec, f, sb.policy)
+}
+
+// planOf is the plan of spec with f read fresh, under policy p's git
+// guard and read-only paths: the one rule sb.plan and Explain's view
+// follow.
+func planOf(spec mounts.Spec, f fresh, p Policy) mounts.Plan {
 	spec.Deny = append(slices.Clone(spec.Deny), f.named.paths...)
-	spec.ReadOnly, spec.Pins = gitGuard(sb.repos(f), sb.policy.AllowGitWrite)
-	spec.ReadOnly = append(spec.ReadOnly, sb.policy.ReadOnly...)
+	spec.ReadOnly, spec.Pins = gitGuard(f.repos, p.AllowGitWrite)
+	spec.ReadOnly = append(spec.ReadOnly, p.ReadOnly...)
 	return mounts.Build(spec)
 }

@@ -25,7 +25,7 @@ func TestWhy(t *testing.T) {
 		{[]string{"a.txt", "--access", "write"}, 0, []string{"allowed: write a.txt: ", "is in the workspace"}},
 		{[]string{".env"}, 1, []string{"refused: read .env: ", `masked: default deny name ".env"`, "\nto allow it: --no-default-deny"}},
 		{[]string{"/etc", "--access", "write"}, 1, []string{"/etc is outside the writable trees", "--allow-system-write /etc"}},
-		{[]string{"a.txt", "--access", "exec"}, exitHutchFailed, []string{"hutch: --access exec: not read or write"}},
+		{[]string{"a.txt", "--access", "exec"}, exitHutchFailed, []string{"hutch: --access exec: not read, write or execute"}},
 		{[]string{"a\x00b"}, exitHutchFailed, []string{"hutch: PATH "}},
 	}
 	for _, tt := range tests {

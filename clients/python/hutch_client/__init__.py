@@ -105,7 +105,7 @@ class _ExplanationRequired(TypedDict):
     #: symlink followed in the sandbox's view).
     path: str
     view: str
-    #: "read" or "write".
+    #: "read", "write" or "execute".
     access: str
     allowed: bool
     #: The kind of rule (runtime.Rule): "default-deny", "deny-name",
@@ -769,8 +769,8 @@ class Sandbox:
 
     def explain(self, path: str, access: str = "read") -> Explanation:
         """Which rule of the sandbox's policy decides path (absolute, or
-        relative to the workspace) for access ("read" or "write"), and how
-        to allow it; nothing is run or tried."""
+        relative to the workspace) for access ("read", "write" or
+        "execute"), and how to allow it; nothing is run or tried."""
         return cast(Explanation, self._json("POST", "/v1/explain", {"path": path, "access": access}))
 
     def list(self, path: str = ".") -> List[FileInfo]:

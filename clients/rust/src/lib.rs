@@ -1199,7 +1199,7 @@ impl Client {
 
     /// `POST /v1/explain`: which rule of the sandbox's policy decides
     /// `path` (absolute, or relative to the workspace) for `access`
-    /// (`"read"` or `"write"`), and how to allow it; nothing is run.
+    /// (`"read"`, `"write"` or `"execute"`), and how to allow it; nothing is run.
     pub fn explain(&self, path: &str, access: &str) -> Result<Explanation, Error> {
         let body = Value::object(vec![
             ("path", Value::from(path)),

@@ -242,7 +242,7 @@ export interface Explanation {
   /** The path as a command's kernel would reach it, symlinks followed in the sandbox's view. */
   view: string;
   hostPath?: string;
-  access: "read" | "write";
+  access: "read" | "write" | "execute";
   allowed: boolean;
   /** The kind of rule (runtime.Rule): "default-deny", "deny-name", "git-guard", "outside-writable"... */
   rule: string;
@@ -424,8 +424,8 @@ export interface WriteOptions {
 export interface ExplainOptions {
   /** Absolute, or relative to the workspace. */
   path: string;
-  /** "read" (the default) or "write". */
-  access?: "read" | "write";
+  /** "read" (the default), "write" or "execute". */
+  access?: "read" | "write" | "execute";
 }
 
 export interface PathOptions {
