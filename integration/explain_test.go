@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,6 +63,28 @@ func TestExplain(t *testing.T) {
 		{"writable bind", host, bindDst + "/b.txt", bindSrc + "/b.txt", runtime.AccessWrite, runtime.RuleWritableTree},
 		{"execute in the workspace", host, "prog", ws + "/prog", runtime.AccessExecute, runtime.RuleWritableTree},
 		{"execute a deny name", host, "id_rsa", ws + "/id_rsa", runtime.AccessExecute, runtime.RuleDenyName},
+	}
+	if _, err := exec.LookPath("busybox"); err == nil {
+		// An image's root (--rootfs): its files read-only, the host's
+		// absent.
+		root, _ := makeRootfs(t)
+		img := root + "/image-marker"
+		must(os.WriteFile(img, []byte(marker(img)+"\n"), 0o644))
+		rootfs := []string{"--workspace", ws, "--rootfs", root}
+		rows = append(rows, []struct {
+			name   string
+			flags  []string
+			path   string
+			host   string
+			access runtime.Access
+			rule   runtime.Rule
+		}{
+			{"image read", rootfs, "/image-marker", img, runtime.AccessRead, runtime.RuleImageRoot},
+			{"image write", rootfs, "/image-marker", img, runtime.AccessWrite, runtime.RuleImageRoot},
+			{"image absent", rootfs, outside + "/o.txt", outside + "/o.txt", runtime.AccessRead, runtime.RuleNotInView},
+		}...)
+	} else {
+		t.Log("busybox-static is not installed: no rows on an image's root")
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
