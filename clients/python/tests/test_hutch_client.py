@@ -118,6 +118,22 @@ class ServeTest(ServeCase, unittest.TestCase):
         self.assertEqual((cm.exception.status, cm.exception.code), (403, "denied"))
         self.assertFalse(os.path.exists(path))
 
+    def test_explain_agrees_with_the_write(self):
+        # /v1/explain's verdict is what the file door then does, judged
+        # on the host.
+        path = os.path.join(self.outside, "explained.txt")
+        x = self.sb.explain(path, "write")
+        self.assertEqual((x["allowed"], x["rule"]), (False, "outside-writable"))
+        self.assertIn("--write", x["allow"]["flag"])
+        with self.assertRaises(HutchError):
+            self.sb.write(path, "x")
+        self.assertFalse(os.path.exists(path))
+        x = self.sb.explain(".env")
+        self.assertEqual((x["allowed"], x["rule"]), (False, "deny-name"))
+        with self.assertRaises(HutchError) as cm:
+            self.sb.explain("a.txt", "exec")
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "access"))
+
     def test_timeout_kills(self):
         start = time.monotonic()
         r = self.sb.exec(command="sleep 30", timeout_ms=500)
