@@ -25,7 +25,7 @@ func TestExplain(t *testing.T) {
 	base := dir(t, "explain-")
 	ws, outside, bindSrc, bindDst := base+"/ws", base+"/outside", base+"/bindsrc", base+"/mnt"
 	marker := func(p string) string { return "MARKER-" + strings.ReplaceAll(strings.TrimPrefix(p, base), "/", "_") }
-	for _, f := range []string{ws + "/a.txt", ws + "/.env", ws + "/repo/.git/HEAD", ws + "/repo/.git/hooks/pre-commit", outside + "/secret.txt", outside + "/o.txt", bindSrc + "/b.txt"} {
+	for _, f := range []string{ws + "/a.txt", ws + "/.env", ws + "/repo/.git/HEAD", ws + "/repo/.git/hooks/pre-commit", outside + "/secret.txt", outside + "/o.txt", bindSrc + "/b.txt", bindSrc + "/.env"} {
 		must(os.MkdirAll(filepath.Dir(f), 0o755))
 		must(os.WriteFile(f, []byte(marker(f)+"\n"), 0o644))
 	}
@@ -61,6 +61,7 @@ func TestExplain(t *testing.T) {
 		{"listed workspace", listed, ws + "/a.txt", ws + "/a.txt", runtime.AccessRead, runtime.RuleWritableTree},
 		{"private tmp", host, tmpProbe, tmpProbe, runtime.AccessWrite, runtime.RulePrivateTmp},
 		{"writable bind", host, bindDst + "/b.txt", bindSrc + "/b.txt", runtime.AccessWrite, runtime.RuleWritableTree},
+		{"deny name in a bind", host, bindDst + "/.env", bindSrc + "/.env", runtime.AccessRead, runtime.RuleDenyName},
 		{"execute in the workspace", host, "prog", ws + "/prog", runtime.AccessExecute, runtime.RuleWritableTree},
 		{"execute a deny name", host, "id_rsa", ws + "/id_rsa", runtime.AccessExecute, runtime.RuleDenyName},
 	}

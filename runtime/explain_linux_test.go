@@ -32,7 +32,7 @@ func newExplainWorld(t *testing.T) explainWorld {
 	}
 	os.Chmod(base, 0o755)
 	w := explainWorld{base: base, home: base + "/home", ws: base + "/ws", outside: base + "/outside", bindSrc: base + "/bindsrc", bindDst: base + "/mnt"}
-	for _, f := range []string{"home/.ssh/id_ed25519", "ws/a.txt", "ws/.env", "ws/repo/.git/HEAD", "ws/repo/.git/hooks/pre-commit", "outside/secret.txt", "outside/o.txt", "bindsrc/b.txt"} {
+	for _, f := range []string{"home/.ssh/id_ed25519", "ws/a.txt", "ws/.env", "ws/repo/.git/HEAD", "ws/repo/.git/hooks/pre-commit", "outside/secret.txt", "outside/o.txt", "bindsrc/b.txt", "bindsrc/.env"} {
 		p := filepath.Join(base, f)
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		must(t, os.WriteFile(p, []byte("MARKER "+f+"\n"), 0o644))
@@ -84,6 +84,7 @@ func TestExplain(t *testing.T) {
 		{"listed workspace", true, "a.txt", AccessRead, true, RuleWritableTree, "workspace", ""},
 		{"private tmp", false, "/tmp/hutch-explain-probe", AccessWrite, true, RulePrivateTmp, "private /tmp", ""},
 		{"writable bind", false, w.bindDst + "/b.txt", AccessWrite, true, RuleWritableTree, "the writable bind of " + w.bindSrc + " at " + w.bindDst, ""},
+		{"deny name in a bind", false, w.bindDst + "/.env", AccessRead, false, RuleDenyName, w.bindDst + `/.env is masked: default deny name ".env"`, "--no-default-deny"},
 		{"hidden sockets", false, "/run/probe", AccessRead, false, RuleHiddenSockets, "host's unix sockets", ""},
 		{"kernel tree", false, "/sys/kernel", AccessWrite, false, RuleKernelTree, "kernel", ""},
 		{"through a link", false, "link-to-env", AccessRead, false, RuleDenyName, w.ws + "/.env is masked", ""},
