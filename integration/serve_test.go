@@ -386,7 +386,11 @@ func TestRunThroughServer(t *testing.T) {
 		{"stdin", nil, []string{"sh", "-c", "tr a-z A-Z; exit 4"}, "piped in\n"},
 		{"killed by a signal", nil, []string{"sh", "-c", "kill -9 $$"}, ""},
 		{"not found", nil, []string{"no-such-command-hutch"}, ""},
-		{"timeout", []string{"--timeout", "1s"}, []string{"sleep", "30"}, ""},
+		// Long enough for the command to start under load on both
+		// paths: a timeout that fires before it runs kills it outright
+		// (137), one after stops it with SIGTERM (143); with 1 s the CLI's
+		// own cold start lost that race as uid 65534 beside make test-vm.
+		{"timeout", []string{"--timeout", "6s"}, []string{"sleep", "60"}, ""},
 		{"a variable", []string{"--env", "HUTCH_IT=via"}, []string{"sh", "-c", "echo $HUTCH_IT"}, ""},
 		{"a write lands in the workspace", nil, []string{"sh", "-c", "echo w > written; cat written"}, ""},
 	} {
