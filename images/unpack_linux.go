@@ -4,7 +4,6 @@ package images
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -80,8 +79,9 @@ func Unpack(ctx context.Context, layout, tag, cache string) (*Image, error) {
 	if err := strip(filepath.Join(tmp, "rootfs")); err != nil {
 		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
-	cfg, _ := json.Marshal(im)
-	if err := os.WriteFile(filepath.Join(tmp, "done"), cfg, 0o600); err != nil {
+	// An empty marker: what the image is, is read from the layout each
+	// time (its configuration), never from the cache.
+	if err := os.WriteFile(filepath.Join(tmp, "done"), nil, 0o600); err != nil {
 		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
 	if err := os.Rename(tmp, final); err != nil {
