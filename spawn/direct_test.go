@@ -55,7 +55,17 @@ func TestDirect(t *testing.T) {
 				t.Errorf("init %d has parent %d, not this process %d", in.Pid, ppid, os.Getpid())
 			}
 			proc := "/proc/" + strconv.Itoa(in.Pid)
-			if cmdline, err := os.ReadFile(proc + "/cmdline"); err != nil || string(cmdline) != InitArg0+"\x00" {
+			// Polled: Go's fork is a vfork, which lets this process go on
+			// once the exec has replaced the child's memory but before the
+			// kernel has set out its arguments; cmdline reads empty then.
+			var cmdline []byte
+			var err error
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if cmdline, err = os.ReadFile(proc + "/cmdline"); err != nil || len(cmdline) > 0 {
+					break
+				}
+			}
+			if err != nil || string(cmdline) != InitArg0+"\x00" {
 				t.Errorf("init's cmdline %q (%v), want %s", cmdline, err, InitArg0)
 			}
 			// Named by init_main's first steps: the stage ran.
