@@ -160,6 +160,7 @@ func schemaTypes() map[string][]any {
 		"Event":               {Event{}},
 		"ExecRequest":         {ExecRequest{}},
 		"ExplainRequest":      {ExplainRequest{}},
+		"Denial":              {runtime.Denial{}},
 		"Explanation":         {runtime.Explanation{}},
 		"FileContent":         {text, binary},
 		"FileInfo":            {runtime.FileInfo{}},

@@ -365,6 +365,15 @@ type Policy struct {
 	// and of LeakValues, raw and URL-, base64- and hex-encoded. The
 	// disabled mode (Unsandboxed) scans nothing.
 	Leaks LeakAction
+	// Denials says whether a command's refusals are recorded in
+	// Result.Denials: DenialsRecord ("", the default) or DenialsOff.
+	Denials DenialMode
+	// Explain has hutch append to a command's stderr, after it ends, a
+	// few lines naming what it was refused, by which rule, and how the
+	// caller could allow each (the Result's Denials, summed up for the
+	// agent's model). It needs Denials recorded.
+	Explain bool
+
 	// LeakValues are more of the host's own secrets (its API keys), by
 	// name, each at least 8 bytes. They are never written out with the
 	// policy (JSON, a durable process's record).

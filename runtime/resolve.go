@@ -190,6 +190,9 @@ func resolvePolicy(p Policy, host hostRules) (resolved, error) {
 	if r.leaks, err = resolveLeaks(&r.policy); err != nil {
 		return resolved{}, err
 	}
+	if err := resolveDenials(&r.policy); err != nil {
+		return resolved{}, err
+	}
 	if err := resolveBackend(&r.policy); err != nil {
 		return resolved{}, err
 	}

@@ -162,6 +162,12 @@ type Result struct {
 	Leaks        []Leak     `json:"leaks,omitempty"`
 	LeaksDropped int        `json:"leaks_dropped,omitempty"`
 	LeakAction   LeakAction `json:"leak_action,omitempty"`
+	// Denials are what the command was refused while it ran, each with
+	// the rule that refused it and how to allow it, counted by kind: at
+	// most 64 kinds, DenialsDropped counts the refusals of kinds beyond
+	// (Policy.Denials).
+	Denials        []Denial `json:"denials,omitempty"`
+	DenialsDropped int      `json:"denials_dropped,omitempty"`
 	// Reason says in words why the command ended as it did when hutch or
 	// the kernel ended it: "timeout", or "memory limit of 128 MiB exceeded
 	// (OOM kill)".

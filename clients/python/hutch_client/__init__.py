@@ -211,6 +211,10 @@ class Result(_ResultRequired, total=False):
     leaks: List[Dict[str, Any]]
     leaks_dropped: int
     leak_action: str
+    #: What the command was refused while it ran, by kind ({"source", "op",
+    #: "object", "errno", "count", "rule", "reason", "allow"}).
+    denials: List[Dict[str, Any]]
+    denials_dropped: int
     reason: str
     error: str
 
