@@ -38,6 +38,10 @@ type sandboxInit struct {
 	reachMu  sync.Mutex
 	reachers []*netns.Ingress
 
+	// denied counts what the command is refused, from every source that
+	// sees a refusal (Result.Denials); nil under DenialsOff.
+	denied *denials
+
 	// noPidNS: the init shares the host's pid namespace (LevelLandlock);
 	// hostNet, its network namespace (NetworkHost).
 	noPidNS, hostNet bool
@@ -230,6 +234,9 @@ func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error
 		return nil, fmt.Errorf("hutch: start sandbox: %w", err)
 	}
 	in = &sandboxInit{log: sb.policy.logger(), noPidNS: sb.level == LevelLandlock, hostNet: sb.policy.Network == NetworkHost, proc: proc, control: pair[0], status: statusR, events: make(chan nsinit.Event, 4), fresh: f, cfgSent: cfgSent, group: group, spawnAt: spawnAt, unhold: sb.holdTmp()}
+	if sb.policy.Denials != DenialsOff {
+		in.denied = &denials{}
+	}
 	go readEvents(statusR, plan, in.events)
 	if config.Egress != nil {
 		if err := in.startEgress(sb); err != nil {
