@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	libseccomp "github.com/seccomp/libseccomp-golang"
@@ -194,4 +195,33 @@ func exportBPF(f *libseccomp.ScmpFilter) ([]byte, error) {
 		return nil, fmt.Errorf("seccomp: export: %d bytes is not a BPF program", len(b))
 	}
 	return b, nil
+}
+
+// SyscallName is the name of system call nr of arch (an AUDIT_ARCH_*
+// value, as seccomp_data holds it): "bpf", or "syscall 321 of arch
+// 0x40000003" for one this machine's libseccomp cannot name.
+func SyscallName(nr int32, arch uint32) string {
+	if arch == nativeAuditArch() {
+		if name, err := libseccomp.ScmpSyscall(nr).GetName(); err == nil {
+			return name
+		}
+	}
+	return fmt.Sprintf("syscall %d of arch %#x", nr, arch)
+}
+
+// nativeAuditArch is the AUDIT_ARCH_* value of this build's architecture.
+func nativeAuditArch() uint32 {
+	switch goruntime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64
+	case "riscv64":
+		return unix.AUDIT_ARCH_RISCV64
+	case "ppc64le":
+		return unix.AUDIT_ARCH_PPC64LE
+	case "s390x":
+		return unix.AUDIT_ARCH_S390X
+	}
+	return 0
 }

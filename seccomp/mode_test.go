@@ -3,7 +3,6 @@
 package seccomp
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -11,109 +10,15 @@ import (
 )
 
 // runBPF runs a classic BPF seccomp program (as Compile exports it) on one
-// system call, the way the kernel would, and returns its verdict.
+// system call, the way the kernel would (Program.Decide), and returns its
+// verdict.
 func runBPF(t *testing.T, prog []byte, nr int, args [6]uint64) uint32 {
 	t.Helper()
-	data := make([]byte, 64) // struct seccomp_data
-	binary.LittleEndian.PutUint32(data[0:], uint32(nr))
-	binary.LittleEndian.PutUint32(data[4:], unix.AUDIT_ARCH_X86_64)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	p, err := NewProgram(prog)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var a, x uint32
-	var mem [16]uint32
-	for pc, steps := 0, 0; steps < 100000; steps++ {
-		if pc < 0 || 8*pc >= len(prog) {
-			t.Fatalf("bpf: pc %d out of the program", pc)
-		}
-		ins := prog[8*pc:]
-		code := binary.LittleEndian.Uint16(ins[0:])
-		jt, jf := int(ins[2]), int(ins[3])
-		k := binary.LittleEndian.Uint32(ins[4:])
-		pc++
-		src := k
-		if code&unix.BPF_X != 0 {
-			src = x
-		}
-		switch code & 0x07 {
-		case unix.BPF_LD:
-			switch code & 0xe0 {
-			case unix.BPF_ABS:
-				a = binary.LittleEndian.Uint32(data[k:])
-			case unix.BPF_IMM:
-				a = k
-			case unix.BPF_MEM:
-				a = mem[k]
-			default:
-				t.Fatalf("bpf: unsupported load %#x", code)
-			}
-		case unix.BPF_LDX:
-			switch code & 0xe0 {
-			case unix.BPF_IMM:
-				x = k
-			case unix.BPF_MEM:
-				x = mem[k]
-			default:
-				t.Fatalf("bpf: unsupported ldx %#x", code)
-			}
-		case unix.BPF_ST:
-			mem[k] = a
-		case unix.BPF_STX:
-			mem[k] = x
-		case unix.BPF_ALU:
-			switch code & 0xf0 {
-			case unix.BPF_AND:
-				a &= src
-			case unix.BPF_OR:
-				a |= src
-			case unix.BPF_ADD:
-				a += src
-			case unix.BPF_SUB:
-				a -= src
-			case unix.BPF_RSH:
-				a >>= src
-			case unix.BPF_LSH:
-				a <<= src
-			default:
-				t.Fatalf("bpf: unsupported alu %#x", code)
-			}
-		case unix.BPF_JMP:
-			var cond bool
-			switch code & 0xf0 {
-			case unix.BPF_JA:
-				pc += int(k)
-				continue
-			case unix.BPF_JEQ:
-				cond = a == src
-			case unix.BPF_JGT:
-				cond = a > src
-			case unix.BPF_JGE:
-				cond = a >= src
-			case unix.BPF_JSET:
-				cond = a&src != 0
-			default:
-				t.Fatalf("bpf: unsupported jump %#x", code)
-			}
-			if cond {
-				pc += jt
-			} else {
-				pc += jf
-			}
-		case unix.BPF_RET:
-			if code&0x18 == unix.BPF_A {
-				return a
-			}
-			return k
-		case unix.BPF_MISC:
-			if code&0xf8 == unix.BPF_TAX {
-				x = a
-			} else {
-				a = x
-			}
-		}
-	}
-	t.Fatal("bpf: program does not end")
-	return 0
+	return p.Decide(Data{Nr: int32(nr), Arch: unix.AUDIT_ARCH_X86_64, Args: args})
 }
 
 const (
