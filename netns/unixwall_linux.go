@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -89,6 +90,35 @@ type UnixWall struct {
 	// hostNet: the sandbox shares the host's network namespace, whose
 	// abstract sockets are the host's.
 	hostNet bool
+	judge   func(Call) (unix.Errno, bool)
+	refused func(address string, errno unix.Errno)
+}
+
+// A Call is a system call a sandbox's filter handed to the host: the
+// calling thread by host pid, and the call as the filter judged it
+// (struct seccomp_data).
+type Call struct {
+	Pid                uint32
+	Nr                 int32
+	Arch               uint32
+	InstructionPointer uint64
+	Args               [6]uint64
+}
+
+// WallOptions are how a unix wall's listener is served besides its trees.
+type WallOptions struct {
+	// HostNet says the sandbox shares the host's network namespace, whose
+	// abstract sockets are the host's.
+	HostNet bool
+	// Judge, if set, sees every call first: where the listener's filter
+	// notifies more than connect (the profile's refusals, see
+	// seccomp.Notifying), it answers those, with the errno to return
+	// (answered true); the wall answers what it leaves.
+	Judge func(Call) (errno unix.Errno, answered bool)
+	// Refused, if set, is told each connect the wall refuses: the socket's
+	// address as the command gave it (a path, or "@name" for an abstract
+	// one) and the errno the command gets.
+	Refused func(address string, errno unix.Errno)
 }
 
 // WallRoot is one tree under which the wall lets pathname sockets be
@@ -105,12 +135,12 @@ type WallRoot struct {
 // It runs in the host, which the notifications name the callers to by host
 // pid; the roots come from the sandbox (see nsinit.HandoffWallRoot).
 // hostNet says the sandbox shares the host's network namespace.
-func ServeUnixWall(listener int, roots []WallRoot, hostNet bool) (*UnixWall, error) {
+func ServeUnixWall(listener int, roots []WallRoot, opts WallOptions) (*UnixWall, error) {
 	w, err := newUnixWall(listener, roots)
 	if err != nil {
 		return nil, err
 	}
-	w.hostNet = hostNet
+	w.hostNet, w.judge, w.refused = opts.HostNet, opts.Judge, opts.Refused
 	go func() {
 		w.serve()
 		w.answers.Wait()
@@ -189,6 +219,17 @@ func (w *UnixWall) serve() {
 		case err != nil || hup:
 			return
 		case e == 0:
+			if w.judge != nil {
+				if errno, ok := w.judge(Call{Pid: n.Pid, Nr: n.Data.Nr, Arch: n.Data.Arch, InstructionPointer: n.Data.InstructionPointer, Args: n.Data.Args}); ok {
+					w.send(n.ID, errno)
+					continue
+				}
+			}
+			if n.Data.Nr != unix.SYS_CONNECT {
+				// Nothing else is the wall's: refused, never let through.
+				w.send(n.ID, unix.EPERM)
+				continue
+			}
 			// A connect may block (a full backlog, a slow peer): one
 			// goroutine per call, so one stuck call holds up no other.
 			w.answers.Add(1)
@@ -205,12 +246,25 @@ func (w *UnixWall) serve() {
 }
 
 func (w *UnixWall) answer(n seccompNotif) {
-	resp := seccompNotifResp{ID: n.ID}
-	if errno := w.connect(n); errno != 0 {
+	w.send(n.ID, w.connect(n))
+}
+
+// send answers notification id: the call fails with errno, or returns 0.
+func (w *UnixWall) send(id uint64, errno unix.Errno) {
+	resp := seccompNotifResp{ID: id}
+	if errno != 0 {
 		resp.Error = -int32(errno)
 	}
 	// ENOENT: the caller was interrupted or died; nothing to answer.
 	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))
+}
+
+// refuse tells Refused of a connect the wall refuses, and returns errno.
+func (w *UnixWall) refuse(address string, errno unix.Errno) unix.Errno {
+	if w.refused != nil {
+		w.refused(address, errno)
+	}
+	return errno
 }
 
 // valid reports whether notification id still waits for its answer: the
@@ -270,7 +324,8 @@ func (w *UnixWall) connect(n seccompNotif) unix.Errno {
 	path := addr[2:]
 	if path[0] == 0 {
 		if w.hostNet {
-			return unix.EPERM // the host's abstract sockets
+			// The host's abstract sockets.
+			return w.refuse("@"+string(bytes.TrimRight(path[1:], "\x00")), unix.EPERM)
 		}
 		// Abstract: scoped by the sandbox's own network namespace.
 		return rawConnect(sock, addr)
@@ -279,11 +334,36 @@ func (w *UnixWall) connect(n seccompNotif) unix.Errno {
 		path = path[:i]
 	}
 	target, errno := w.resolve(tid, string(path))
+	if errno == unix.EACCES && socketThere(tid, string(path)) {
+		return w.refuse(string(path), errno)
+	}
 	if errno != 0 {
 		return errno
 	}
 	defer unix.Close(target)
 	return rawConnect(sock, sockaddrUnix(w.selfFd+"/"+strconv.Itoa(target)))
+}
+
+// socketThere reports whether a socket file is at path, as the caller at
+// tid names it, in its view or at the same path on the host (where a view
+// hides the host's sockets, as in /run): a refusal worth reporting. A
+// connect to nothing (the C library's try of nscd's socket before it
+// reads files itself) is not. It only decides what is reported.
+func socketThere(tid int, path string) bool {
+	root := "/proc/" + strconv.Itoa(tid) + "/root"
+	if !filepath.IsAbs(path) {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
+		if err != nil {
+			return false
+		}
+		path = filepath.Join(cwd, path)
+	}
+	for _, p := range []string{root + path, path} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve opens the socket file at path, as the caller at tid names it, if

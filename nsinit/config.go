@@ -90,6 +90,8 @@ type Config struct {
 	// when the profile is the caller's (the default holds its rules itself);
 	// empty means none.
 	ModeWall []byte
+	// Denials, if set, has the filter loaded in its notifying form.
+	Denials *Denials
 
 	// UnixWall, when set, keeps pathname unix sockets outside its Allowed
 	// trees unreachable: through Landlock when the ruleset above was
@@ -109,6 +111,21 @@ type Config struct {
 	// safe one: an init wrongly taken for privileged fails its first
 	// bounding-set drop (EPERM) and the run with it.
 	Unprivileged bool
+}
+
+// Denials are the notifying forms of the command's filter
+// (seccomp.Notifying): loaded in its place, with a listener the host
+// answers, they hand the host each call the filter refuses, so that it can
+// count it and answer it with the filter's own errno.
+type Denials struct {
+	// Filter is Seccomp, notifying.
+	Filter []byte
+	// WithWall is Seccomp with UnixWall.Filter chained after it,
+	// notifying: loaded in place of both where the unix wall is a filter
+	// (one listener per process). Where the wall is not a filter, or may
+	// degrade (a failed wall must not take the profile with it), Filter is
+	// loaded alone, or nothing notifies.
+	WithWall []byte
 }
 
 // UnixWall is the configuration of the unix-sockets layer.

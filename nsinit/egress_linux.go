@@ -33,5 +33,5 @@ func (c *Config) hostRuleset() bool {
 // HandsOff reports whether the init has anything to hand the host, and so
 // whether the config frame carries a handoff socket.
 func (c *Config) HandsOff() bool {
-	return c.Egress != nil || c.UnixWall != nil || c.Ingress || len(c.Reach) > 0
+	return c.Egress != nil || c.UnixWall != nil || c.Denials != nil || c.Ingress || len(c.Reach) > 0
 }

@@ -313,7 +313,8 @@ func (p *planner) confine() {
 		p.hostRules, p.listed = host, from
 		p.step(initSteps, LayerLandlock, "restrict", initReport, nil, p.message(recs...))
 	}
-	if c.UnixWall != nil {
+	notify, withWall := p.notifying()
+	if c.UnixWall != nil && !withWall {
 		p.unixWall()
 	}
 	// Last: from here on the forking thread runs under the command's
@@ -327,8 +328,49 @@ func (p *planner) confine() {
 		// Before the profile, which need not allow seccomp(2).
 		recs = append(recs, seccompStep(c.ModeWall))
 	}
-	recs = append(recs, seccompStep(c.Seccomp))
-	p.step(initSteps, LayerSeccomp, "load filter", initReport, nil, p.message(recs...))
+	if !notify {
+		recs = append(recs, seccompStep(c.Seccomp))
+		p.step(initSteps, LayerSeccomp, "load filter", initReport, nil, p.message(recs...))
+		return
+	}
+	if len(recs) > 0 {
+		p.step(initSteps, LayerSeccomp, "load mode wall", 0, nil, p.message(recs...))
+	}
+	prog := c.Denials.Filter
+	if withWall {
+		prog = c.Denials.WithWall
+		for _, a := range c.UnixWall.Allowed {
+			p.add(initWallRoot, nil, []byte(a))
+		}
+	}
+	first, fallback := listenerSteps(prog)
+	p.step(initWall, LayerSeccomp, "load filter", initReport, []uint64{p.handoff()}, p.message(first), p.message(fallback))
+	if withWall {
+		p.layer(LayerUnixSockets)
+		p.add(initUnixWall, nil, []byte(LayerUnixSockets), []byte(UnixWallNotify))
+	}
+}
+
+// notifying says whether the filter is loaded in its notifying form
+// (c.Denials), and whether with the unix wall chained in: where the wall
+// is a filter of its own (a listener), it must be that one filter, since a
+// process has one listener; where the wall may degrade, its failure must
+// not take the profile with it, so nothing notifies then. Where Landlock
+// guards socket files, the wall needs no filter.
+func (p *planner) notifying() (notify, withWall bool) {
+	c := p.c
+	if c.Denials == nil || slices.Contains(c.Skip, LayerSeccomp) {
+		return false, false
+	}
+	wallFilter := c.UnixWall != nil && !slices.Contains(c.Skip, LayerUnixSockets) &&
+		(c.Landlock == nil || c.Landlock.ABI < landlock.ResolveUnixABI)
+	if !wallFilter {
+		return len(c.Denials.Filter) > 0, false
+	}
+	if slices.Contains(c.Degradable, LayerUnixSockets) || len(c.Denials.WithWall) == 0 {
+		return false, false
+	}
+	return true, true
 }
 
 // unixWall sets up the unix-sockets layer, after Landlock and before the

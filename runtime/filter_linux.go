@@ -46,6 +46,11 @@ func (sb *Sandbox) compileFilter() error {
 		}
 	}
 	sb.filter, sb.filterName = prog, name
+	if sb.level != LevelLandlock && p.Denials != DenialsOff {
+		if sb.notify, err = newNotifyFilters(prog, sb.unixWall); err != nil {
+			return &PolicyError{Field: "Denials", Value: string(p.Denials), Reason: err.Error() + " (Denials off loads the profile as it is)"}
+		}
+	}
 	if p.Seccomp != nil || len(p.SeccompAllow) > 0 {
 		// The caller's profile, or the default with calls allowed, may
 		// allow what would leave a setuid file for the host: the mode

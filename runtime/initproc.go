@@ -42,6 +42,10 @@ type sandboxInit struct {
 	// sees a refusal (Result.Denials); nil under DenialsOff.
 	denied *denials
 
+	// wall is how the listener the init hands over is served: the unix
+	// wall's, and the profile's refusals (Policy.Denials).
+	wall netns.WallOptions
+
 	// noPidNS: the init shares the host's pid namespace (LevelLandlock);
 	// hostNet, its network namespace (NetworkHost).
 	noPidNS, hostNet bool
@@ -237,6 +241,7 @@ func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error
 	if sb.policy.Denials != DenialsOff {
 		in.denied = &denials{}
 	}
+	in.wall = sb.wallOptions(in.hostNet, in.denied)
 	go readEvents(statusR, plan, in.events)
 	if config.Egress != nil {
 		if err := in.startEgress(sb); err != nil {

@@ -117,7 +117,7 @@ func (in *sandboxInit) serveHandoff(h *handoff) {
 		case nsinit.HandoffWallRoot:
 			roots = append(roots, netns.WallRoot{Path: string(rec.Blob(0)), Fd: fds[0]})
 		case nsinit.HandoffWall:
-			_, err := netns.ServeUnixWall(fds[0], roots, in.hostNet) // owns them now
+			_, err := netns.ServeUnixWall(fds[0], roots, in.wall) // owns them now
 			roots = nil
 			if err != nil {
 				in.log.Warn("hutch: unix wall", "err", err)

@@ -107,6 +107,9 @@ type machine struct {
 	// cannot guard unix sockets; nil when the layer is skipped or there
 	// are no namespaces (LevelLandlock refuses socket(2) altogether).
 	unixWall []byte
+	// notify are the notifying forms of filter, for Policy.Denials; nil
+	// when nothing is recorded.
+	notify *notifyFilters
 
 	levelState
 
@@ -412,6 +415,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 		Rlimits:    sb.rlimits,
 		Landlock:   sb.landlock,
 		UnixWall:   wall,
+		Denials:    sb.notify.config(),
 		UserCounts: sb.userCounts(),
 		// The rules on the host's own files (the carve-out's hundreds)
 		// from files kept open between spawns, not opened by each init.

@@ -1,0 +1,152 @@
+//go:build linux
+
+package runtime
+
+import (
+	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/netns"
+	"github.com/hutchbox/hutch/nsinit"
+	"github.com/hutchbox/hutch/seccomp"
+)
+
+// notifyFilters are a Sandbox's filter in its notifying forms
+// (seccomp.Notifying), which hand the host exactly the calls the filter
+// refuses, and the programs the host runs to learn what the filter would
+// have answered: the errno the command gets, and which rule it was.
+type notifyFilters struct {
+	nsinit.Denials
+	profile *seccomp.Program
+	wall    *seccomp.Program // nil without the wall's filter
+}
+
+func newNotifyFilters(profile, wall []byte) (*notifyFilters, error) {
+	n := &notifyFilters{}
+	var err error
+	if n.Filter, err = seccomp.Notifying(profile, nil); err != nil {
+		return nil, err
+	}
+	if n.profile, err = seccomp.NewProgram(profile); err != nil {
+		return nil, err
+	}
+	if wall != nil {
+		if n.WithWall, err = seccomp.Notifying(profile, wall); err != nil {
+			return nil, err
+		}
+		if n.wall, err = seccomp.NewProgram(wall); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// config is the init's part of n, or nil.
+func (n *notifyFilters) config() *nsinit.Denials {
+	if n == nil {
+		return nil
+	}
+	return &n.Denials
+}
+
+// wallOptions are how the host serves the listener of an init whose
+// command's refusals it records (denied) or not (nil).
+func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions {
+	opts := netns.WallOptions{HostNet: hostNet}
+	n := sb.notify
+	if n == nil || denied == nil {
+		return opts
+	}
+	opts.Judge = func(c netns.Call) (unix.Errno, bool) {
+		d := seccomp.Data{Nr: c.Nr, Arch: c.Arch, InstructionPointer: c.InstructionPointer, Args: c.Args}
+		if errno, ok := seccomp.Refused(n.profile.Decide(d)); ok {
+			denied.add(seccompDenial(c, unix.Errno(errno), sb.filterName), 1)
+			return unix.Errno(errno), true
+		}
+		if n.wall == nil {
+			// The profile alone notifies only what it refuses.
+			return unix.EPERM, true
+		}
+		switch ret := n.wall.Decide(d); {
+		case ret == seccomp.RetUserNotif:
+			return 0, false // the wall's connect
+		default:
+			errno, ok := seccomp.Refused(ret)
+			if !ok {
+				errno = int(unix.EPERM)
+			}
+			denied.add(Denial{
+				Source: DenialUnixWall, Op: seccomp.SyscallName(c.Nr, c.Arch), Object: "AF_UNIX, SOCK_DGRAM",
+				Errno: unix.ErrnoName(unix.Errno(errno)), Rule: RuleUnixWall,
+				Reason: "unix datagram sockets are refused: a datagram names its destination where no check can read it",
+			}, 1)
+			return unix.Errno(errno), true
+		}
+	}
+	opts.Refused = func(address string, errno unix.Errno) {
+		reason := fmt.Sprintf("unix socket %s is outside the writable trees: the unix wall lets a command reach only sockets in them", address)
+		if len(address) > 0 && address[0] == '@' {
+			reason = fmt.Sprintf("abstract unix socket %s is the host's: the sandbox shares the host's network", address)
+		}
+		denied.add(Denial{Source: DenialUnixWall, Op: "connect", Object: address, Errno: unix.ErrnoName(errno), Rule: RuleUnixWall, Reason: reason}, 1)
+	}
+	return opts
+}
+
+// Argument values the seccomp profile's refusals are told apart by.
+const (
+	ioctlTIOCSTI   = 0x5412
+	ioctlTIOCLINUX = 0x541C
+	modeSetid      = 0o6000
+)
+
+// seccompDenial says in words why the profile refused call c.
+func seccompDenial(c netns.Call, errno unix.Errno, profile string) Denial {
+	name := seccomp.SyscallName(c.Nr, c.Arch)
+	d := Denial{Source: DenialSeccomp, Op: name, Errno: unix.ErrnoName(errno), Rule: RuleSeccomp}
+	switch {
+	case profile != seccomp.DefaultName:
+		d.Reason = fmt.Sprintf("%s is refused by the seccomp profile (%s)", name, profile)
+	case slices.Contains([]string{"clone", "unshare", "setns"}, name):
+		d.Reason = fmt.Sprintf("%s of a new namespace is refused: the command cannot build a sandbox of its own", name)
+		d.Allow = &Remedy{Flag: "--allow-nested", Key: "allow_nested"}
+	case name == "ioctl" && (c.Args[1] == ioctlTIOCSTI || c.Args[1] == ioctlTIOCLINUX):
+		d.Object = "TIOCSTI"
+		if c.Args[1] == ioctlTIOCLINUX {
+			d.Object = "TIOCLINUX"
+		}
+		d.Reason = "pushing input into a terminal is refused: it would type commands into the caller's shell"
+	case name == "socket":
+		d.Object = socketFamily(c.Args[0])
+		d.Reason = fmt.Sprintf("%s sockets are refused by the seccomp profile", d.Object)
+	case slices.Contains([]string{"chmod", "fchmod", "fchmodat", "open", "openat", "creat", "mknod", "mknodat"}, name):
+		d.Reason = fmt.Sprintf("%s with a setuid or setgid bit is refused: the host would run the file with it", name)
+	case name == "personality":
+		d.Reason = "this personality is refused by the seccomp profile"
+	case c.Arch != 0 && seccomp.SyscallName(c.Nr, c.Arch) != name:
+		d.Reason = "another architecture's system calls are refused"
+	default:
+		d.Reason = fmt.Sprintf("%s is refused by the seccomp profile: it reaches the kernel or the host beyond what a command needs", name)
+		d.Allow = &Remedy{Key: "seccomp_allow = [\"" + name + "\"]"}
+	}
+	return d
+}
+
+// socketFamily names an address family the way socket(2) is given it.
+func socketFamily(af uint64) string {
+	switch af {
+	case unix.AF_NETLINK:
+		return "AF_NETLINK"
+	case unix.AF_PACKET:
+		return "AF_PACKET"
+	case unix.AF_INET:
+		return "AF_INET"
+	case unix.AF_INET6:
+		return "AF_INET6"
+	case unix.AF_UNIX:
+		return "AF_UNIX"
+	}
+	return fmt.Sprintf("address family %d", af)
+}
