@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,7 +118,9 @@ type WallOptions struct {
 	Judge func(Call) (errno unix.Errno, answered bool)
 	// Refused, if set, is told each connect the wall refuses: the socket's
 	// address as the command gave it (a path, or "@name" for an abstract
-	// one) and the errno the command gets.
+	// one) and the errno the command gets; and each connect to an
+	// internet address the sandbox's network has no route to (host:port,
+	// ENETUNREACH).
 	Refused func(address string, errno unix.Errno)
 }
 
@@ -316,7 +319,14 @@ func (w *UnixWall) connect(n seccompNotif) unix.Errno {
 		return errnoOf(err)
 	}
 	if domain != unix.AF_UNIX {
-		return rawConnect(sock, addr)
+		errno := rawConnect(sock, addr)
+		if errno == unix.ENETUNREACH {
+			// No route: the sandbox's network has only loopback.
+			if a := inetAddress(addr); a != "" {
+				w.refuse(a, errno)
+			}
+		}
+		return errno
 	}
 	if len(addr) <= 2 || uint16(addr[0])|uint16(addr[1])<<8 != unix.AF_UNIX {
 		return unix.EINVAL
@@ -445,6 +455,22 @@ func openPidfd(tid int) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("no Tgid for thread %d", tid)
+}
+
+// inetAddress is a struct sockaddr_in or sockaddr_in6 as host:port, or ""
+// for anything else.
+func inetAddress(addr []byte) string {
+	if len(addr) < 4 {
+		return ""
+	}
+	port := int(addr[2])<<8 | int(addr[3])
+	switch family := uint16(addr[0]) | uint16(addr[1])<<8; {
+	case family == unix.AF_INET && len(addr) >= 8:
+		return net.JoinHostPort(net.IP(addr[4:8]).String(), strconv.Itoa(port))
+	case family == unix.AF_INET6 && len(addr) >= 24:
+		return net.JoinHostPort(net.IP(addr[8:24]).String(), strconv.Itoa(port))
+	}
+	return ""
 }
 
 // sockaddrUnix is a struct sockaddr_un for path.

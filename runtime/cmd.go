@@ -568,6 +568,9 @@ func (c *Cmd) Wait() error {
 	}
 	r.Leaks, r.LeaksDropped = c.leaks.result()
 	r.NetworkEvents = c.in.networkEvents()
+	if c.in.denied != nil {
+		c.in.proxyDenials(r.NetworkEvents)
+	}
 	r.Denials, r.DenialsDropped = c.in.denied.result()
 	r.Published, r.Ingress = c.home.Published(), c.in.ingress.recorded()
 	// Everything the command started is dead: what it left is final.

@@ -4,7 +4,9 @@ package runtime
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -86,6 +88,10 @@ func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions 
 		}
 	}
 	opts.Refused = func(address string, errno unix.Errno) {
+		if errno == unix.ENETUNREACH {
+			denied.add(sb.unreachable(address), 1)
+			return
+		}
 		reason := fmt.Sprintf("unix socket %s is outside the writable trees: the unix wall lets a command reach only sockets in them", address)
 		if len(address) > 0 && address[0] == '@' {
 			reason = fmt.Sprintf("abstract unix socket %s is the host's: the sandbox shares the host's network", address)
@@ -149,4 +155,32 @@ func socketFamily(af uint64) string {
 		return "AF_UNIX"
 	}
 	return fmt.Sprintf("address family %d", af)
+}
+
+// unreachable is the Denial of a connect to address (host:port) that the
+// sandbox's network has no route to.
+func (sb *Sandbox) unreachable(address string) Denial {
+	d := Denial{Source: DenialNetwork, Op: "connect", Object: address, Errno: "ENETUNREACH", Rule: RuleNetwork}
+	if sb.policy.Network == NetworkAllow {
+		d.Reason = "the sandbox reaches the internet only through its proxy (HTTPS_PROXY), by name, to the allowed domains"
+		d.Allow = &Remedy{Flag: "--allow-domain NAME", Key: "allow_domains"}
+		return d
+	}
+	d.Reason = "the sandbox has no network: only its own loopback"
+	d.Allow = &Remedy{Flag: "--net allow --allow-domain NAME", Key: "network = \"allow\""}
+	return d
+}
+
+// proxyDenials counts the connections the egress proxy refused.
+func (in *sandboxInit) proxyDenials(events []netns.Event) {
+	for _, e := range events {
+		if e.Allowed {
+			continue
+		}
+		in.denied.add(Denial{
+			Source: DenialNetwork, Op: e.Protocol, Object: net.JoinHostPort(e.Host, strconv.Itoa(e.Port)),
+			Rule: RuleNetwork, Reason: "the network policy refuses it: " + e.Reason,
+			Allow: &Remedy{Flag: "--allow-domain " + e.Host, Key: "allow_domains"},
+		}, 1)
+	}
 }
