@@ -91,7 +91,7 @@ type UnixWall struct {
 	// hostNet: the sandbox shares the host's network namespace, whose
 	// abstract sockets are the host's.
 	hostNet bool
-	judge   func(Call) (unix.Errno, bool)
+	judge   func(Call) (Answer, bool)
 	refused func(address string, errno unix.Errno)
 }
 
@@ -106,6 +106,15 @@ type Call struct {
 	Args               [6]uint64
 }
 
+// An Answer is how the host answers a Call: it fails with Errno, or
+// returns 0; or, with Continue, the kernel runs it as the caller made it
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE), for a call the kernel judges by
+// itself and the host only watches.
+type Answer struct {
+	Errno    unix.Errno
+	Continue bool
+}
+
 // WallOptions are how a unix wall's listener is served besides its trees.
 type WallOptions struct {
 	// HostNet says the sandbox shares the host's network namespace, whose
@@ -113,9 +122,9 @@ type WallOptions struct {
 	HostNet bool
 	// Judge, if set, sees every call first: where the listener's filter
 	// notifies more than connect (the profile's refusals, see
-	// seccomp.Notifying), it answers those, with the errno to return
-	// (answered true); the wall answers what it leaves.
-	Judge func(Call) (errno unix.Errno, answered bool)
+	// seccomp.Notifying), it answers those (answered true); the wall
+	// answers what it leaves.
+	Judge func(Call) (a Answer, answered bool)
 	// Refused, if set, is told each connect the wall refuses: the socket's
 	// address as the command gave it (a path, or "@name" for an abstract
 	// one) and the errno the command gets; and each connect to an
@@ -223,8 +232,8 @@ func (w *UnixWall) serve() {
 			return
 		case e == 0:
 			if w.judge != nil {
-				if errno, ok := w.judge(Call{Pid: n.Pid, Nr: n.Data.Nr, Arch: n.Data.Arch, InstructionPointer: n.Data.InstructionPointer, Args: n.Data.Args}); ok {
-					w.send(n.ID, errno)
+				if a, ok := w.judge(Call{Pid: n.Pid, Nr: n.Data.Nr, Arch: n.Data.Arch, InstructionPointer: n.Data.InstructionPointer, Args: n.Data.Args}); ok {
+					w.reply(n.ID, a)
 					continue
 				}
 			}
@@ -254,9 +263,17 @@ func (w *UnixWall) answer(n seccompNotif) {
 
 // send answers notification id: the call fails with errno, or returns 0.
 func (w *UnixWall) send(id uint64, errno unix.Errno) {
+	w.reply(id, Answer{Errno: errno})
+}
+
+// reply answers notification id with a.
+func (w *UnixWall) reply(id uint64, a Answer) {
 	resp := seccompNotifResp{ID: id}
-	if errno != 0 {
-		resp.Error = -int32(errno)
+	switch {
+	case a.Continue:
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	case a.Errno != 0:
+		resp.Error = -int32(a.Errno)
 	}
 	// ENOENT: the caller was interrupted or died; nothing to answer.
 	_, _, _ = unix.Syscall(unix.SYS_IOCTL, uintptr(w.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp)))

@@ -3,10 +3,14 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -23,19 +27,26 @@ type notifyFilters struct {
 	nsinit.Denials
 	profile *seccomp.Program
 	wall    *seccomp.Program // nil without the wall's filter
+	trace   *seccomp.Program
 }
 
 func newNotifyFilters(profile, wall []byte) (*notifyFilters, error) {
+	trace, err := traceAttachFilter()
+	if err != nil {
+		return nil, err
+	}
 	n := &notifyFilters{}
-	var err error
-	if n.Filter, err = seccomp.Notifying(profile, nil); err != nil {
+	if n.Filter, err = seccomp.Notifying(profile, trace); err != nil {
 		return nil, err
 	}
 	if n.profile, err = seccomp.NewProgram(profile); err != nil {
 		return nil, err
 	}
+	if n.trace, err = seccomp.NewProgram(trace); err != nil {
+		return nil, err
+	}
 	if wall != nil {
-		if n.WithWall, err = seccomp.Notifying(profile, wall); err != nil {
+		if n.WithWall, err = seccomp.Notifying(profile, wall, trace); err != nil {
 			return nil, err
 		}
 		if n.wall, err = seccomp.NewProgram(wall); err != nil {
@@ -44,6 +55,15 @@ func newNotifyFilters(profile, wall []byte) (*notifyFilters, error) {
 	}
 	return n, nil
 }
+
+// traceAttachFilter is seccomp.TraceAttach's program: precompiled, or
+// else compiled once per process.
+var traceAttachFilter = sync.OnceValues(func() ([]byte, error) {
+	if prog, ok := seccomp.BuiltinTraceAttach.Precompiled(); ok {
+		return prog, nil
+	}
+	return seccomp.BuiltinTraceAttach.Compile()
+})
 
 // config is the init's part of n, or nil.
 func (n *notifyFilters) config() *nsinit.Denials {
@@ -61,31 +81,37 @@ func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions 
 	if n == nil || denied == nil {
 		return opts
 	}
-	opts.Judge = func(c netns.Call) (unix.Errno, bool) {
+	opts.Judge = func(c netns.Call) (netns.Answer, bool) {
+		// The programs in the order the filter chains them: the first
+		// that does not allow the call is the one that notified it.
 		d := seccomp.Data{Nr: c.Nr, Arch: c.Arch, InstructionPointer: c.InstructionPointer, Args: c.Args}
-		if errno, ok := seccomp.Refused(n.profile.Decide(d)); ok {
+		ret := n.profile.Decide(d)
+		if errno, ok := seccomp.Refused(ret); ok {
 			denied.add(seccompDenial(c, unix.Errno(errno), sb.filterName), 1)
-			return unix.Errno(errno), true
+			return netns.Answer{Errno: unix.Errno(errno)}, true
 		}
-		if n.wall == nil {
-			// The profile alone notifies only what it refuses.
-			return unix.EPERM, true
-		}
-		switch ret := n.wall.Decide(d); {
-		case ret == seccomp.RetUserNotif:
-			return 0, false // the wall's connect
-		default:
-			errno, ok := seccomp.Refused(ret)
-			if !ok {
-				errno = int(unix.EPERM)
+		if n.wall != nil && ret == seccomp.RetAllow {
+			switch ret = n.wall.Decide(d); {
+			case ret == seccomp.RetUserNotif:
+				return netns.Answer{}, false // the wall's connect
+			case ret != seccomp.RetAllow:
+				errno, ok := seccomp.Refused(ret)
+				if !ok {
+					errno = int(unix.EPERM)
+				}
+				denied.add(Denial{
+					Source: DenialUnixWall, Op: seccomp.SyscallName(c.Nr, c.Arch), Object: "AF_UNIX, SOCK_DGRAM",
+					Errno: unix.ErrnoName(unix.Errno(errno)), Rule: RuleUnixWall,
+					Reason: "unix datagram sockets are refused: a datagram names its destination where no check can read it",
+				}, 1)
+				return netns.Answer{Errno: unix.Errno(errno)}, true
 			}
-			denied.add(Denial{
-				Source: DenialUnixWall, Op: seccomp.SyscallName(c.Nr, c.Arch), Object: "AF_UNIX, SOCK_DGRAM",
-				Errno: unix.ErrnoName(unix.Errno(errno)), Rule: RuleUnixWall,
-				Reason: "unix datagram sockets are refused: a datagram names its destination where no check can read it",
-			}, 1)
-			return unix.Errno(errno), true
 		}
+		if ret == seccomp.RetAllow && n.trace.Decide(d) == seccomp.RetUserNotif {
+			return traceAttach(c, denied), true
+		}
+		// Nothing else is notified: refused, never let through.
+		return netns.Answer{Errno: unix.EPERM}, true
 	}
 	opts.Refused = func(address string, errno unix.Errno) {
 		if errno == unix.ENETUNREACH {
@@ -184,3 +210,53 @@ func (in *sandboxInit) proxyDenials(events []netns.Event) {
 		}, 1)
 	}
 }
+
+// traceAttach answers a ptrace attach (seccomp.TraceAttach): a pid that
+// is not in the caller's pid namespace (its /proc, which is the
+// sandbox's) is a process the sandbox cannot see, as the kernel would say
+// (ESRCH), and counted; anything else the kernel judges itself.
+func traceAttach(c netns.Call, denied *denials) netns.Answer {
+	pid := int32(c.Args[1])
+	if pid <= 0 {
+		return netns.Answer{Continue: true}
+	}
+	// Only a caller right in the sandbox's pid namespace, one below this
+	// process's, is told by the sandbox's /proc: one in a namespace of its
+	// own (a nested sandbox) numbers processes another way.
+	if depth, ok := pidDepth(strconv.Itoa(int(c.Pid))); !ok || depth != selfPidDepth()+1 {
+		return netns.Answer{Continue: true}
+	}
+	proc := "/proc/" + strconv.Itoa(int(c.Pid)) + "/root/proc/"
+	if _, err := os.Lstat(proc + "self"); err != nil {
+		return netns.Answer{Continue: true} // no /proc to tell by
+	}
+	if _, err := os.Lstat(proc + strconv.Itoa(int(pid))); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return netns.Answer{Continue: true}
+	}
+	denied.add(Denial{
+		Source: DenialPidNamespace, Op: "ptrace", Object: "pid " + strconv.Itoa(int(pid)), Errno: "ESRCH",
+		Rule:   RuleOutsideSandbox,
+		Reason: "no process " + strconv.Itoa(int(pid)) + " in the sandbox: the host's processes are outside its pid namespace",
+	}, 1)
+	return netns.Answer{Errno: unix.ESRCH}
+}
+
+// pidDepth is how many pid namespaces process pid (of this process's
+// /proc) is in: the ids on its status's NSpid line.
+func pidDepth(pid string) (int, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if ids, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return len(strings.Fields(ids)), true
+		}
+	}
+	return 0, false
+}
+
+var selfPidDepth = sync.OnceValue(func() int {
+	d, _ := pidDepth("self")
+	return d
+})

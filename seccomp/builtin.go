@@ -25,11 +25,13 @@ const (
 	BuiltinDefaultNoSocket Builtin = "default-no-socket"
 	// BuiltinUnixWall is UnixWall.
 	BuiltinUnixWall Builtin = "unix-wall"
+	// BuiltinTraceAttach is TraceAttach.
+	BuiltinTraceAttach Builtin = "trace-attach"
 )
 
 // Builtins returns every Builtin.
 func Builtins() []Builtin {
-	return []Builtin{BuiltinDefault, BuiltinDefaultNoSocket, BuiltinUnixWall}
+	return []Builtin{BuiltinDefault, BuiltinDefaultNoSocket, BuiltinUnixWall, BuiltinTraceAttach}
 }
 
 // Profile returns b's profile, a fresh copy, or nil if b is none of
@@ -42,6 +44,8 @@ func (b Builtin) Profile() *Profile {
 		return WithoutSocket(Default())
 	case BuiltinUnixWall:
 		return UnixWall()
+	case BuiltinTraceAttach:
+		return TraceAttach()
 	}
 	return nil
 }

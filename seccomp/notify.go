@@ -55,33 +55,36 @@ func Refused(ret uint32) (errno int, ok bool) {
 // stricter than a notification), and only one filter of a process may
 // have a listener.
 //
-// When then is not nil, every call prog allows goes on to then (its own
-// refusals also turned into notifications), which decides it: one filter
+// Each program of then, in order, decides the calls the one before it
+// allows (its own refusals also turned into notifications): one filter
 // that does what prog and then loaded one after the other would, with one
-// listener (the unix wall's, UnixWall). Every other action (kill, the
-// calls prog leaves to ENOSYS) stays as it is.
-func Notifying(prog, then []byte) ([]byte, error) {
-	p, err := insns(prog)
-	if err != nil {
-		return nil, err
-	}
-	t, err := insns(then)
-	if err != nil {
-		return nil, err
-	}
-	if len(p)+len(t) > maxInsns {
-		return nil, fmt.Errorf("seccomp: %d instructions with the one after it, more than the kernel's %d", len(p)+len(t), maxInsns)
-	}
-	out := make([]byte, 0, len(prog)+len(then))
-	for i, in := range p {
-		if then != nil && in.Op == codeRetK && in.K == RetAllow {
-			// Forward to then's first instruction, right after prog's last.
-			in = bpf.RawInstruction{Op: codeJa, K: uint32(len(p) - i - 1)}
+// listener (the unix wall's, UnixWall; TraceAttach). Every other action
+// (kill, the calls prog leaves to ENOSYS) stays as it is.
+func Notifying(prog []byte, then ...[]byte) ([]byte, error) {
+	progs := [][]bpf.RawInstruction{}
+	total := 0
+	for _, b := range append([][]byte{prog}, then...) {
+		p, err := insns(b)
+		if err != nil {
+			return nil, err
 		}
-		out = appendInsn(out, notifyRefusal(in))
+		progs = append(progs, p)
+		total += len(p)
 	}
-	for _, in := range t {
-		out = appendInsn(out, notifyRefusal(in))
+	if total > maxInsns {
+		return nil, fmt.Errorf("seccomp: %d instructions with the ones after it, more than the kernel's %d", total, maxInsns)
+	}
+	out := make([]byte, 0, total*insnSize)
+	for k, p := range progs {
+		last := k == len(progs)-1
+		for i, in := range p {
+			if !last && in.Op == codeRetK && in.K == RetAllow {
+				// Forward to the next program's first instruction,
+				// right after this one's last.
+				in = bpf.RawInstruction{Op: codeJa, K: uint32(len(p) - i - 1)}
+			}
+			out = appendInsn(out, notifyRefusal(in))
+		}
 	}
 	return out, nil
 }

@@ -23,7 +23,7 @@ func TestNotifying(t *testing.T) {
 	if !ok {
 		t.Fatal("no precompiled unix wall")
 	}
-	alone, err := Notifying(def, nil)
+	alone, err := Notifying(def)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,47 @@ func TestNotifying(t *testing.T) {
 	}
 }
 
+// TestNotifyingChain: with the ptrace watch chained after the profile and
+// the wall, an attach by pid is notified, every other ptrace request and
+// what the profile and the wall decide are as before.
+func TestNotifyingChain(t *testing.T) {
+	var progs [][]byte
+	for _, b := range []Builtin{BuiltinDefault, BuiltinUnixWall, BuiltinTraceAttach} {
+		p, ok := b.Precompiled()
+		if !ok {
+			t.Fatal(b, "not precompiled")
+		}
+		progs = append(progs, p)
+	}
+	chain, err := Notifying(progs[0], progs[1:]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProgram(chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		nr   int
+		args [6]uint64
+		want uint32
+	}{
+		{"ptrace attach", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_ATTACH, 1}, RetUserNotif},
+		{"ptrace seize", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_SEIZE, 1}, RetUserNotif},
+		{"ptrace peek", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_PEEKDATA, 1}, RetAllow},
+		{"ptrace traceme", unix.SYS_PTRACE, [6]uint64{unix.PTRACE_TRACEME}, RetAllow},
+		{"connect", unix.SYS_CONNECT, [6]uint64{3}, RetUserNotif},
+		{"bpf", unix.SYS_BPF, [6]uint64{}, RetUserNotif},
+		{"read", unix.SYS_READ, [6]uint64{}, RetAllow},
+		{"unknown", 999, [6]uint64{}, RetErrno | 38},
+	} {
+		if got := p.Decide(Data{Nr: int32(tt.nr), Arch: unix.AUDIT_ARCH_X86_64, Args: tt.args}); got != tt.want {
+			t.Errorf("%s: %#x, want %#x", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestRefused(t *testing.T) {
 	for _, tt := range []struct {
 		ret   uint32
@@ -108,7 +149,7 @@ func TestNotifyingRefuses(t *testing.T) {
 		"part of an instruction":  {0x06, 0, 0},
 		"returns its accumulator": retA,
 	} {
-		if _, err := Notifying(prog, nil); err == nil {
+		if _, err := Notifying(prog); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -33,3 +33,28 @@ func UnixWall() *Profile {
 		},
 	}
 }
+
+// ptrace requests that take hold of another process by pid.
+const (
+	ptraceAttach = 16
+	ptraceSeize  = 0x4206
+)
+
+// TraceAttach is the filter that hands the host every ptrace(2) that
+// would take hold of a process by pid (PTRACE_ATTACH, PTRACE_SEIZE): the
+// host answers "no such process" where the pid is not in the sandbox's
+// pid namespace (a host's process, which the sandbox cannot see), and
+// otherwise lets the kernel judge the call as it is
+// (SECCOMP_USER_NOTIF_FLAG_CONTINUE). It decides nothing the kernel does
+// not: its only use is to report (Result.Denials), chained after the
+// profile by Notifying.
+func TraceAttach() *Profile {
+	return &Profile{
+		DefaultAction: specs.ActAllow,
+		Architectures: nativeArchitectures(),
+		Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"ptrace"}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{maskedEq(0, 0xffffffff, ptraceAttach)}},
+			{Names: []string{"ptrace"}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{maskedEq(0, 0xffffffff, ptraceSeize)}},
+		},
+	}
+}
