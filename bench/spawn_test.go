@@ -261,6 +261,51 @@ for _ in range(n):
 	})
 }
 
+// BenchmarkDenialsCost is what recording a command's refusals
+// (Policy.Denials, on by default) costs over the same policy with it off,
+// alternated: "cold" and "warm" per spawn (the filter then loaded in its
+// notifying form with a listener the host serves), and "refused" per
+// refused system call (bpf(2)) of a command making 100,000 of them, each
+// then a round trip to the host, over one making none; without a listener
+// the kernel answers them alone.
+func BenchmarkDenialsCost(b *testing.B) {
+	off := func(p *runtime.Policy) { p.Denials = runtime.DenialsOff }
+	b.Run("cold", func(b *testing.B) { layerCost(b, sandbox(b, nil), sandbox(b, off)) })
+	b.Run("warm", func(b *testing.B) {
+		prewarm := func(p *runtime.Policy) { p.Prewarm = 1 }
+		with, without := sandbox(b, prewarm), sandbox(b, func(p *runtime.Policy) { prewarm(p); off(p) })
+		defer with.Close()
+		defer without.Close()
+		added(b, pooled("with", with), pooled("without", without))
+	})
+	b.Run("refused", func(b *testing.B) {
+		const calls = 100000
+		script := `import ctypes, sys
+l = ctypes.CDLL(None)
+for _ in range(int(sys.argv[1])):
+    l.syscall(321, 0, 0, 0)
+`
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			b.Skip("python3 not installed")
+		}
+		with, without := sandbox(b, nil), sandbox(b, off)
+		run := func(name string, sb *runtime.Sandbox, n int) method {
+			return timed(name, func() error { return sb.Command(context.Background(), py, "-c", script, strconv.Itoa(n)).Run() })
+		}
+		ops := measure(b, min(b.N, 20),
+			run("with", with, calls), run("without", without, calls), run("with-0", with, 0), run("without-0", without, 0))
+		per := func(name string) float64 {
+			return float64(p50(walls(ops[name]))-p50(walls(ops[name+"-0"]))) / calls / float64(time.Microsecond)
+		}
+		b.ReportMetric(ms(p50(walls(ops["with"]))), "with-p50-ms")
+		b.ReportMetric(ms(p50(walls(ops["without"]))), "without-p50-ms")
+		b.ReportMetric(per("with"), "with-us/call")
+		b.ReportMetric(per("without"), "without-us/call")
+		b.ReportMetric(per("with")-per("without"), "added-us/call")
+	})
+}
+
 // layerCost is added for a cold command in two Sandboxes.
 func layerCost(b *testing.B, with, without *runtime.Sandbox) {
 	added(b, cold("with", with), cold("without", without))
