@@ -47,6 +47,7 @@ type cmdState struct {
 	started  nsinit.Event
 	output   *limiter
 	leaks    leakLog
+	reported *reportScanner // the refusals its stderr names (DenialFile); nil when none are read
 	stopCtx  func() bool
 	timer    *time.Timer
 	refill   *time.Timer // the pool's refill, if the command runs on
@@ -186,6 +187,7 @@ func (c *Cmd) Start() error {
 	// Unlimited.
 	limit := c.sb.policy.OutputLimit
 	c.output = &limiter{left: limit, unlimited: limit == Unlimited, onExceed: c.outputExceeded}
+	c.reported = c.sb.reportedFor()
 
 	stdin, err := c.stdinFile()
 	if err != nil {
@@ -571,6 +573,7 @@ func (c *Cmd) Wait() error {
 	if c.in.denied != nil {
 		c.in.proxyDenials(r.NetworkEvents)
 	}
+	c.judgeReported()
 	r.Denials, r.DenialsDropped = c.in.denied.result()
 	r.Published, r.Ingress = c.home.Published(), c.in.ingress.recorded()
 	// Everything the command started is dead: what it left is final.
@@ -626,6 +629,7 @@ func (c *Cmd) Wait() error {
 	// (a CLI run closes its Sandbox and exits right after).
 	c.home.ending(c.in, g, exited != nil)
 	c.refillPool()
+	c.explainRefusals(r)
 	if !r.Success() || r.Killed {
 		ee := &ExitError{Result: r, ioErr: ioErr}
 		if r.Killed {
@@ -689,6 +693,7 @@ func (c *Cmd) outputFile(name string, dst io.Writer) (*os.File, error) {
 	c.closers = append(c.closers, r)
 	c.copiers.Add(1)
 	out, finish, held := leakStage(c.sb.leaks, c.sb.policy.Leaks, c.output.writer(dst), func(f leaks.Finding) { c.leakFound(name, f) })
+	out = c.scanReported(name, out)
 	go func() {
 		defer c.copiers.Done()
 		var err error

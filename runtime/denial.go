@@ -34,7 +34,10 @@ const (
 	DenialNetwork DenialSource = "network"
 	// DenialFile: a file operation the command reported failing (its
 	// error output names the path and the error), whose path the
-	// sandbox's view refuses for that access.
+	// sandbox's view refuses for that access. It is the command's own
+	// report judged by its plan: it cannot make up a refusal the plan
+	// does not make, but a command can print one it did not meet, and
+	// one that prints nothing leaves none (see reported.go).
 	DenialFile DenialSource = "file"
 	// DenialPidNamespace: a process outside the sandbox's pid namespace,
 	// named by pid (ptrace, a signal), which the sandbox cannot see.
