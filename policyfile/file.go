@@ -52,6 +52,8 @@ type settings struct {
 	PackageManagers *[]string  `toml:"package_managers"`
 	AllowLocal      *[]string  `toml:"allow_local"`
 	Leaks           *string    `toml:"leaks"`
+	Denials         *string    `toml:"denials"`
+	Explain         *bool      `toml:"explain"`
 	Timeout         *any       `toml:"timeout"`
 	OutputLimit     *any       `toml:"output_limit"`
 	Memory          *any       `toml:"memory"`
@@ -288,11 +290,20 @@ var fields = map[string]string{
 	"NoDefaultDeny": "default_deny", "AllowGitWrite": "allow_git_write", "AllowNested": "allow_nested", "AllowSystemWrite": "allow_system_write", "Env": "env", "Home": "home",
 	"Tools": "tools", "Apps.Dir": "apps.dir", "Apps.ID": "apps.id", "Apps": "apps",
 	"Network": "network", "AllowDomains": "allow_domains", "PackageManagers": "package_managers",
-	"AllowLocal": "allow_local", "Leaks": "leaks", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
+	"AllowLocal": "allow_local", "Leaks": "leaks", "Denials": "denials", "Explain": "explain", "Timeout": "timeout", "OutputLimit": "output_limit", "Memory": "memory",
 	"Pids": "pids", "CPUs": "cpus", "TmpSize": "tmp_size", "FileSize": "file_size", "Seccomp": "seccomp",
 	"SeccompAllow": "seccomp_allow", "SeccompDeny": "seccomp_deny", "AllowDegraded": "allow_degraded",
 	"SkipLayers": "skip_layers", "MinLevel": "min_level", "Backend": "backend", "Prewarm": "prewarm",
 	"Unsandboxed": "mode", "Grantable": "grantable", "Grantable.Domains": "grantable.domains", "Grantable.Writable": "grantable.writable",
+}
+
+// orEmpty is the value v names, "" when it names def: the default, which
+// a Policy says with "".
+func orEmpty[T ~string](v string, def T) T {
+	if T(v) == def {
+		return ""
+	}
+	return T(v)
 }
 
 func (f *File) apply(p *runtime.Policy, s settings, table string) error {
@@ -341,11 +352,7 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 		}
 	}
 	if s.Reads != nil {
-		// "host" is the default, which a Policy says with "".
-		p.Reads = runtime.ReadScope(*s.Reads)
-		if p.Reads == runtime.ReadsHost {
-			p.Reads = ""
-		}
+		p.Reads = orEmpty(*s.Reads, runtime.ReadsHost)
 	}
 	if s.Tools != nil {
 		p.Tools = *s.Tools
@@ -358,6 +365,12 @@ func (f *File) apply(p *runtime.Policy, s settings, table string) error {
 	}
 	if s.Leaks != nil {
 		p.Leaks = runtime.LeakAction(*s.Leaks)
+	}
+	if s.Denials != nil {
+		p.Denials = orEmpty(*s.Denials, runtime.DenialsRecord)
+	}
+	if s.Explain != nil {
+		p.Explain = *s.Explain
 	}
 	if s.MinLevel != nil {
 		p.MinLevel = runtime.Level(*s.MinLevel)

@@ -150,7 +150,10 @@ func TestFormatRoundTrip(t *testing.T) {
 	p.Apps = &runtime.AppIsolation{Dir: "apps", ID: "a"}
 	p.SkipLayers = []runtime.Layer{runtime.LayerKeyring}
 	p.Grantable = runtime.Grant{Network: true, Domains: []string{"*.example.com"}, PackageManagers: []string{"go"}, Writable: []string{"/data/more"}, GitWrite: true}
-	for _, pol := range []runtime.Policy{runtime.DefaultPolicy("/w"), p} {
+	p.Explain = true
+	off := runtime.DefaultPolicy("/w")
+	off.Denials = runtime.DenialsOff
+	for _, pol := range []runtime.Policy{runtime.DefaultPolicy("/w"), p, off} {
 		b, err := Format(pol)
 		if err != nil {
 			t.Fatal(err)

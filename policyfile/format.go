@@ -1,6 +1,7 @@
 package policyfile
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -40,6 +41,8 @@ func Format(p runtime.Policy) ([]byte, error) {
 		PackageManagers []string  `toml:"package_managers"`
 		AllowLocal      []string  `toml:"allow_local"`
 		Leaks           string    `toml:"leaks"`
+		Denials         string    `toml:"denials"`
+		Explain         bool      `toml:"explain"`
 		Timeout         string    `toml:"timeout"`
 		OutputLimit     any       `toml:"output_limit"`
 		Memory          any       `toml:"memory"`
@@ -61,7 +64,7 @@ func Format(p runtime.Policy) ([]byte, error) {
 		Writable: list(p.Writable), ReadOnly: list(p.ReadOnly), Deny: list(p.Deny), Reads: string(orHost(p.Reads)), Read: list(p.Read), Root: p.Root, DenyNames: list(p.DenyNames),
 		DefaultDeny: !p.NoDefaultDeny, AllowGitWrite: p.AllowGitWrite, AllowNested: p.AllowNested, AllowSystem: list(p.AllowSystemWrite), Env: list(p.Env), Home: p.Home, Tools: p.Tools,
 		Network: string(p.Network), AllowDomains: list(p.AllowDomains), PackageManagers: list(p.PackageManagers),
-		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
+		AllowLocal: list(p.AllowLocal), Leaks: string(p.Leaks), Denials: string(cmp.Or(p.Denials, runtime.DenialsRecord)), Explain: p.Explain, Timeout: formatDuration(p.Timeout), OutputLimit: formatSize(p.OutputLimit),
 		Memory: formatSize(p.Memory), TmpSize: formatSize(p.TmpSize), FileSize: formatSize(p.FileSize),
 		SeccompAllow: list(p.SeccompAllow), SeccompDeny: list(p.SeccompDeny), MinLevel: string(p.MinLevel), Backend: string(p.Backend), Prewarm: p.Prewarm,
 	}

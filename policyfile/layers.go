@@ -121,6 +121,10 @@ func widens(base, p runtime.Policy) (string, string) {
 		return "Seccomp", "another system-call profile"
 	case leakRank(p.Leaks) < leakRank(base.Leaks):
 		return "Leaks", fmt.Sprintf("%s does less than %s", p.Leaks, base.Leaks)
+	case p.Denials == runtime.DenialsOff && base.Denials != runtime.DenialsOff:
+		return "Denials", "off records less than record"
+	case !p.Explain && base.Explain:
+		return "Explain", "it stops explaining the refusals"
 	case backendRank(p.Backend) < backendRank(base.Backend):
 		return "Backend", fmt.Sprintf("%s accepts less isolation than %s", orDefault(p.Backend), orDefault(base.Backend))
 	case levelRank(p.MinLevel) > levelRank(base.MinLevel):

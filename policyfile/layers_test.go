@@ -25,6 +25,7 @@ reads = "listed"
 read = ["/usr/share", "/opt"]
 memory = "1GiB"
 pids = 100
+explain = true
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,10 @@ pids = 100
 		{"a timeout", `timeout = "30s"`, "", ""},
 		{"leaks off", `leaks = "off"`, "", "project.toml:3: sandbox.leaks: an untrusted layer may only narrow the policy below it: off does less than report"},
 		{"leaks kill", `leaks = "kill"`, "", ""},
+		{"denials off", `denials = "off"`, "", "project.toml:3: sandbox.denials: an untrusted layer may only narrow the policy below it: off records less than record"},
+		{"denials recorded", `denials = "record"`, "", ""},
+		{"no explaining", `explain = false`, "", "project.toml:3: sandbox.explain: an untrusted layer may only narrow the policy below it: it stops explaining the refusals"},
+		{"explaining", `explain = true`, "", ""},
 		{"backend auto", `backend = "auto"`, "", "sandbox.backend: an untrusted layer may only narrow the policy below it: auto accepts less isolation than \"\""},
 		{"backend none", `backend = "none"`, "", "sandbox.backend"},
 		{"backend namespaces", `backend = "namespaces"`, "", "sandbox.backend"},

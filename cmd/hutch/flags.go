@@ -188,6 +188,7 @@ func (f runFlags) byField() map[string]typedFlag {
 		"Reach":           {name: "--reach", list: f.reach},
 		"MinLevel":        {name: "--min-level", one: &f.minLevel},
 		"Leaks":           {name: "--leaks", one: &f.leaks},
+		"Denials":         {name: "--denials", one: &f.denials},
 		"Backend":         {name: "--backend", one: &f.backend},
 	}
 }
@@ -215,6 +216,13 @@ func (f runFlags) flagError(err error) error {
 	}
 	name, index, _ := strings.Cut(pe.Field, "[")
 	index, part, _ := strings.Cut(index, "]")
+	if name == "Explain" && f.explain {
+		off := "--denials off"
+		if !f.given("denials", f.denials) {
+			off = `the policy's denials = "off"`
+		}
+		return errors.New("--explain explains the recorded denials, and " + off + " records none")
+	}
 	flag, ok := f.byField()[name]
 	if fromFile, i := f.fromFile(name, index, flag); fromFile {
 		return f.layer.file.Explain(err, f.profile)

@@ -120,6 +120,8 @@ type runFlags struct {
 	// ociRuntime is run's --oci-runtime, for --backend oci.
 	ociRuntime  string
 	leaks       string
+	denials     string // of the commands that run one (addDenialFlags)
+	explain     bool   // likewise
 	network     string
 	allowDomain []string
 	packageMgrs []string
@@ -186,6 +188,7 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
 	addPublishFlag(fl, &f)
+	addDenialFlags(fl, &f)
 	fl.Var(repeated{&f.reach}, "reach", "ID:PORT: the command's 127.0.0.1:PORT leads to the durable process ID's port PORT, which it publishes (hutch process start --publish 0:PORT); nothing else of the network opens (repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "also say on stderr what the host did not enforce that is the same for every run (limits kept by rlimits for want of cgroups; the shared network of --net host); --result-json always holds it")
 	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "with --backend oci: the installed OCI runtime to run the command through: "+strings.Join(oci.Runtimes, ", "))
@@ -196,6 +199,13 @@ takes 0 to mean none. Sizes are bytes or a number with a unit: 512M, 1.5GiB,
 // newRunFlags are run's flags at their defaults.
 func newRunFlags() runFlags {
 	return runFlags{outputLimit: units.FormatSize(runtime.DefaultOutputLimit), killAfter: runtime.DefaultWaitDelay.String(), pids: strconv.Itoa(runtime.DefaultPids), layer: &fileLayer{}}
+}
+
+// addDenialFlags registers --denials and --explain, for the commands
+// that run one (not the file commands, whose refusals are their errors).
+func addDenialFlags(fl *pflag.FlagSet, f *runFlags) {
+	fl.StringVar(&f.denials, "denials", "", "what the command is refused while it runs (a path, a system call, a connection), each with the rule that refused it, in --result-json: record (the default) or off")
+	fl.BoolVar(&f.explain, "explain", false, "after the command ends, add to its stderr a few lines naming what it was refused, by which rule, and how to allow it (hutch: refused ...)")
 }
 
 // addPublishFlag registers --publish, for the commands that start a
@@ -387,6 +397,10 @@ func policyFrom(f runFlags) (runtime.Policy, error) {
 	if f.given("leaks", f.leaks) {
 		p.Leaks = runtime.LeakAction(f.leaks)
 	}
+	if f.given("denials", f.denials) {
+		p.Denials = runtime.DenialMode(f.denials)
+	}
+	p.Explain = p.Explain || f.explain
 	if f.given("net", f.network) {
 		if f.network == "" {
 			// Not "unset": a caller's own empty value (--net= from an

@@ -89,12 +89,14 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--net", "allow", "--allow-local", "10.0.0.2:5432", "--allow-local", "8.8.8.8:53"}, "hutch: --allow-local 8.8.8.8:53: a public address"},
 		{[]string{"--min-level", "strong"}, "hutch: --min-level strong: not a level"},
 		{[]string{"--leaks", "maybe"}, "hutch: --leaks maybe: not report, redact, kill or off"},
+		{[]string{"--denials", "maybe"}, "hutch: --denials maybe: not record or off"},
+		{[]string{"--explain", "--denials", "off"}, "hutch: --explain explains the recorded denials, and --denials off records none"},
 		{[]string{"--seccomp", "/nonexistent/profile.json"}, "hutch: --seccomp /nonexistent/profile.json: "},
 		{[]string{"--workspace", "/"}, "hutch: --workspace /: the whole host tree cannot be writable"},
 		{[]string{"--workspace", "/x/" + bad}, `hutch: --workspace "/x/` + esc + `": contains a control character`},
 	}
 	fields := []string{"Workspace", "Writable", "Deny", "DenyNames", "Env", "Timeout", "OutputLimit", "Seccomp",
-		"Memory", "Pids", "CPUs", "TmpSize", "Network", "AllowDomains", "PackageManagers", "AllowLocal", "MinLevel", "Cmd."}
+		"Memory", "Pids", "CPUs", "TmpSize", "Network", "AllowDomains", "PackageManagers", "AllowLocal", "MinLevel", "Denials", "Explain", "Cmd."}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			args := append([]string{"run", "--workspace", ws}, tt.args...)

@@ -130,6 +130,7 @@ on stop; --timeout, if given, ends each run. Its output goes to its log
 	fl.SetInterspersed(false)
 	addRunFlags(fl, &f)
 	addPublishFlag(fl, &f)
+	addDenialFlags(fl, &f)
 	fl.StringVar(&name, "name", "", "a label for the process (it is known by its id)")
 	fl.StringVar(&restart, "restart", string(processes.RestartAlways), "when it ends by itself: always, on-failure (exit status not 0) or never")
 	fl.StringVar(&restartDelay, "restart-delay", "", "the first wait before a restart, doubled after each short run (default 2s)")
