@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -108,5 +109,38 @@ func TestReportScanner(t *testing.T) {
 	}
 	if len(s.order) != maxReportedLines || s.judged != maxReportedLines {
 		t.Errorf("%d lines kept, %d parsed; want %d", len(s.order), s.judged, maxReportedLines)
+	}
+}
+
+// TestExplainSummary: nothing for no denials; a line each for the first
+// five; the refusals beyond them (their counts and the dropped ones) in
+// one last line.
+func TestExplainSummary(t *testing.T) {
+	d := func(obj string, n int) Denial {
+		return Denial{Source: DenialFile, Op: "write", Object: obj, Count: n, Rule: RuleOutsideWritable, Reason: obj + " is outside the writable trees"}
+	}
+	var seven []Denial
+	for i := range 7 {
+		seven = append(seven, d(fmt.Sprintf("/etc/x%d", i), i+1))
+	}
+	rows := []struct {
+		ds      []Denial
+		dropped int
+		want    string
+	}{
+		{nil, 0, ""},
+		{[]Denial{d("/etc/x", 1)}, 0, "hutch: refused write /etc/x: /etc/x is outside the writable trees\n"},
+		{[]Denial{d("/etc/x", 2)}, 1, "hutch: refused write /etc/x (2 times): /etc/x is outside the writable trees\nhutch: and 1 more refusal (Result.Denials)\n"},
+		{seven, 3, "hutch: refused write /etc/x0: /etc/x0 is outside the writable trees\n" +
+			"hutch: refused write /etc/x1 (2 times): /etc/x1 is outside the writable trees\n" +
+			"hutch: refused write /etc/x2 (3 times): /etc/x2 is outside the writable trees\n" +
+			"hutch: refused write /etc/x3 (4 times): /etc/x3 is outside the writable trees\n" +
+			"hutch: refused write /etc/x4 (5 times): /etc/x4 is outside the writable trees\n" +
+			"hutch: and 16 more refusals (Result.Denials)\n"},
+	}
+	for _, r := range rows {
+		if got := explainSummary(r.ds, r.dropped); got != r.want {
+			t.Errorf("explainSummary(%d denials, %d dropped) =\n%s\nwant\n%s", len(r.ds), r.dropped, got, r.want)
+		}
 	}
 }
