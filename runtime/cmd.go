@@ -105,6 +105,9 @@ func (c *Cmd) check() error {
 	if err := checkWaitDelay(c.WaitDelay); err != nil {
 		return err
 	}
+	if c.Explain && c.sb.policy.Denials == DenialsOff {
+		return &PolicyError{Field: "Cmd.Explain", Reason: "explains the recorded denials, and the Sandbox's Denials is off"}
+	}
 	dir, err := workDir(c.Dir, c.sb.spec.Workspace, c.sb.spec.Writable)
 	if err != nil {
 		return err

@@ -43,6 +43,12 @@ type Cmd struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
+	// Explain has hutch append to Stderr, after the command ends, the
+	// summary of its denials that Policy.Explain has for every command:
+	// this command's alone. It needs the Sandbox's Policy.Denials
+	// recorded (Start refuses it otherwise). Linux only.
+	Explain bool
+
 	// Cancel, if non-nil, is called when the command's context is done or
 	// Policy.Timeout expires while the command runs, instead of the
 	// default: SIGTERM to the command's process group (see Signal). It

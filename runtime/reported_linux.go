@@ -87,12 +87,12 @@ func (e *explainer) judge(r reported, dir string) (Denial, bool) {
 	return Denial{Source: DenialFile, Op: string(access), Object: p, Errno: r.errno, Rule: x.Rule, Reason: x.Reason, Allow: x.Allow}, true
 }
 
-// explainRefusals writes Policy.Explain's summary of r's denials to the
-// caller's Stderr, after everything the command wrote there: nothing
-// when there are none. A StderrPipe has had its end of stream by now and
-// gets none.
+// explainRefusals writes the summary of r's denials that Policy.Explain
+// or Cmd.Explain asks for to the caller's Stderr, after everything the
+// command wrote there: nothing when there are none. A StderrPipe has had
+// its end of stream by now and gets none.
 func (c *Cmd) explainRefusals(r *Result) {
-	if !c.sb.policy.Explain || c.Stderr == nil {
+	if !c.sb.policy.Explain && !c.Explain || c.Stderr == nil {
 		return
 	}
 	if _, pipe := c.Stderr.(*outputPipe); pipe {
