@@ -58,6 +58,11 @@ type ExecRequest struct {
 	// to its process group, SIGKILL of the sandbox after the server's
 	// --kill-after); 0 means the server's policy alone.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Explain appends to the command's stderr, after its own output, a
+	// few lines naming what it was refused, by which rule, and how to
+	// allow each (runtime.Cmd.Explain); the result's denials hold them
+	// either way.
+	Explain bool `json:"explain,omitempty"`
 }
 
 // ProcessStartRequest is the body of POST /v1/processes/start: a

@@ -29,6 +29,7 @@ var badExec = []struct {
 	{"timeout a string", `{"command":"ls","timeout_ms":"5"}`, "timeout_ms"},
 	{"timeout fractional", `{"command":"ls","timeout_ms":1.5}`, "timeout_ms"},
 	{"timeout negative", `{"command":"ls","timeout_ms":-1}`, "timeout_ms"},
+	{"explain a string", `{"command":"ls","explain":"yes"}`, "explain"},
 	{"env an array", `{"command":"ls","env":["A=1"]}`, "env"},
 	{"env value a number", `{"command":"ls","env":{"A":1}}`, "env"},
 	{"env key with =", `{"command":"ls","env":{"A=B":"1"}}`, "env"},

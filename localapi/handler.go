@@ -302,6 +302,8 @@ func requestField(field string) string {
 		return "env"
 	case "Cmd.Args", "Cmd.Path", "Spec.Args":
 		return "argv"
+	case "Cmd.Explain":
+		return "explain"
 	}
 	return ""
 }
@@ -441,6 +443,7 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 	cmd.Dir = req.Cwd
 	cmd.Env = req.env()
 	cmd.Grant = grant
+	cmd.Explain = req.Explain
 	var streamed *sharedReader
 	switch {
 	case stdin != nil:

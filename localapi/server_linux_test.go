@@ -200,6 +200,29 @@ func TestExec(t *testing.T) {
 		t.Errorf("timeout: %+v after %v", res.Result, time.Since(start))
 	}
 
+	// explain adds the command's refusals to its stderr after its own
+	// output; without it they are in the result alone.
+	etc := fmt.Sprintf("/etc/hutch-localapi-%d", os.Getpid())
+	for _, explain := range []bool{false, true} {
+		body, _ := json.Marshal(ExecRequest{CommandRequest: CommandRequest{Argv: []string{"touch", etc}}, Explain: explain})
+		_, errOut, res := execEvents(t, sock, string(body))
+		touch := "touch: cannot touch '" + etc + "': Read-only file system\n"
+		want := touch
+		if explain {
+			want += "hutch: refused write " + etc + ": "
+		}
+		if !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "hutch: refused") != explain {
+			t.Errorf("explain %v: stderr %q; want %q and a summary only with explain", explain, errOut, want)
+		}
+		if len(res.Result.Denials) != 1 || res.Result.Denials[0].Rule != runtime.RuleOutsideWritable {
+			t.Errorf("explain %v: denials %+v; want the write to %s", explain, res.Result.Denials, etc)
+		}
+		if _, err := os.Stat(etc); err == nil {
+			os.Remove(etc)
+			t.Errorf("host: %s written from the sandbox", etc)
+		}
+	}
+
 	// A cwd outside the workspace is the request's fault: 400 naming cwd.
 	if code, out := post(t, sock, "/v1/exec", `{"command":"true","cwd":"/etc"}`); code != 400 || !strings.Contains(out, `"field":"cwd"`) {
 		t.Errorf("cwd /etc: %d %s", code, out)

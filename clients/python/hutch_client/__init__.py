@@ -468,7 +468,8 @@ def _exec_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[st
                stdin: Optional[Stdin], timeout_ms: Optional[int], allowed_domains: Optional[StrList],
                package_managers: Optional[StrList], grant: Optional[StrList],
                publish: Optional[StrList] = None,
-               reach: Optional[StrList] = None) -> Tuple[Dict[str, Any], Optional[bytes]]:
+               reach: Optional[StrList] = None,
+               explain: bool = False) -> Tuple[Dict[str, Any], Optional[bytes]]:
     """POST /v1/exec's object, and the stdin to stream after it (bytes)."""
     body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant, publish)
     if reach is not None:
@@ -481,6 +482,8 @@ def _exec_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[st
     for k, v in (("stdin", stdin), ("timeout_ms", timeout_ms)):
         if v is not None:
             body[k] = v
+    if explain:
+        body["explain"] = True
     return body, stdin_bytes
 
 
@@ -694,7 +697,7 @@ class Sandbox:
                     timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
                     package_managers: Optional[StrList] = None,
                     grant: Optional[StrList] = None, publish: Optional[StrList] = None,
-                    reach: Optional[StrList] = None) -> Iterator[ExecEvent]:
+                    reach: Optional[StrList] = None, explain: bool = False) -> Iterator[ExecEvent]:
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ResultEvent) last, the server's
         event as a dict (its "exit_status", "result" and "error"). stdin
@@ -704,9 +707,13 @@ class Sandbox:
         reachable on the host's loopback while the command runs: the first
         event is then ("published", [Published]), the host ports chosen.
         reach (["ID:8000"], as hutch run --reach) leads the command's
-        localhost:8000 to the durable process ID's published port 8000."""
+        localhost:8000 to the durable process ID's published port 8000.
+        explain appends to the command's stderr, after its own output, a
+        few lines naming what it was refused, by which rule, and how to
+        allow each ("hutch: refused ..."; the result's "denials" hold
+        them either way)."""
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                       package_managers, grant, publish, reach)
+                                       package_managers, grant, publish, reach, explain)
         conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             for line in resp:
@@ -724,7 +731,8 @@ class Sandbox:
              env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
              allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
              grant: Optional[StrList] = None, on_output: Optional[OnOutput] = None,
-             publish: Optional[StrList] = None, reach: Optional[StrList] = None) -> ExecResult:
+             publish: Optional[StrList] = None, reach: Optional[StrList] = None,
+             explain: bool = False) -> ExecResult:
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, stdout and stderr decoded as UTF-8 (invalid bytes
         replaced; stdout_bytes and stderr_bytes hold them as written).
@@ -734,10 +742,10 @@ class Sandbox:
         (permission tags) ask for more than the server's policy, within
         its --grantable ceiling (HutchError not_permitted otherwise).
         on_output(stream, data_bytes), if given, sees each chunk as it
-        arrives."""
+        arrives. explain: as exec_stream."""
         out, err = bytearray(), bytearray()
         for ev in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
-                                   allowed_domains, package_managers, grant, publish, reach):
+                                   allowed_domains, package_managers, grant, publish, reach, explain):
             if ev[0] == "result":
                 return _exec_result(ev[1], out, err)
             if ev[0] == "published":

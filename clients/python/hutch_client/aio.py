@@ -327,15 +327,15 @@ class AsyncSandbox:
                           stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
                           allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
                           grant: Optional[StrList] = None, publish: Optional[StrList] = None,
-                          reach: Optional[StrList] = None) -> AsyncGenerator[ExecEvent, None]:
+                          reach: Optional[StrList] = None, explain: bool = False) -> AsyncGenerator[ExecEvent, None]:
         """Yields the exec's events as they come: ("stdout", bytes),
         ("stderr", bytes), then ("result", ResultEvent) last. Closing the
         generator early (contextlib.aclosing, or its aclose()) closes the
         connection, which stops the command. With publish, as
-        Sandbox.exec_stream: ("published", [Published]) first; reach as
-        there."""
+        Sandbox.exec_stream: ("published", [Published]) first; reach and
+        explain as there."""
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                       package_managers, grant, publish, reach)
+                                       package_managers, grant, publish, reach, explain)
         call, resp = await self._request("POST", "/v1/exec", body, stdin_bytes)
         try:
             async for line in resp.lines():
@@ -353,14 +353,14 @@ class AsyncSandbox:
                    timeout_ms: Optional[int] = None, allowed_domains: Optional[StrList] = None,
                    package_managers: Optional[StrList] = None, grant: Optional[StrList] = None,
                    on_output: Optional[OnOutput] = None, publish: Optional[StrList] = None,
-                   reach: Optional[StrList] = None) -> ExecResult:
+                   reach: Optional[StrList] = None, explain: bool = False) -> ExecResult:
         """Runs a command (argv, or command as sh -c) and returns its
         ExecResult, as Sandbox.exec does. on_output(stream, data_bytes),
         if given, sees each chunk as it arrives; when it returns an
         awaitable, that is awaited before the next chunk is read."""
         out, err = bytearray(), bytearray()
         events = self.exec_stream(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
-                                  package_managers, grant, publish, reach)
+                                  package_managers, grant, publish, reach, explain)
         try:
             async for ev in events:
                 if ev[0] == "result":

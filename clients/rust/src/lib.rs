@@ -334,6 +334,11 @@ pub struct ExecRequest {
     /// `hutch run --reach` reads it: its `localhost:PORT` leads to the
     /// process's published port; nothing else of the network opens.
     pub reach: Vec<String>,
+    /// Appends to the command's stderr, after its own output, a few
+    /// lines naming what it was refused, by which rule, and how to allow
+    /// each (`hutch: refused ...`); the result's `denials` hold them
+    /// either way.
+    pub explain: bool,
 }
 
 impl ExecRequest {
@@ -358,6 +363,12 @@ impl ExecRequest {
         self
     }
 
+    /// Has the server append the command's refusals to its stderr.
+    pub fn explain(mut self) -> Self {
+        self.explain = true;
+        self
+    }
+
     fn body(&self) -> Result<Value, Error> {
         let mut m = CommandFields {
             argv: self.argv.as_deref(),
@@ -375,6 +386,9 @@ impl ExecRequest {
         }
         if !self.reach.is_empty() {
             m.insert("reach".to_string(), strings(&self.reach));
+        }
+        if self.explain {
+            m.insert("explain".to_string(), Value::Bool(true));
         }
         Ok(Value::Object(m))
     }
@@ -1608,10 +1622,11 @@ mod tests {
             .grant("@network")
             .publish("0:8000")
             .reach("0123456789ab:5000")
+            .explain()
             .stdin(&b"\xff"[..]);
         assert_eq!(
             req.body().unwrap().to_string(),
-            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"grant":["@network"],"package_managers":["python"],"publish":["0:8000"],"reach":["0123456789ab:5000"],"timeout_ms":1500}"#
+            r#"{"allowed_domains":["example.com"],"argv":["sh","-c","x"],"cwd":"sub","env":{"A":"é","B":"2"},"explain":true,"grant":["@network"],"package_managers":["python"],"publish":["0:8000"],"reach":["0123456789ab:5000"],"timeout_ms":1500}"#
         );
         assert_eq!(
             ExecRequest::command("echo hi").body().unwrap().to_string(),

@@ -388,6 +388,10 @@ export type ExecOptions = CommandSpec &
     /** Stops the command after this many milliseconds (SIGTERM, then
      * SIGKILL after the server's --kill-after). */
     timeoutMs?: number;
+    /** Appends to the command's stderr, after its own output, a few lines
+     * naming what it was refused, by which rule, and how to allow each
+     * ("hutch: refused ..."); the result's denials hold them either way. */
+    explain?: boolean;
     /** Sees each chunk of output as it arrives, in order. A callback that
      * throws stops the command and rejects exec with its error. */
     onStdout?: (chunk: Uint8Array) => void;
@@ -494,7 +498,7 @@ const OPTIONS = {
   sandbox: { socketPath: "", idleTimeoutMs: "" } satisfies Table<SandboxOptions>,
   exec: {
     argv: "argv", command: "command", cwd: "cwd", env: "env", stdin: "stdin", timeoutMs: "timeout_ms",
-    ...grantWire, publish: "publish", reach: "reach", onStdout: "", onStderr: "", signal: "",
+    explain: "explain", ...grantWire, publish: "publish", reach: "reach", onStdout: "", onStderr: "", signal: "",
   } satisfies Table<ExecOptions>,
   read: { path: "path", offset: "offset", limit: "limit", mode: "mode", noFollow: "no_follow" } satisfies Table<ReadOptions>,
   write: { path: "path", content: "", append: "append", perm: "perm", noFollow: "no_follow" } satisfies Table<WriteOptions>,
