@@ -43,6 +43,11 @@ func (c *Cmd) judgeReported() {
 	}
 	e := c.sb.explainer(c.in.fresh)
 	for _, r := range order {
+		if c.sb.leaks != nil && len(c.sb.leaks.Scan([]byte(r.path))) > 0 {
+			// A path holding a secret: the Result and the summary
+			// (which go around the redactor) never repeat it.
+			continue
+		}
 		if d, ok := e.judge(r, c.Dir); ok {
 			c.in.denied.add(d, counts[r])
 		}

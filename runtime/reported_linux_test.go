@@ -94,8 +94,20 @@ func TestCmdExplain(t *testing.T) {
 		})
 	}
 
+	// A path holding a secret is no Denial: the Result and the summary
+	// go around the redactor.
+	// (Made by the shell: an argument holding one is refused.)
+	c := sb.Command(context.Background(), "sh", "-c", `p=ghp; touch /etc/${p}_0123456789abcdefghijABCDEFGHIJ012345`)
+	c.Explain = true
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	c.Run()
+	if got := fileDenials(c.Result); len(got) != 0 || strings.Contains(stderr.String(), "hutch: refused") {
+		t.Errorf("a path holding a secret: denials %q, stderr %q; want none", got, stderr.String())
+	}
+
 	off, _ := newSandbox(t, func(p *runtime.Policy) { p.Denials = runtime.DenialsOff })
-	c := off.Command(context.Background(), "sh", "-c", script, "sh", etc, extra)
+	c = off.Command(context.Background(), "sh", "-c", script, "sh", etc, extra)
 	c.Explain = true
 	var pe *runtime.PolicyError
 	if err := c.Run(); !errors.As(err, &pe) || pe.Field != "Cmd.Explain" {
