@@ -23,15 +23,21 @@ import (
 // file is no denial), but it can print one it did not meet.
 //
 // The cost is a search for a few phrases in each line of the command's
-// stderr; only lines holding one are parsed, at most maxReportedLines
-// per command, after which the stream is only copied.
+// stderr (about 2 ms a MiB), bounded per command: the first
+// maxReportedHead bytes are read as they come, and of the rest only the
+// last maxReportedTail, kept and read once the command has ended (where
+// a failing command says why); only lines holding a phrase are parsed,
+// at most maxReportedLines, after which the stream is only copied.
 
 // maxReportedLines bounds the lines of a command's stderr parsed for a
-// refusal, and maxReportedLine the length of a line looked at: a command
-// printing errors in a loop costs a bounded amount.
+// refusal, maxReportedLine the length of a line looked at,
+// maxReportedHead and maxReportedTail the bytes read: a command printing
+// errors in a loop, or a flood of output, costs a bounded amount.
 const (
 	maxReportedLines = 256
 	maxReportedLine  = 4096
+	maxReportedHead  = 4 << 20
+	maxReportedTail  = 64 << 10
 )
 
 // reported is one refusal a command's error output names: the path as
@@ -224,6 +230,12 @@ type reportScanner struct {
 	judged  int  // lines parsed
 	order   []reported
 	counts  map[reported]int
+	// seen counts the bytes read as they came (maxReportedHead); tail
+	// keeps the stream's end beyond them, cut when bytes between were
+	// dropped.
+	seen int
+	tail []byte
+	cut  bool
 }
 
 // Write implements io.Writer.
@@ -231,6 +243,35 @@ func (s *reportScanner) Write(p []byte) (int, error) {
 	n := len(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.judged >= maxReportedLines {
+		return n, nil
+	}
+	head := min(len(p), maxReportedHead-s.seen)
+	s.seen += head
+	s.scan(p[:head])
+	if rest := p[head:]; len(rest) > 0 {
+		s.keepTail(rest)
+	}
+	return n, nil
+}
+
+// keepTail keeps the last maxReportedTail bytes of the stream beyond the
+// head, in at most twice that.
+func (s *reportScanner) keepTail(p []byte) {
+	if len(p) > maxReportedTail {
+		p, s.cut = p[len(p)-maxReportedTail:], true
+		s.tail = s.tail[:0]
+	}
+	if len(s.tail)+len(p) > 2*maxReportedTail {
+		keep := maxReportedTail - len(p)
+		s.tail = append(s.tail[:0], s.tail[len(s.tail)-keep:]...)
+		s.cut = true
+	}
+	s.tail = append(s.tail, p...)
+}
+
+// scan reads p's lines, holding a cut last one for the next.
+func (s *reportScanner) scan(p []byte) {
 	for len(p) > 0 && s.judged < maxReportedLines {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
@@ -248,7 +289,6 @@ func (s *reportScanner) Write(p []byte) (int, error) {
 		}
 		p = p[i+1:]
 	}
-	return n, nil
 }
 
 // hold keeps b as (more of) the partial line.
@@ -269,6 +309,16 @@ func (s *reportScanner) hold(b []byte) {
 func (s *reportScanner) flush() ([]reported, map[reported]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t := s.tail; len(t) > 0 {
+		if s.cut {
+			// The line held and the tail's first are each part of a
+			// line whose middle was dropped.
+			s.partial, s.long = s.partial[:0], false
+			t = t[bytes.IndexByte(t, '\n')+1:]
+		}
+		s.scan(t)
+		s.tail, s.cut = nil, false
+	}
 	if len(s.partial) > 0 && !s.long && s.judged < maxReportedLines {
 		s.line(s.partial)
 	}
@@ -280,19 +330,22 @@ func (s *reportScanner) flush() ([]reported, map[reported]int) {
 // every errorPhrases text, and Node's and Python's forms, hold one.
 var phraseMarks = [][]byte{[]byte("file system"), []byte("ermission denied"), []byte("ot permitted"), []byte("o such file"), []byte("nonexistent")}
 
+// marked says whether b holds one of phraseMarks.
+func marked(b []byte) bool {
+	for _, m := range phraseMarks {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // line parses one line that holds an error phrase.
 func (s *reportScanner) line(b []byte) {
 	if len(b) > maxReportedLine {
 		return
 	}
-	marked := false
-	for _, m := range phraseMarks {
-		if bytes.Contains(b, m) {
-			marked = true
-			break
-		}
-	}
-	if !marked {
+	if !marked(b) {
 		return
 	}
 	s.judged++

@@ -103,6 +103,37 @@ func TestReportScanner(t *testing.T) {
 		}
 	}
 
+	// A flood: its head is read as it comes, its middle dropped, its
+	// tail read at the end.
+	filler := []byte(strings.Repeat("src/pkg/file.go:123:45: undefined: someIdentifier\n", 1000))
+	var f reportScanner
+	write := func(b []byte) {
+		for len(b) > 0 {
+			n := min(len(b), 32<<10)
+			f.Write(b[:n])
+			b = b[n:]
+		}
+	}
+	write([]byte("touch: cannot touch '/etc/head': Read-only file system\n"))
+	for range 2 * maxReportedHead / len(filler) {
+		write(filler)
+	}
+	write([]byte("touch: cannot touch '/etc/middle': Read-only file system\n"))
+	for range 4 * maxReportedTail / len(filler) {
+		write(filler)
+	}
+	write([]byte("touch: cannot touch '/etc/tail': Read-only file system\n"))
+	write(filler[:maxReportedTail/2])
+	kept := cap(f.tail)
+	order, _ := f.flush()
+	var got []string
+	for _, r := range order {
+		got = append(got, r.path)
+	}
+	if want := []string{"/etc/head", "/etc/tail"}; !slices.Equal(got, want) || kept > 4*maxReportedTail {
+		t.Errorf("a flood: %q read (%d bytes kept of the tail); want %q", got, kept, want)
+	}
+
 	var s reportScanner
 	for i := range maxReportedLines + 10 {
 		s.Write([]byte("cat: /etc/f" + strings.Repeat("x", i) + ": Permission denied\n"))
@@ -142,5 +173,35 @@ func TestExplainSummary(t *testing.T) {
 		if got := explainSummary(r.ds, r.dropped); got != r.want {
 			t.Errorf("explainSummary(%d denials, %d dropped) =\n%s\nwant\n%s", len(r.ds), r.dropped, got, r.want)
 		}
+	}
+}
+
+// BenchmarkReportScanner is the scanner's cost on a command's stderr in
+// 64 KiB writes, as the copy makes them: ordinary lines (a compiler's,
+// a test runner's) in the head, read as they come, and beyond it, only
+// kept; lines that are all refusals, which stop being parsed after
+// maxReportedLines.
+func BenchmarkReportScanner(b *testing.B) {
+	ordinary := "src/pkg/file.go:123:45: undefined: someIdentifier (and a bit more text)\n"
+	for _, bb := range []struct {
+		name   string
+		line   string
+		beyond bool
+	}{
+		{"ordinary head", ordinary, false},
+		{"ordinary beyond the head", ordinary, true},
+		{"refusals", "touch: cannot touch '/etc/hutch-bench': Read-only file system\n", false},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			chunk := []byte(strings.Repeat(bb.line, 64<<10/len(bb.line)))
+			b.SetBytes(int64(len(chunk)))
+			var s reportScanner
+			for b.Loop() {
+				if !bb.beyond && s.seen >= maxReportedHead {
+					s = reportScanner{}
+				}
+				s.Write(chunk)
+			}
+		})
 	}
 }
