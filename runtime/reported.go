@@ -132,8 +132,8 @@ func parseReported(line string) (reported, bool) {
 		if i < 0 {
 			continue
 		}
-		// The phrase ends the line, or dash's "No such file" is followed
-		// by nothing else either.
+		// The error ends a tool's line; one inside a sentence is no
+		// report of a path.
 		if rest := strings.TrimRight(line[i+2+len(ph.text):], " \r"); rest != "" {
 			continue
 		}
@@ -200,8 +200,8 @@ func lastField(s string) string {
 }
 
 // checkedReported keeps r when its path could be one: not empty, no
-// control characters, and no blank in an unquoted word a tool wrote
-// (a sentence is not a path).
+// control characters, and no blank unless it is absolute (words before
+// an error are a sentence, not a relative path).
 func checkedReported(r reported) (reported, bool) {
 	if r.path == "" || r.errno == "" || len(r.path) > 4096 {
 		return reported{}, false
