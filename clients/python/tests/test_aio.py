@@ -57,6 +57,14 @@ class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
             self.assertEqual(f.read(), "inside\n")
         self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
 
+    async def test_explain(self):
+        outside = os.path.join(self.outside, "aio-explained.txt")
+        r = await self.asb.exec(argv=["touch", outside], explain=True)
+        self.assertEqual([(d["op"], d["object"], d["rule"]) for d in r.result["denials"]],
+                         [("write", outside, "outside-writable")])
+        self.assertIn(f"\nhutch: refused write {outside}: ", r.stderr)
+        self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
+
     async def test_stdin_bytes_to_a_host_file(self):
         data = os.urandom(2 << 20) + b"\xff\x00end"
         r = await self.asb.exec(command="cat > aio-stdin.bin", stdin=data)

@@ -76,6 +76,20 @@ class ServeTest(ServeCase, unittest.TestCase):
             self.assertEqual(f.read(), "inside\n")
         self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
 
+    def test_explain(self):
+        # A write outside the workspace: its refusal is in the result's
+        # denials, and with explain on the command's stderr after its
+        # own output too.
+        outside = os.path.join(self.outside, "explained.txt")
+        for explain in (False, True):
+            r = self.sb.exec(argv=["touch", outside], explain=explain)
+            self.assertEqual([(d["source"], d["op"], d["object"], d["rule"]) for d in r.result["denials"]],
+                             [("file", "write", outside, "outside-writable")])
+            touched = f"touch: cannot touch '{outside}': Read-only file system\n"
+            self.assertTrue(r.stderr.startswith(touched), r.stderr)
+            self.assertEqual(r.stderr[len(touched):].startswith(f"hutch: refused write {outside}: "), explain, r.stderr)
+            self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
+
     def test_denied_reads_do_not_come_back(self):
         r = self.sb.exec(command="cat .env; cat /etc/shadow; cat " + self.ws + "/.env")
         self.assertNotIn(SECRET, r.stdout + r.stderr)

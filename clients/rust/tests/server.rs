@@ -307,6 +307,53 @@ fn exec_writes_a_file_the_host_sees() {
 }
 
 #[test]
+fn explain_adds_the_refusals_to_stderr() {
+    // A write outside the workspace: its refusal is in the result's
+    // denials, and with explain on the command's stderr after its own
+    // output too.
+    let srv = Server::start();
+    let outside = srv.base.join("outside").join("explained.txt");
+    let path = outside.to_str().unwrap();
+    for explain in [false, true] {
+        let mut req = ExecRequest::argv(["touch", path]);
+        if explain {
+            req = req.explain();
+        }
+        let out = srv.client.exec(&req).unwrap();
+        let denials: Vec<(String, String, String)> = out.result["denials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let s = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+                (s("op"), s("object"), s("rule"))
+            })
+            .collect();
+        assert_eq!(
+            denials,
+            [(
+                "write".to_string(),
+                path.to_string(),
+                "outside-writable".to_string()
+            )]
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let touched = format!("touch: cannot touch '{}': Read-only file system\n", path);
+        assert!(stderr.starts_with(&touched), "{}", stderr);
+        assert_eq!(
+            stderr[touched.len()..].starts_with(&format!("hutch: refused write {}: ", path)),
+            explain,
+            "{}",
+            stderr
+        );
+        assert!(
+            !outside.exists(),
+            "a write outside the workspace reached the host"
+        );
+    }
+}
+
+#[test]
 fn output_bytes_come_back_exact() {
     let srv = Server::start();
     let out = srv

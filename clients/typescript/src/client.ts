@@ -189,9 +189,29 @@ export interface Result {
   /** The connections forwarded in through them: peer, hostPort, port,
    * bytesIn, bytesOut. */
   ingress?: Record<string, unknown>[];
+  /** What the command was refused while it ran, by kind, with the rule
+   * and how to allow each; denialsDropped counts the refusals of kinds
+   * beyond the first 64. */
+  denials?: Denial[];
+  denialsDropped?: number;
   reason?: string;
   error?: string;
   [key: string]: unknown;
+}
+
+/** One kind of refusal a command ran into (runtime.Denial). */
+export interface Denial {
+  /** What saw it: "file", "seccomp", "unix-wall", "network", "pid-namespace". */
+  source: string;
+  /** The operation: a file access ("write", "read") or a system call. */
+  op: string;
+  object?: string;
+  errno?: string;
+  count: number;
+  rule: string;
+  reason: string;
+  /** How the caller could allow it: run's flag, a policy file's key, a grant's tag. */
+  allow?: { flag?: string; key?: string; grant?: string };
 }
 
 /** A finished command. */

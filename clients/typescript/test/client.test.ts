@@ -309,6 +309,21 @@ describe("hutch serve through the TypeScript client", () => {
     assert.equal(fs.existsSync(out), false, "a write outside the workspace reached the host");
   });
 
+  it("explains a refusal on stderr when asked, and in the result's denials always", async () => {
+    const out = path.join(outside, "explained.txt");
+    for (const explain of [false, true]) {
+      const r = await sb.exec({ argv: ["touch", out], explain });
+      assert.deepEqual(
+        (r.result.denials ?? []).map((d) => [d.source, d.op, d.object, d.rule]),
+        [["file", "write", out, "outside-writable"]],
+      );
+      const touched = `touch: cannot touch '${out}': Read-only file system\n`;
+      assert.ok(r.stderr.startsWith(touched), r.stderr);
+      assert.equal(r.stderr.slice(touched.length).startsWith(`hutch: refused write ${out}: `), explain, r.stderr);
+      assert.equal(fs.existsSync(out), false, "a write outside the workspace reached the host");
+    }
+  });
+
   it("does not hand back what is denied", async () => {
     const r = await sb.exec({ command: `cat .env; cat /etc/shadow; cat ${ws}/.env` });
     assert.ok(!(r.stdout + r.stderr).includes(SECRET), "the secret came back");
