@@ -120,8 +120,8 @@ type runFlags struct {
 	// ociRuntime is run's --oci-runtime, for --backend oci.
 	ociRuntime  string
 	leaks       string
-	denials     string // of the commands that run one (addDenialFlags)
-	explain     bool   // likewise
+	denials     string // --denials and --explain, of run and process start (addDenialFlags)
+	explain     bool
 	network     string
 	allowDomain []string
 	packageMgrs []string
