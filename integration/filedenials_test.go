@@ -91,8 +91,19 @@ func TestFileDenials(t *testing.T) {
 			script: `echo "touch: cannot touch '$PWD/a.txt': Read-only file system" >&2; echo "cat: $PWD/a.txt: Permission denied" >&2; echo "open /etc/hostname: no such file or directory" >&2`,
 		},
 		{
+			// The answer goes back to the command: whether the host has
+			// a file behind a mask must not change it.
+			name: "made-up errors learn nothing behind a mask",
+			script: `echo "cat: $1: No such file or directory" >&2; ` +
+				`echo "cat: ` + fakeHome + `/.aws/hutch-none: No such file or directory" >&2`,
+			want: []denial{
+				{"read", creds, "ENOENT", runtime.RuleDefaultDeny, 1},
+				{"read", fakeHome + "/.aws/hutch-none", "ENOENT", runtime.RuleDefaultDeny, 1},
+			},
+		},
+		{
 			name:   "a path that is nowhere",
-			script: `cat /run/hutch-filedenials-none; cat "$PWD/none"; cat /etc/hutch-filedenials-none`,
+			script: `cat "$PWD/none"; cat /etc/hutch-filedenials-none`,
 		},
 		{
 			name:   "denials off",

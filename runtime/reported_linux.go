@@ -3,10 +3,7 @@
 package runtime
 
 import (
-	"errors"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 )
 
@@ -60,8 +57,10 @@ func (c *Cmd) judgeReported() {
 // tried, a read otherwise (a path the plan refuses to read it refuses
 // every access to, under the same rule); ENOENT a read, and only when a
 // rule hides the path (a mask, a hidden directory, a listed view
-// without it) and the host has something there: a path that is nowhere
-// is no refusal.
+// without it). Whether the host has something there is never looked at:
+// the answer would go back to the command (Explain's summary on its
+// stderr), and a command printing made-up errors would learn through it
+// which files exist behind a mask, looked up with the host's privileges.
 func (e *explainer) judge(r reported, dir string) (Denial, bool) {
 	p := path.Clean(r.path)
 	if !path.IsAbs(p) {
@@ -79,13 +78,6 @@ func (e *explainer) judge(r reported, dir string) (Denial, bool) {
 		switch x.Rule {
 		case RuleDefaultDeny, RuleDeny, RuleDenyName, RuleHiddenSockets, RuleAppIsolation, RuleNotInView:
 		default:
-			return Denial{}, false
-		}
-		host := x.HostPath
-		if host == "" {
-			host = x.View
-		}
-		if _, err := os.Lstat(host); errors.Is(err, fs.ErrNotExist) {
 			return Denial{}, false
 		}
 	}
