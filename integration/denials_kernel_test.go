@@ -53,6 +53,11 @@ func TestDenialsKernel(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// A host socket in a masked directory: the view shows none there.
+	masked := dir(t, "denials-masked-")
+	hidden, err := net.Listen("unix", masked+"/hidden.sock")
+	must(err)
+	defer hidden.Close()
 	// A host process for the command to try to trace.
 	victim := exec.Command("sleep", "600")
 	must(victim.Start())
@@ -100,6 +105,14 @@ func TestDenialsKernel(t *testing.T) {
 				case <-time.After(100 * time.Millisecond):
 				}
 			},
+		},
+		{
+			// What is reported can reach the command (--explain): a host
+			// socket its view hides is not looked for on the host, so
+			// the refusal there is not told from a connect to nothing.
+			name: "host socket behind a mask", flags: []string{"--deny", masked},
+			cmd:      py(`import socket` + "\n" + `try: socket.socket(socket.AF_UNIX).connect("` + masked + `/hidden.sock")` + "\n" + `except OSError: pass`),
+			wallOnly: true,
 		},
 		{
 			name: "no network", cmd: py(`import socket; socket.create_connection(("192.0.2.1", 80), timeout=5)`),

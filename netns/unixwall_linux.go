@@ -372,12 +372,13 @@ func (w *UnixWall) connect(n seccompNotif) unix.Errno {
 }
 
 // socketThere reports whether a socket file is at path, as the caller at
-// tid names it, in its view or at the same path on the host (where a view
-// hides the host's sockets, as in /run): a refusal worth reporting. A
-// connect to nothing (the C library's try of nscd's socket before it
-// reads files itself) is not. It only decides what is reported.
+// tid names it, in its own view: a refusal worth reporting. A connect to
+// nothing there (the C library's try of nscd's socket, in the hidden
+// /run, before it reads files itself) is not. The host's own files are
+// never looked at: the report can reach the command (an explained
+// summary on its stderr), which must not learn through it what its view
+// hides. It only decides what is reported.
 func socketThere(tid int, path string) bool {
-	root := "/proc/" + strconv.Itoa(tid) + "/root"
 	if !filepath.IsAbs(path) {
 		cwd, err := os.Readlink("/proc/" + strconv.Itoa(tid) + "/cwd")
 		if err != nil {
@@ -385,12 +386,20 @@ func socketThere(tid int, path string) bool {
 		}
 		path = filepath.Join(cwd, path)
 	}
-	for _, p := range []string{root + path, path} {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return true
-		}
+	// Resolved in the caller's root: its own absolute symlinks (/var/run
+	// to /run) lead within its view, never to the host's.
+	root, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
 	}
-	return false
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
 }
 
 // resolve opens the socket file at path, as the caller at tid names it, if
