@@ -135,6 +135,23 @@ func TestDenialsKernel(t *testing.T) {
 			},
 		},
 		{
+			// A chroot of the command's own whose /proc is a symlink to
+			// "/proc": the host must not look the pid up in its own
+			// /proc, or the report would tell the command which host
+			// pids exist. Neither attach is reported.
+			name: "ptrace from a chroot with /proc linked", flags: []string{"--allow-nested"},
+			cmd: py(fmt.Sprintf(`import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+os.makedirs("jail", exist_ok=True)
+if not os.path.islink("jail/proc"):
+    os.symlink("/proc", "jail/proc")
+assert l.unshare(0x10000000) == 0, ctypes.get_errno()
+os.chroot("jail")
+for pid in (%d, 4000000):
+    l.ptrace(16, pid, 0, 0)
+`, vpid)),
+		},
+		{
 			name: "none", cmd: []string{"sh", "-c", `ls -l / >/dev/null && echo hi > f && cat f >/dev/null && python3 -c 'import socket, os; socket.socket(socket.AF_UNIX).close(); os.getpid()'`},
 		},
 		{

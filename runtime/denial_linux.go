@@ -226,11 +226,28 @@ func traceAttach(c netns.Call, denied *denials) netns.Answer {
 	if depth, ok := pidDepth(strconv.Itoa(int(c.Pid))); !ok || depth != selfPidDepth()+1 {
 		return netns.Answer{Continue: true}
 	}
-	proc := "/proc/" + strconv.Itoa(int(c.Pid)) + "/root/proc/"
-	if _, err := os.Lstat(proc + "self"); err != nil {
+	// The caller's /proc, resolved in its root (its own symlinks lead
+	// within its view, never to the host's /proc: the report can reach
+	// the command, which must not learn the host's pids through it).
+	root, err := unix.Open("/proc/"+strconv.Itoa(int(c.Pid))+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return netns.Answer{Continue: true}
+	}
+	defer unix.Close(root)
+	proc, err := unix.Openat2(root, "/proc", &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return netns.Answer{Continue: true}
+	}
+	defer unix.Close(proc)
+	var fs unix.Statfs_t
+	if unix.Fstatfs(proc, &fs) != nil || fs.Type != unix.PROC_SUPER_MAGIC {
 		return netns.Answer{Continue: true} // no /proc to tell by
 	}
-	if _, err := os.Lstat(proc + strconv.Itoa(int(pid))); err == nil || !errors.Is(err, os.ErrNotExist) {
+	fd, err := unix.Openat2(proc, strconv.Itoa(int(pid)), &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err == nil {
+		unix.Close(fd)
+	}
+	if err == nil || !errors.Is(err, unix.ENOENT) {
 		return netns.Answer{Continue: true}
 	}
 	denied.add(Denial{
