@@ -250,3 +250,59 @@ func TestPoolRefillsAfterTheCommand(t *testing.T) {
 	}
 	waitPool(t, sb, 1)
 }
+
+// TestPoolGrowsWithBursts: a command right after another, which finds no
+// init ready, has the pool keep one more (the host sees two inits waiting
+// once the commands have ended, with Prewarm 1), up to twice Prewarm;
+// once no command has found the pool empty for poolShrinkAfter, the next
+// refill ends the extra one (the host sees one again).
+func TestPoolGrowsWithBursts(t *testing.T) {
+	defer func(d time.Duration) { poolShrinkAfter = d }(poolShrinkAfter)
+	poolShrinkAfter = time.Hour
+	sb := pooledSandbox(t, 1)
+	base := serverChildren(t) // the pooled one, and other tests' none
+	run := func() *Result {
+		c := sb.Command(context.Background(), "true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Result
+	}
+	waitHost := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for serverChildren(t) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("host: %d sandbox inits waiting, want %d", serverChildren(t), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Three bursts of two: the pool grows to two and no further.
+	for range 3 {
+		run()
+		run() // right after: the refill of the first is not done
+		waitPool(t, sb, poolTarget(sb))
+	}
+	if n := poolTarget(sb); n != 2 {
+		t.Fatalf("after bursts the pool keeps %d, want 2 (twice Prewarm)", n)
+	}
+	waitHost(base + 1)
+	// A command from a full pool, then calm: the extra init goes at the
+	// next refill.
+	poolShrinkAfter = 0
+	if r := run(); !r.Prewarmed {
+		t.Error("a command from a full pool was not prewarmed")
+	}
+	waitPool(t, sb, 1)
+	waitHost(base)
+	if n := poolTarget(sb); n != 1 {
+		t.Errorf("after the burst the pool keeps %d, want 1", n)
+	}
+}
+
+func poolTarget(sb *Sandbox) int {
+	sb.pool.mu.Lock()
+	defer sb.pool.mu.Unlock()
+	return sb.pool.target
+}
