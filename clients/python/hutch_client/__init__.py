@@ -20,8 +20,10 @@ kept as it comes.
 import base64
 import http.client
 import json
+import select
 import socket
 import threading
+import weakref
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -640,9 +642,32 @@ class _UnixConnection(http.client.HTTPConnection):
             self._sock = None
 
 
+#: How many idle connections a Sandbox keeps for its next calls.
+_MAX_IDLE = 4
+
+
+class _Stale(Exception):
+    """A kept connection the server had closed (its idle timeout, a
+    restart) refused the request as it was sent: none of it was read, and
+    it is sent again on a new connection. Once a request is sent, a
+    failure is never retried: the server may have run the command."""
+
+
+def _hang_up_all(idle: List[_UnixConnection], lock: threading.Lock) -> None:
+    with lock:
+        conns = idle[:]
+        idle.clear()
+    for conn in conns:
+        conn.hang_up()
+
+
 class Sandbox:
     """The sandbox a hutch serve process on socket_path runs commands in.
-    Each call is one connection; a Sandbox may be shared between threads."""
+    A call whose answer was read to its end leaves its connection open for
+    the next (at most four kept; close() ends them, as leaving a with
+    block does); a call left early (an exec_stream loop broken off), or one
+    sending stdin, closes its own, which stops its command. A Sandbox may
+    be shared between threads."""
 
     socket_path: str
     timeout: Optional[float]
@@ -650,15 +675,70 @@ class Sandbox:
     def __init__(self, socket_path: str, timeout: Optional[float] = None) -> None:
         # timeout bounds each socket operation, not a command (timeout_ms).
         self.socket_path, self.timeout = socket_path, timeout
+        self._idle: List[_UnixConnection] = []
+        self._idle_lock = threading.Lock()
+        # A Sandbox dropped unclosed closes what it kept all the same.
+        self._finalizer = weakref.finalize(self, _hang_up_all, self._idle, self._idle_lock)
+
+    def close(self) -> None:
+        """Closes the connections kept for later calls."""
+        _hang_up_all(self._idle, self._idle_lock)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _kept(self) -> Optional[_UnixConnection]:
+        """A kept connection the server has not closed, or None."""
+        while True:
+            with self._idle_lock:
+                if not self._idle:
+                    return None
+                conn = self._idle.pop()
+            # An idle connection has nothing to read: if it has, the
+            # server closed it (EOF) or broke the protocol.
+            sock = conn.sock
+            if sock is not None and not select.select([sock], [], [], 0)[0]:
+                return conn
+            conn.hang_up()
+
+    def _done(self, conn: _UnixConnection, resp: http.client.HTTPResponse) -> None:
+        """Ends a call whose answer was read to its end: its connection is
+        kept for the next call, unless the server is closing it."""
+        resp.close()
+        if not resp.will_close and conn._stdin is None and conn.sock is not None:
+            with self._idle_lock:
+                if len(self._idle) < _MAX_IDLE:
+                    self._idle.append(conn)
+                    return
+        conn.hang_up()
 
     def _request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
                  stdin_bytes: Optional[bytes] = None) -> Tuple[_UnixConnection, http.client.HTTPResponse]:
-        conn = _UnixConnection(self.socket_path, self.timeout)
+        # A call sending stdin has a connection of its own: a thread sends
+        # on it while the answer is read.
+        conn = self._kept() if stdin_bytes is None else None
+        if conn is not None:
+            try:
+                return self._send(conn, method, path, body, stdin_bytes, kept=True)
+            except _Stale:
+                pass
+        return self._send(_UnixConnection(self.socket_path, self.timeout), method, path, body, stdin_bytes)
+
+    def _send(self, conn: _UnixConnection, method: str, path: str, body: Optional[Dict[str, Any]],
+              stdin_bytes: Optional[bytes], kept: bool = False) -> Tuple[_UnixConnection, http.client.HTTPResponse]:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
             if stdin_bytes is None or data is None:
-                conn.request(method, path, body=data, headers=headers)
+                try:
+                    conn.request(method, path, body=data, headers=headers)
+                except (BrokenPipeError, ConnectionResetError) as e:
+                    if kept:
+                        raise _Stale() from e
+                    raise
             else:
                 # The request's JSON, then at once the command's stdin,
                 # bytes as they are (the API's Hutch-Stdin: stream), sent
@@ -672,7 +752,11 @@ class Sandbox:
                 conn.send_stdin(stdin_bytes)
             resp = conn.getresponse()
             if resp.status >= 400:
-                raise _error(resp.status, resp.read())
+                err = _error(resp.status, resp.read())
+                self._done(conn, resp)
+                raise err
+        except HutchError:
+            raise
         except BaseException:
             conn.hang_up()
             raise
@@ -681,10 +765,13 @@ class Sandbox:
     def _json(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
         conn, resp = self._request(method, path, body)
         try:
-            return json.loads(resp.read())
-        finally:
+            answer = json.loads(resp.read())
+        except BaseException:
             resp.close()
             conn.hang_up()
+            raise
+        self._done(conn, resp)
+        return answer
 
     def health(self) -> Health:
         return cast(Health, self._json("GET", "/v1/health"))
@@ -715,17 +802,25 @@ class Sandbox:
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
                                        package_managers, grant, publish, reach, explain)
         conn, resp = self._request("POST", "/v1/exec", body, stdin_bytes)
+        done = False
         try:
             for line in resp:
                 ev = _event(line)
                 if ev is not None:
-                    yield ev
                     if ev[0] == "result":
+                        # The answer's end, read before the caller may
+                        # leave: the connection can serve the next call.
+                        done = resp.read() == b""
+                        yield ev
                         return
+                    yield ev
             raise _truncated(resp.status)
         finally:
-            resp.close()
-            conn.hang_up()
+            if done:
+                self._done(conn, resp)
+            else:
+                resp.close()
+                conn.hang_up()
 
     def exec(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
              env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None, timeout_ms: Optional[int] = None,
@@ -744,17 +839,21 @@ class Sandbox:
         on_output(stream, data_bytes), if given, sees each chunk as it
         arrives. explain: as exec_stream."""
         out, err = bytearray(), bytearray()
-        for ev in self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
-                                   allowed_domains, package_managers, grant, publish, reach, explain):
-            if ev[0] == "result":
-                return _exec_result(ev[1], out, err)
-            if ev[0] == "published":
-                continue  # in the result's "published" too
-            t, data = ev
-            (out if t == "stdout" else err).extend(data)
-            if on_output is not None:
-                on_output(t, data)
-        raise _truncated(0)  # exec_stream raises first
+        events = self.exec_stream(argv, command, cwd, env, stdin, timeout_ms,
+                                  allowed_domains, package_managers, grant, publish, reach, explain)
+        try:
+            for ev in events:
+                if ev[0] == "result":
+                    return _exec_result(ev[1], out, err)
+                if ev[0] == "published":
+                    continue  # in the result's "published" too
+                t, data = ev
+                (out if t == "stdout" else err).extend(data)
+                if on_output is not None:
+                    on_output(t, data)
+            raise _truncated(0)  # exec_stream raises first
+        finally:
+            events.close()  # its connection kept, or closed, now
 
     def read(self, path: str, offset: Optional[int] = None, limit: Optional[int] = None, mode: Optional[str] = None,
              no_follow: bool = False) -> ReadResult:

@@ -119,6 +119,7 @@ class ServeCase:
                 cls.sb.stop_all_processes()
             except Exception:
                 pass
+            cls.sb.close()
             cls.proc.terminate()
             try:
                 cls.proc.wait(timeout=20)
@@ -129,6 +130,20 @@ class ServeCase:
         shutil.rmtree(cls.base, ignore_errors=True)
         shutil.rmtree(cls.sockdir, ignore_errors=True)
         super().tearDownClass()
+
+
+def server_connections(sock_path):
+    """The connections to the server's socket at sock_path, as the host
+    lists them (/proc/net/unix: the server's end of each is named by the
+    path, connected, state 03; its listener is unconnected, 01)."""
+    n = 0
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 8 and fields[7] == sock_path and fields[5] == "03":
+                n += 1
+    return n
 
 
 def host_pids(cmdline):

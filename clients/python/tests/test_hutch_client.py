@@ -21,7 +21,7 @@ import urllib.request
 
 from hutch_client import HutchError, Sandbox, content_bytes
 from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, HANDSHAKE, SECRET, ServeCase,
-                           host_pids, unique_sleep)
+                           host_pids, server_connections, unique_sleep)
 
 
 class ServeTest(ServeCase, unittest.TestCase):
@@ -75,6 +75,39 @@ class ServeTest(ServeCase, unittest.TestCase):
         with open(inside) as f:
             self.assertEqual(f.read(), "inside\n")
         self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
+
+    def test_connection_kept(self):
+        # Seen from the host: the connections to the server's socket in
+        # /proc/net/unix (its end of each, named by the socket's path). A
+        # call read to its end leaves one open, which the next calls use;
+        # close() (leaving the with block) ends it.
+        base = server_connections(self.sock)
+        with Sandbox(self.sock, timeout=60) as sb:
+            sb.health()
+            self.assertEqual(server_connections(self.sock), base + 1)
+            for _ in range(10):
+                self.assertEqual(sb.exec(command="echo hi").stdout, "hi\n")
+                sb.stat(".")
+                with self.assertRaises(HutchError):
+                    sb.read("/etc/shadow")
+            self.assertEqual(server_connections(self.sock), base + 1)
+            # A stream left early closes its own: its command is stopped.
+            for ev in sb.exec_stream(command="echo x; sleep 30"):
+                break
+            self.assertEqual(server_connections(self.sock), base + 1)
+        deadline = time.monotonic() + 10
+        while server_connections(self.sock) > base and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(server_connections(self.sock), base)
+
+    def test_kept_connection_closed_by_server(self):
+        # The server closes a kept connection (as its idle timeout does):
+        # the next call finds it closed and uses a new one.
+        with Sandbox(self.sock, timeout=60) as sb:
+            sb.health()
+            kept = sb._idle[0]
+            kept.sock.shutdown(socket.SHUT_RD)  # as if the server had sent EOF
+            self.assertEqual(sb.exec(command="echo again").stdout, "again\n")
 
     def test_explain(self):
         # A write outside the workspace: its refusal is in the result's
