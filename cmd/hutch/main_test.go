@@ -116,6 +116,30 @@ func TestFlagErrors(t *testing.T) {
 	}
 }
 
+// TestServeDenialFlags: hutch serve takes run's --denials and --explain,
+// and refuses a bad one as run does, before it listens.
+func TestServeDenialFlags(t *testing.T) {
+	ws, sock := t.TempDir(), filepath.Join(t.TempDir(), "private", "s") // a directory serve makes 0700
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--denials", "maybe"}, "hutch: --denials maybe: not record or off"},
+		{[]string{"--explain", "--denials", "off"}, "hutch: --explain explains the recorded denials, and --denials off records none"},
+	} {
+		var code int
+		stderr := captureStderr(t, func() {
+			code = execute(append([]string{"serve", "--socket", sock, "--workspace", ws}, tt.args...))
+		})
+		if code != exitHutchFailed || !strings.HasPrefix(stderr, tt.want) {
+			t.Errorf("hutch serve %q: exit %d, stderr %q; want 125 and %q", tt.args, code, stderr, tt.want)
+		}
+		if _, err := os.Stat(sock); err == nil {
+			t.Errorf("hutch serve %q listened", tt.args)
+		}
+	}
+}
+
 // TestRunFlagsStopAtCommand: flags after the command belong to it.
 func TestRunFlagsStopAtCommand(t *testing.T) {
 	var code int

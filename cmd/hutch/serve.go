@@ -99,6 +99,7 @@ on. If the server is killed outright, its commands' sandboxes die with it.`,
 	}
 	fl := c.Flags()
 	addRunFlags(fl, &f)
+	addDenialFlags(fl, &f)
 	fl.StringVar(&socket, "socket", "", "the unix socket to serve on")
 	fl.Var(repeated{&allow}, "allow-uid", "a further uid whose connections are accepted (repeatable; the server's own always are)")
 	fl.IntVar(&prewarm, "prewarm", 2, "sandbox inits kept built ahead of time, so that a command starts at once (0: none)")
