@@ -324,10 +324,8 @@ type Policy struct {
 	// and is replaced once that command ends (or has run for 100 ms), so
 	// that building the next never competes with a short command; a
 	// command that finds the pool empty while an init is being built waits
-	// for it rather than building another. A command that finds none ready
-	// (one right after another) has the pool keep one more, up to twice
-	// Prewarm, until no command has found it empty for 30 s. Close
-	// releases them. 0 means none.
+	// for it rather than building another. Close releases them. 0 means
+	// none.
 	Prewarm int
 
 	// Backend is what enforces the sandbox: BackendAuto (the strongest

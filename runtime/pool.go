@@ -5,7 +5,6 @@ package runtime
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/spawn"
@@ -16,24 +15,13 @@ import (
 // replaced in the background. An init whose fresh inputs (the entries
 // matching deny names at the writable trees' top levels) no longer match
 // the host is discarded, not used.
-//
-// The pool carries bursts: a command that finds no init ready (one came
-// right after another, before the refill was done) raises the number of
-// inits kept, one at a time, up to twice Policy.Prewarm, so that the next
-// command of a burst finds one ready while another is built; after
-// poolShrinkAfter without such a command, the pool keeps Policy.Prewarm
-// again.
 type pool struct {
-	sb   *Sandbox
-	size int // Policy.Prewarm: the least kept
-	mu   sync.Mutex
-	// target is how many are kept now: size, or more after a burst
-	// (lastBurst, when a command last found none ready).
-	target    int
-	lastBurst time.Time
-	ready     []*sandboxInit
-	filling   int
-	closed    bool
+	sb      *Sandbox
+	size    int
+	mu      sync.Mutex
+	ready   []*sandboxInit
+	filling int
+	closed  bool
 	// built is broadcast (with mu) whenever an add ends, made or not:
 	// take waits on it for an init already being built.
 	built *sync.Cond
@@ -41,50 +29,21 @@ type pool struct {
 	adds sync.WaitGroup
 }
 
-// poolShrinkAfter is how long a pool grown by a burst keeps its extra
-// inits without another command finding none ready (a variable for
-// tests).
-var poolShrinkAfter = 30 * time.Second
-
 func newPool(sb *Sandbox, size int) *pool {
-	p := &pool{sb: sb, size: size, target: size}
+	p := &pool{sb: sb, size: size}
 	p.built = sync.NewCond(&p.mu)
 	p.refill()
 	return p
 }
 
-// refill starts inits until ready plus in-flight reaches the pool's
-// target, and ends the ready ones beyond it once a burst is long over.
+// refill starts inits until ready plus in-flight reaches the pool size.
 func (p *pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var extra []*sandboxInit
-	if p.target > p.size && time.Since(p.lastBurst) > poolShrinkAfter {
-		p.target = p.size
-		if n := len(p.ready) - p.target; n > 0 {
-			// The oldest go: the newest were built from the freshest
-			// view of the host.
-			extra = slices.Clone(p.ready[:n])
-			p.ready = slices.Delete(p.ready, 0, n)
-		}
-	}
-	for _, in := range extra {
-		go in.release()
-	}
-	for !p.closed && len(p.ready)+p.filling < p.target {
+	for !p.closed && len(p.ready)+p.filling < p.size {
 		p.filling++
 		p.adds.Add(1)
 		go p.add()
-	}
-}
-
-// burst records a command that found no init ready: the pool keeps one
-// more, up to twice its size (built at the next refill, once a command
-// has ended: never beside the command starting now).
-func (p *pool) burst() {
-	p.lastBurst = time.Now()
-	if p.target < min(2*p.size, maxPrewarm) {
-		p.target++
 	}
 }
 
@@ -158,11 +117,8 @@ func (p *pool) watch(in *sandboxInit) {
 // milliseconds of CPU, which would compete with the command being
 // started; the command refills once it has ended (or run for a while).
 func (p *pool) take(f fresh) *sandboxInit {
-	for first := true; ; first = false {
+	for {
 		p.mu.Lock()
-		if first && len(p.ready) == 0 && !p.closed {
-			p.burst()
-		}
 		for len(p.ready) == 0 && p.filling > 0 && !p.closed {
 			p.built.Wait()
 		}
