@@ -112,6 +112,11 @@ var defaultTests = []string{
 	"TestNoPrivilegeAgainstHost",
 	"TestProfileRoundTripCLI",
 	"TestTIOCSTIInjectsNothing",
+	// what the command was refused: the profile's notifying form, the
+	// wall and the ptrace watch chained in one filter with one listener,
+	// the host's answers (SECCOMP_USER_NOTIF_FLAG_CONTINUE, openat2)
+	"TestDenialsKernel",
+	"TestDenialsCounted",
 	// the mount plan's newer elements and the file door's verdicts on
 	// them: read-only carve-outs, app directories (binds inside a sealed
 	// empty tmpfs, through the pre-5.12 remount fallback on 5.10)
