@@ -131,7 +131,6 @@ func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions 
 const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541C
-	modeSetid      = 0o6000
 )
 
 // seccompDenial says in words why the profile refused call c.
@@ -139,6 +138,8 @@ func seccompDenial(c netns.Call, errno unix.Errno, profile string) Denial {
 	name := seccomp.SyscallName(c.Nr, c.Arch)
 	d := Denial{Source: DenialSeccomp, Op: name, Errno: unix.ErrnoName(errno), Rule: RuleSeccomp}
 	switch {
+	case !seccomp.Native(c.Arch):
+		d.Reason = "the system calls of another architecture are refused"
 	case profile != seccomp.DefaultName:
 		d.Reason = fmt.Sprintf("%s is refused by the seccomp profile (%s)", name, profile)
 	case slices.Contains([]string{"clone", "unshare", "setns"}, name):
@@ -157,8 +158,6 @@ func seccompDenial(c netns.Call, errno unix.Errno, profile string) Denial {
 		d.Reason = fmt.Sprintf("%s with a setuid or setgid bit is refused: the host would run the file with it", name)
 	case name == "personality":
 		d.Reason = "this personality is refused by the seccomp profile"
-	case c.Arch != 0 && seccomp.SyscallName(c.Nr, c.Arch) != name:
-		d.Reason = "another architecture's system calls are refused"
 	default:
 		d.Reason = fmt.Sprintf("%s is refused by the seccomp profile: it reaches the kernel or the host beyond what a command needs", name)
 		d.Allow = &Remedy{Key: "seccomp_allow = [\"" + name + "\"]"}

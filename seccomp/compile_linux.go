@@ -209,6 +209,11 @@ func SyscallName(nr int32, arch uint32) string {
 	return fmt.Sprintf("syscall %d of arch %#x", nr, arch)
 }
 
+// Native reports whether arch (an AUDIT_ARCH_* value, as seccomp_data
+// holds it) is this build's architecture: the one the profiles allow
+// calls of.
+func Native(arch uint32) bool { return arch == nativeAuditArch() }
+
 // nativeAuditArch is the AUDIT_ARCH_* value of this build's architecture.
 func nativeAuditArch() uint32 {
 	switch goruntime.GOARCH {
