@@ -94,7 +94,8 @@ func (d Denial) String() string {
 	return s
 }
 
-// how is r as the ways a caller could allow something, or "".
+// how is r as the ways a caller could allow something, in the words of
+// both Explanation.String and Denial.String, or "".
 func (r *Remedy) how() string {
 	if r == nil {
 		return ""
@@ -104,12 +105,12 @@ func (r *Remedy) how() string {
 		how = append(how, r.Flag)
 	}
 	if r.Key != "" {
-		how = append(how, "policy "+r.Key)
+		how = append(how, "policy file: "+r.Key)
 	}
 	if r.Grant != "" {
-		how = append(how, "grant "+r.Grant)
+		how = append(how, "grant: "+r.Grant)
 	}
-	return strings.Join(how, ", ")
+	return strings.Join(how, "; ")
 }
 
 // maxDenials caps the kinds of Denial one command records: beyond it,

@@ -40,3 +40,51 @@ func TestSeccompDenial(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkNotifyFilters is what recording denials adds to making a
+// Sandbox (every hutch run makes one): the default profile's notifying
+// forms, the wall chained in, and the programs the host runs.
+func BenchmarkNotifyFilters(b *testing.B) {
+	prof, _ := seccomp.BuiltinDefault.Precompiled()
+	wall, _ := seccomp.BuiltinUnixWall.Precompiled()
+	for b.Loop() {
+		if _, err := newNotifyFilters(prof, wall); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestNotifyFiltersCached: the same programs give the same notifying
+// forms, made once; other programs, or the same profile without the
+// wall, give their own.
+func TestNotifyFiltersCached(t *testing.T) {
+	prof, _ := seccomp.BuiltinDefault.Precompiled()
+	other, _ := seccomp.BuiltinDefaultNoSocket.Precompiled()
+	wall, _ := seccomp.BuiltinUnixWall.Precompiled()
+	a, err := newNotifyFilters(prof, wall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newNotifyFilters(prof, wall)
+	c, _ := newNotifyFilters(prof, nil)
+	d, _ := newNotifyFilters(other, wall)
+	if a != b {
+		t.Error("the same programs made anew")
+	}
+	if c == a || d == a || c.WithWall != nil || string(d.Filter) == string(a.Filter) {
+		t.Error("other programs given the same notifying forms")
+	}
+	want, _ := seccomp.Notifying(prof, wall, mustTrace(t))
+	if string(a.WithWall) != string(want) {
+		t.Error("the cached form is not the profile's")
+	}
+}
+
+func mustTrace(t *testing.T) []byte {
+	t.Helper()
+	p, err := traceAttachFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

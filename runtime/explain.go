@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Explaining a path: Sandbox.Explain and Resolved.Explain answer which
@@ -123,18 +122,8 @@ func (e Explanation) String() string {
 		verdict = "refused"
 	}
 	s := fmt.Sprintf("%s: %s %s: %s", verdict, e.Access, e.Path, e.Reason)
-	if r := e.Allow; r != nil {
-		var how []string
-		if r.Flag != "" {
-			how = append(how, r.Flag)
-		}
-		if r.Key != "" {
-			how = append(how, "policy file: "+r.Key)
-		}
-		if r.Grant != "" {
-			how = append(how, "grant: "+r.Grant)
-		}
-		s += "\nto allow it: " + strings.Join(how, "; ")
+	if h := e.Allow.how(); h != "" {
+		s += "\nto allow it: " + h
 	}
 	return s
 }
