@@ -489,7 +489,7 @@ func TestGitCommandRefusesCoreWorktree(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != elsewhere {
 		t.Fatalf("plain git's work tree: %q, %v; want %s", out, err, elsewhere)
 	}
-	_, err = Command(context.Background(), repo, "status")
+	_, err = Command(t.Context(), repo, "status")
 	if err == nil || !strings.Contains(err.Error(), "core.worktree") || !strings.Contains(err.Error(), repo) {
 		t.Errorf("Command: %v, want an error naming core.worktree and %s", err, repo)
 	}
@@ -516,7 +516,7 @@ func TestGitCommandEverydayWork(t *testing.T) {
 		{[]string{"status", "--porcelain"}, ""},
 	}
 	for _, s := range steps {
-		cmd, err := Command(context.Background(), repo, s.args...)
+		cmd, err := Command(t.Context(), repo, s.args...)
 		if err != nil {
 			t.Fatalf("Command(%q): %v", s.args, err)
 		}
@@ -531,7 +531,7 @@ func TestGitCommandEverydayWork(t *testing.T) {
 // repository, and so does Command.
 func TestGitCommandOutsideRepository(t *testing.T) {
 	isolateGit(t)
-	cmd, err := Command(context.Background(), t.TempDir(), "version")
+	cmd, err := Command(t.Context(), t.TempDir(), "version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,12 +545,12 @@ func TestGitCommandErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	writeFile(t, file, "")
 	for _, dir := range []string{"/nonexistent/hutch", file} {
-		if _, err := Command(context.Background(), dir, "status"); err == nil || !strings.Contains(err.Error(), dir) {
+		if _, err := Command(t.Context(), dir, "status"); err == nil || !strings.Contains(err.Error(), dir) {
 			t.Errorf("Command(%q): %v, want an error naming it", dir, err)
 		}
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, err := Command(context.Background(), t.TempDir(), "status"); !errors.Is(err, exec.ErrNotFound) {
+	if _, err := Command(t.Context(), t.TempDir(), "status"); !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("Command without git in PATH: %v, want exec.ErrNotFound", err)
 	}
 }
@@ -775,7 +775,7 @@ func TestGitCommandAnyLocale(t *testing.T) {
 	isolateGit(t)
 	t.Setenv("LANGUAGE", "de")
 	t.Setenv("LC_ALL", "C.UTF-8")
-	cmd, err := Command(context.Background(), t.TempDir(), "version")
+	cmd, err := Command(t.Context(), t.TempDir(), "version")
 	if err != nil {
 		t.Fatalf("Command outside a repository, LANGUAGE=de: %v", err)
 	}

@@ -1,7 +1,6 @@
 package hostgit
 
 import (
-	"context"
 	"errors"
 	"github.com/hutchbox/hutch/runtime"
 	"os"
@@ -39,7 +38,7 @@ func gitRepoWithCommit(t *testing.T) string {
 func TestAddWorktree(t *testing.T) {
 	repo := gitRepoWithCommit(t)
 	parent := t.TempDir()
-	ctx := context.Background()
+	ctx := t.Context()
 	w, err := AddWorktree(ctx, repo, "", parent)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +93,7 @@ func TestAddWorktree(t *testing.T) {
 // PolicyError naming the field, the value and why.
 func TestAddWorktreeRefused(t *testing.T) {
 	repo := gitRepoWithCommit(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	plain := t.TempDir()
 	file := filepath.Join(plain, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
