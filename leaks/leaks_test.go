@@ -422,3 +422,34 @@ func TestRulesCompiledWhenCalledFor(t *testing.T) {
 		}
 	}
 }
+
+// TestManyValues: every host value is found when there are more first
+// bigrams than the pass's table has lists for (the rest are looked up
+// another way).
+func TestManyValues(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	s := New(nil)
+	var text strings.Builder
+	want := map[string]bool{}
+	for i := range 600 {
+		name := fmt.Sprintf("V%d", i)
+		v := randomString(rng, "abcdefghijklmnopqrstuvwxyz0123456789", 12)
+		s.AddValue(name, v)
+		want[name] = true
+		fmt.Fprintf(&text, "line %d: %s here\n", i, v)
+	}
+	got := map[string]bool{}
+	for _, f := range s.Scan([]byte(text.String())) {
+		if f.Rule == HostValue {
+			got[f.Name] = true
+		}
+	}
+	for name := range want {
+		if !got[name] {
+			t.Errorf("value %s not found", name)
+		}
+	}
+	if lists := len(s.lists); lists != manyBigrams-1 {
+		t.Errorf("%d lists: the test does not reach past the table's", lists)
+	}
+}

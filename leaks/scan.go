@@ -46,7 +46,7 @@ type Scanner struct {
 	// keywords, the host values, and the '+' forms of those with a space
 	// (a '+' is a space URL-encoded).
 	needles []needle
-	// bigrams is 1 at the first two bytes (b[0] | b[1]<<8) of every
+	// bigrams is set at the first two bytes (b[0] | b[1]<<8) of every
 	// needle, and byBigram lists the needles each stands for: the pass
 	// looks up one entry per byte, and compares needles only where one is
 	// set. A one-byte needle sets the entries of every second byte.
@@ -54,8 +54,34 @@ type Scanner struct {
 	// c, for a text's last byte, which has no second. Bytes, not bits:
 	// testing a bit takes a shift by a variable, slower here than the
 	// bigger table (the part text uses stays in the cache).
+	//
+	// A set entry is also where the pass finds its list: k below
+	// manyBigrams is lists[k-1], a copy of byBigram's; manyBigrams says
+	// to look in byBigram, for the bigrams set after the first 254.
+	// Ordinary text meets some set bigram every hundred bytes or so ("di"
+	// of discord), and a map lookup there cost more than the pass.
 	bigrams  *[1 << 16]uint8
+	lists    [][]int32
 	byBigram map[uint16][]int32
+}
+
+// manyBigrams marks a set bigram whose list is in byBigram only.
+const manyBigrams = 255
+
+// candidates are the needles bigram h (set) may start.
+func (s *Scanner) candidates(h uint16) []int32 {
+	if k := s.bigrams[h]; k != manyBigrams {
+		return s.lists[k-1]
+	}
+	return s.byBigram[h]
+}
+
+// list adds needle i to bigram h's list, and to its copy if it has one.
+func (s *Scanner) list(h uint16, i int32) {
+	s.byBigram[h] = append(s.byBigram[h], i)
+	if k := s.bigrams[h]; k != 0 && k != manyBigrams {
+		s.lists[k-1] = s.byBigram[h]
+	}
 }
 
 type hostValue struct {
@@ -115,8 +141,14 @@ func (s *Scanner) addNeedle(text []byte, kind needleKind, index int) {
 	s.needles = append(s.needles, needle{text, kind, index})
 	first := uint16(text[0])
 	set := func(h uint16) {
-		s.bigrams[h] = 1
-		s.byBigram[h] = append(s.byBigram[h], i)
+		if s.bigrams[h] == 0 {
+			s.bigrams[h] = manyBigrams
+			if len(s.lists) < manyBigrams-1 {
+				s.lists = append(s.lists, nil)
+				s.bigrams[h] = uint8(len(s.lists))
+			}
+		}
+		s.list(h, i)
 	}
 	if len(text) == 1 {
 		for c := range 256 {
@@ -126,7 +158,7 @@ func (s *Scanner) addNeedle(text []byte, kind needleKind, index int) {
 		set(first | uint16(text[1])<<8)
 	}
 	if len(text) > 1 && text[1] != 0 {
-		s.byBigram[first] = append(s.byBigram[first], i)
+		s.list(first, i)
 	}
 	if kind != plusNeedle && bytes.IndexByte(text, ' ') >= 0 {
 		s.addNeedle(bytes.ReplaceAll(text, []byte(" "), []byte("+")), plusNeedle, 0)
@@ -329,14 +361,14 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 			set[uint16(w>>32)]|set[uint16(w>>40)]|set[uint16(w>>48)]|set[h7] != 0 {
 			for j := range 8 {
 				if h := uint16(v[i+j]) | uint16(v[i+j+1])<<8; set[h] != 0 {
-					sc.hit(v, i+j, s.byBigram[h])
+					sc.hit(v, i+j, s.candidates(h))
 				}
 			}
 		}
 	}
 	for ; i+1 < len(v); i++ {
 		if h := uint16(v[i]) | uint16(v[i+1])<<8; set[h] != 0 {
-			sc.hit(v, i, s.byBigram[h])
+			sc.hit(v, i, s.candidates(h))
 		}
 	}
 	sc.hit(v, len(v)-1, s.byBigram[uint16(v[len(v)-1])])
