@@ -194,7 +194,8 @@ func leakStage(s *leaks.Scanner, action LeakAction, w io.Writer, found func(leak
 	case s == nil || action == LeaksOff:
 		return w, func() error { return nil }, nil
 	case action == LeaksReport:
-		st := s.Stream(found)
+		// The output is passed on as it is: the scan runs behind it.
+		st := newScanBehind(s.Stream(found))
 		return io.MultiWriter(w, st), st.Close, nil
 	}
 	r := s.Redactor(w, found)
