@@ -111,7 +111,9 @@ func pooled(name string, sb *runtime.Sandbox) method {
 	}}
 }
 
-// waitPool waits until sb's pool holds n ready inits.
+// waitPool waits until sb's pool holds n ready inits, and then until it
+// holds no more for 20 ms: a pool that a burst has grown refills beyond
+// its Prewarm.
 func waitPool(sb *runtime.Sandbox, n int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for sb.Prewarmed() < n {
@@ -119,6 +121,11 @@ func waitPool(sb *runtime.Sandbox, n int) error {
 			return errors.New("the pool is not refilled after 30s")
 		}
 		pause(200 * time.Microsecond)
+	}
+	for k, since := sb.Prewarmed(), time.Now(); time.Since(since) < 20*time.Millisecond; pause(200 * time.Microsecond) {
+		if m := sb.Prewarmed(); m != k {
+			k, since = m, time.Now()
+		}
 	}
 	return nil
 }

@@ -365,13 +365,14 @@ const initExitWait = time.Second
 var refillAfter = 100 * time.Millisecond
 
 // refillPool refills the pool once the command has ended (or never ran),
-// unless its timer did already.
+// unless its timer did already: after refillSettle, so that a command
+// issued right after this one starts first.
 func (c *Cmd) refillPool() {
 	if c.refill != nil {
 		c.refill.Stop()
 	}
 	if c.sb != nil && c.sb.pool != nil {
-		c.sb.pool.refill()
+		c.sb.pool.refillSoon()
 	}
 }
 

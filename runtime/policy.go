@@ -320,12 +320,15 @@ type Policy struct {
 	// Prewarm keeps this many inits built and confined ahead of time
 	// (namespaces, filesystem view, privileges dropped, seccomp loaded),
 	// each waiting for one command, so that a command pays little more than
-	// its own fork and exec. Each pooled init serves exactly one command
-	// and is replaced once that command ends (or has run for 100 ms), so
-	// that building the next never competes with a short command; a
-	// command that finds the pool empty while an init is being built waits
-	// for it rather than building another. Close releases them. 0 means
-	// none.
+	// its own fork and exec. Each pooled init serves exactly one command and
+	// is replaced a few milliseconds after that command ends (or once it has
+	// run for 100 ms), so that building the next never competes with a short
+	// command, nor with a command issued right after it; a command that
+	// finds the pool empty while an init is being built waits for it rather
+	// than building another. A command that finds none ready (one right
+	// after another) has the pool keep one more, up to twice Prewarm, until
+	// for 10 s no command has found it empty or taken one of the extra ones.
+	// Close releases them. 0 means none.
 	Prewarm int
 
 	// Backend is what enforces the sandbox: BackendAuto (the strongest

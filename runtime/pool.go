@@ -5,6 +5,7 @@ package runtime
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hutchbox/hutch/nsinit"
 	"github.com/hutchbox/hutch/spawn"
@@ -15,35 +16,139 @@ import (
 // replaced in the background. An init whose fresh inputs (the entries
 // matching deny names at the writable trees' top levels) no longer match
 // the host is discarded, not used.
+//
+// The pool carries bursts. A command that finds no init ready (it came
+// right after another, before the refill was done) raises the number of
+// inits kept, one at a time, up to twice Policy.Prewarm, so that the next
+// command of a burst finds one ready. After poolShrinkAfter in which no
+// command found the pool empty or took one of its extra inits, the pool
+// keeps Policy.Prewarm again, the extra inits ended. And a command's end
+// refills the pool only after refillSettle, so that a command issued
+// right after it, which takes a ready init, starts without a refill
+// beside it: building an init costs milliseconds of CPU, which would
+// double that command's start on a small machine.
 type pool struct {
-	sb      *Sandbox
-	size    int
-	mu      sync.Mutex
+	sb   *Sandbox
+	size int // Policy.Prewarm: the least kept
+	mu   sync.Mutex
+	// target is how many are kept now: size, or more after a burst.
+	target  int
 	ready   []*sandboxInit
 	filling int
 	closed  bool
+	// shrink brings target back to size, poolShrinkAfter after the
+	// last command that found the pool short (nil until one did).
+	shrink *time.Timer
+	// settle refills the pool, refillSettle after a command's end
+	// (nil until one ended); settling says it has not yet.
+	settle   *time.Timer
+	settling bool
 	// built is broadcast (with mu) whenever an add ends, made or not:
 	// take waits on it for an init already being built.
 	built *sync.Cond
-	// adds are the add goroutines in flight, which close waits for.
+	// adds are the add goroutines in flight, and shrunk's endings, which
+	// close waits for.
 	adds sync.WaitGroup
 }
 
+// poolShrinkAfter is how long a pool grown by a burst keeps its extra
+// inits without another command finding it short (a variable for
+// tests). An idle init costs about a megabyte and a cgroup; a burst is
+// commands seconds apart at most.
+var poolShrinkAfter = 10 * time.Second
+
+// refillSettle is how long after a command's end the pool's refill
+// starts: a caller issuing commands back to back issues the next well
+// within it (a Go caller in microseconds, a client of hutch serve in a
+// millisecond or two).
+const refillSettle = 5 * time.Millisecond
+
 func newPool(sb *Sandbox, size int) *pool {
-	p := &pool{sb: sb, size: size}
+	p := &pool{sb: sb, size: size, target: size}
 	p.built = sync.NewCond(&p.mu)
 	p.refill()
 	return p
 }
 
-// refill starts inits until ready plus in-flight reaches the pool size.
+// refill starts inits until ready plus in-flight reaches the pool's
+// target.
 func (p *pool) refill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && len(p.ready)+p.filling < p.size {
+	p.fill()
+}
+
+// fill is refill with p.mu held.
+func (p *pool) fill() {
+	for !p.closed && len(p.ready)+p.filling < p.target {
 		p.filling++
 		p.adds.Add(1)
 		go p.add()
+	}
+}
+
+// refillSoon refills the pool after refillSettle, for a command that has
+// ended: a later command's end (or a command finding the pool empty)
+// moves the refill again (or makes it now).
+func (p *pool) refillSoon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.settling = true
+	if p.settle == nil {
+		p.settle = time.AfterFunc(refillSettle, p.settled)
+	} else {
+		p.settle.Reset(refillSettle)
+	}
+}
+
+func (p *pool) settled() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settling = false
+	p.fill()
+}
+
+// short records a command that found the pool short, with mu held: it
+// found no init ready (grow is set: the pool keeps one more, up to
+// twice its size) or took one of the extra ones. Either keeps the
+// extra inits for poolShrinkAfter more.
+func (p *pool) short(grow bool) {
+	if grow && p.target < min(2*p.size, maxPrewarm) {
+		p.target++
+	}
+	if p.target == p.size {
+		return
+	}
+	if p.shrink == nil {
+		p.shrink = time.AfterFunc(poolShrinkAfter, p.shrunk)
+	} else {
+		p.shrink.Reset(poolShrinkAfter)
+	}
+}
+
+// shrunk brings the pool back to its size once a burst is over, ending
+// the extra inits ready (the oldest: the newest were built from the
+// freshest view of the host).
+func (p *pool) shrunk() {
+	p.mu.Lock()
+	var extra []*sandboxInit
+	if !p.closed {
+		p.target = p.size
+		if n := len(p.ready) - p.target; n > 0 {
+			extra = slices.Clone(p.ready[:n])
+			p.ready = slices.Delete(p.ready, 0, n)
+			p.adds.Add(1)
+		}
+	}
+	p.mu.Unlock()
+	if extra != nil {
+		defer p.adds.Done()
+	}
+	for _, in := range extra {
+		in.release()
 	}
 }
 
@@ -85,8 +190,8 @@ func (p *pool) added(in *sandboxInit) bool {
 	defer p.mu.Unlock()
 	defer p.built.Broadcast()
 	p.filling--
-	if in == nil || p.closed {
-		return false
+	if in == nil || p.closed || len(p.ready) >= p.target {
+		return false // none, or the pool shrank while it was built
 	}
 	p.ready = append(p.ready, in)
 	return true
@@ -117,8 +222,21 @@ func (p *pool) watch(in *sandboxInit) {
 // milliseconds of CPU, which would compete with the command being
 // started; the command refills once it has ended (or run for a while).
 func (p *pool) take(f fresh) *sandboxInit {
-	for {
+	for first := true; ; first = false {
 		p.mu.Lock()
+		if first && len(p.ready) == 0 && !p.closed {
+			p.short(true)
+			if p.settling {
+				// The refill a command's end put off: now, and
+				// waited for below (it has a head start on a cold
+				// init, which would compete with it).
+				p.settle.Stop()
+				p.settling = false
+				p.fill()
+			}
+		} else if first && len(p.ready) <= p.target-p.size {
+			p.short(false) // it takes one of the extra ones
+		}
 		for len(p.ready) == 0 && p.filling > 0 && !p.closed {
 			p.built.Wait()
 		}
@@ -152,6 +270,11 @@ func (p *pool) close() {
 	ready := p.ready
 	p.ready = nil
 	p.built.Broadcast()
+	for _, t := range []*time.Timer{p.settle, p.shrink} {
+		if t != nil {
+			t.Stop()
+		}
+	}
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range ready {

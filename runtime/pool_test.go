@@ -250,3 +250,68 @@ func TestPoolRefillsAfterTheCommand(t *testing.T) {
 	}
 	waitPool(t, sb, 1)
 }
+
+// TestPoolGrowsWithBursts: a command right after another, which finds no
+// init ready, has the pool keep one more (the host sees two inits waiting
+// once the commands have ended, with Prewarm 1), up to twice Prewarm, and
+// then both commands of a burst start from the pool; once no command has
+// found the pool short for poolShrinkAfter, the extra init ends by itself,
+// with no command to prompt it (the host sees one again).
+func TestPoolGrowsWithBursts(t *testing.T) {
+	defer func(d time.Duration) { poolShrinkAfter = d }(poolShrinkAfter)
+	poolShrinkAfter = time.Hour
+	sb := pooledSandbox(t, 1)
+	base := serverChildren(t) // the pooled one, and other tests' none
+	run := func() *Result {
+		c := sb.Command(context.Background(), "true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Result
+	}
+	waitHost := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for serverChildren(t) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("host: %d sandbox inits waiting, want %d", serverChildren(t), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Three bursts of two: the pool grows to two and no further, and
+	// the later bursts start both commands from it.
+	for i := range 3 {
+		first := run()
+		second := run() // right after: the refill of the first is not done
+		if i > 0 && !(first.Prewarmed && second.Prewarmed) {
+			t.Errorf("burst %d: prewarmed %v, %v; want both from the grown pool", i, first.Prewarmed, second.Prewarmed)
+		}
+		waitPool(t, sb, poolTarget(sb))
+	}
+	if n := poolTarget(sb); n != 2 {
+		t.Fatalf("after bursts the pool keeps %d, want 2 (twice Prewarm)", n)
+	}
+	waitHost(base + 1)
+	// One more burst, then calm: the extra init ends poolShrinkAfter
+	// after the burst's last command, with no command after it.
+	poolShrinkAfter = 200 * time.Millisecond
+	run()
+	run()
+	for deadline := time.Now().Add(10 * time.Second); poolTarget(sb) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the burst the pool keeps %d, want 1", poolTarget(sb))
+		}
+	}
+	waitPool(t, sb, 1)
+	waitHost(base)
+	if n := sb.Prewarmed(); n != 1 {
+		t.Errorf("after the burst %d inits ready, want 1", n)
+	}
+}
+
+func poolTarget(sb *Sandbox) int {
+	sb.pool.mu.Lock()
+	defer sb.pool.mu.Unlock()
+	return sb.pool.target
+}
