@@ -126,6 +126,13 @@ type Run struct {
 	// this run through the published ports; IngressTotal counts them all.
 	Ingress      []netns.IngressEvent `json:"ingress,omitempty"`
 	IngressTotal int                  `json:"ingress_total,omitempty"`
+	// Denials are what the run was refused, by which rule, as
+	// runtime.Result.Denials says (DenialsDropped: the kinds beyond its
+	// cap). While the run goes on they are those recorded so far, brought
+	// into the record every denialsEvery when they change; at its end,
+	// the Result's.
+	Denials        []runtime.Denial `json:"denials,omitempty"`
+	DenialsDropped int              `json:"denials_dropped,omitempty"`
 }
 
 // maxIngress is how many ingress events a Run keeps.

@@ -283,6 +283,37 @@ func (s *supervisor) loop(sb *runtime.Sandbox, out *rotatingLog) (stopped bool, 
 	}
 }
 
+// denialsEvery is how often a running command's refusals are looked at,
+// and brought into its record if there are new ones (a variable for
+// tests).
+var denialsEvery = 2 * time.Second
+
+// recordDenials brings the refusals c has met so far into the record's
+// run that started at started, if their count has grown past told (the
+// count the record holds); it returns the count the record now holds.
+// A command refused the same call in a loop rewrites the record at most
+// every denialsEvery.
+func (s *supervisor) recordDenials(c *runtime.Cmd, started time.Time, told int) int {
+	ds, dropped := c.Denials()
+	n := dropped
+	for _, d := range ds {
+		n += d.Count
+	}
+	if n == told {
+		return told
+	}
+	if _, err := s.store.update(s.id, func(p *Process) error {
+		if k := len(p.Runs) - 1; k >= 0 && p.Runs[k].Started.Equal(started) {
+			p.Runs[k].Denials, p.Runs[k].DenialsDropped = ds, dropped
+		}
+		return nil
+	}); err != nil {
+		s.log.Warn("recording the command's refusals", "err", err)
+		return told
+	}
+	return n
+}
+
 // runOnce runs the command once and returns its Run, and whether a stop
 // ended it.
 func (s *supervisor) runOnce(sb *runtime.Sandbox, out *rotatingLog, first bool) (Run, bool, error) {
@@ -325,14 +356,24 @@ func (s *supervisor) runOnce(sb *runtime.Sandbox, out *rotatingLog, first bool) 
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	tick := time.NewTicker(denialsEvery)
+	defer tick.Stop()
+	told := 0 // refusals in the record so far
 	stopped := false
 	var err error
-	select {
-	case err = <-done:
-	case <-s.stop:
-		stopped = true
-		c.Stop(syscall.SIGTERM)
-		err = <-done
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-s.stop:
+			stopped = true
+			c.Stop(syscall.SIGTERM)
+			err = <-done
+			break wait
+		case <-tick.C:
+			told = s.recordDenials(c, run.Started, told)
+		}
 	}
 	run.Ended = time.Now().UTC()
 	r := c.Result
@@ -345,6 +386,7 @@ func (s *supervisor) runOnce(sb *runtime.Sandbox, out *rotatingLog, first bool) 
 	if r != nil {
 		run.IngressTotal = len(r.Ingress)
 		run.Ingress = r.Ingress[max(0, len(r.Ingress)-maxIngress):]
+		run.Denials, run.DenialsDropped = r.Denials, r.DenialsDropped
 	}
 	var ee *runtime.ExitError
 	if err != nil && !errors.As(err, &ee) {

@@ -313,3 +313,20 @@ var selfPidDepth = sync.OnceValue(func() int {
 	d, _ := pidDepth("self")
 	return d
 })
+
+// Denials returns the refusals recorded so far for a command that has
+// started and may still run, from the sources that tell as they happen
+// (seccomp, the unix wall, the network, the pid namespace): for a
+// caller watching a long-running command (a durable process's
+// supervisor). Result.Denials, once Wait has returned, holds these and
+// the ones judged at the end (the command's own error messages, the
+// proxy's refusals). None under Policy.Denials "off", or before Start.
+func (c *Cmd) Denials() (denials []Denial, dropped int) {
+	c.mu.Lock()
+	in := c.in
+	c.mu.Unlock()
+	if in == nil {
+		return nil, 0
+	}
+	return in.denied.result()
+}

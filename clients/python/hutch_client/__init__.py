@@ -321,6 +321,10 @@ class ProcessRun(_ProcessRunRequired, total=False):
     pid: int
     signal: str
     error: str
+    #: What the run was refused, by which rule (as an exec result's):
+    #: those recorded so far while it runs, its result's once it ended.
+    denials: List[Dict[str, Any]]
+    denials_dropped: int
 
 
 class _ProcessRecordRequired(TypedDict):

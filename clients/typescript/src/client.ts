@@ -343,6 +343,10 @@ export interface ProcessRun {
   exitCode: number;
   signal?: string;
   error?: string;
+  /** What the run was refused, by which rule: those recorded so far
+   * while it runs, its result's once it has ended. */
+  denials?: Denial[];
+  denialsDropped?: number;
   [key: string]: unknown;
 }
 
