@@ -10,9 +10,9 @@ import (
 // reaches its destination without waiting for the scan: the scan keeps
 // up on another core, as far as one is free, instead of adding its time
 // to the copy's. Each write is copied into a queue that holds at most
-// behindMax bytes; a writer further ahead than that waits for the scan,
-// so a command that outruns it is slowed, never scanned in part or held
-// in memory without bound.
+// behindMax bytes (512 KiB); a writer further ahead than that waits for
+// the scan, so a command that outruns it is slowed, never scanned in part
+// or held in memory without bound.
 //
 // Only a scan whose findings change nothing in the output can run
 // behind: a redactor decides what is passed on.
@@ -37,9 +37,12 @@ type scanBehind struct {
 // CPU than the scan's own at 64 KiB).
 const behindChunk = 256 << 10
 
-// behindMax bounds what the scan lags behind the delivery: 1 MiB, in
-// buffers made only as the lag grows (a command writing little uses one).
-const behindMax = 1 << 20
+// behindMax bounds what the scan lags behind the delivery: two buffers,
+// one being scanned while the other fills, made only as the lag grows (a
+// command writing little uses one). It is memory each output stream may
+// hold: a server running many commands at once, each writing faster
+// than its scan, holds this much for each of their streams.
+const behindMax = 2 * behindChunk
 
 // behindPool keeps the buffers of finished streams for the next.
 var behindPool = sync.Pool{New: func() any { b := make([]byte, 0, behindChunk); return &b }}
