@@ -4,6 +4,8 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +71,40 @@ time.sleep(3000)`)
 	got := get()
 	if d := bpf(got); d == nil || d.Count != 3 {
 		t.Errorf("the stopped process's last run tells %+v; want bpf refused 3 times", d)
+	}
+}
+
+// TestDurableExplainAPI: POST /v1/processes/start with explain appends
+// to the process's log, at its run's end, the line naming what the run
+// was refused (the log is the supervisor's file on the host; the line is
+// hutch's, after the command's own output). A server that records no
+// denials refuses explain, naming the field.
+func TestDurableExplainAPI(t *testing.T) {
+	ws, data := dir(t, "durable-explain-ws-"), dir(t, "durable-explain-data-")
+	s := startServe(t, ws, data)
+	t.Cleanup(func() { hutchProcess(t, data, "stop-all") })
+	var rec processes.Process
+	body := `{"argv":["python3","-c","import ctypes; ctypes.CDLL(None).syscall(321, 0, 0, 0); print('done')"],"restart":"never","explain":true}`
+	if code := s.call(t, "POST", "/v1/processes/start", body, &rec); code != 200 || rec.ID == "" {
+		t.Fatalf("start with explain: %d %+v", code, rec)
+	}
+	var log string
+	if !waitFor(30*time.Second, func() bool {
+		b, err := os.ReadFile(rec.Log)
+		log = string(b)
+		return err == nil && strings.Contains(log, "hutch: refused")
+	}) {
+		t.Fatalf("the log %s never told the refusal: %q", rec.Log, log)
+	}
+	if i, j := strings.Index(log, "done"), strings.Index(log, "hutch: refused"); i < 0 || j < i || !strings.Contains(log[j:], "bpf") {
+		t.Errorf("the log: %q; want the command's output, then hutch's line naming bpf", log)
+	}
+
+	off := startServe(t, ws, dir(t, "durable-explain-data-"), "--denials", "off")
+	var e struct {
+		Error struct{ Field, Code string }
+	}
+	if code := off.call(t, "POST", "/v1/processes/start", `{"argv":["true"],"explain":true}`, &e); code != 400 || e.Error.Field != "explain" {
+		t.Errorf("explain with --denials off: %d %+v; want 400 naming explain", code, e)
 	}
 }

@@ -72,6 +72,11 @@ type ProcessStartRequest struct {
 	Name string `json:"name,omitempty"`
 	// Restart is always (the default), on-failure or never.
 	Restart string `json:"restart,omitempty"`
+	// Explain appends to the process's log, at the end of each run, a
+	// few lines naming what the run was refused, by which rule, and how
+	// to allow each (Policy.Explain); the record's runs hold them either
+	// way.
+	Explain bool `json:"explain,omitempty"`
 }
 
 // ProcessRequest is the body of the routes on one durable process.

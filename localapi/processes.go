@@ -66,6 +66,12 @@ func (h *Handler) startProcess(w http.ResponseWriter, r *http.Request) error {
 	if pol.Publish, err = req.published(); err != nil {
 		return err
 	}
+	if req.Explain {
+		if pol.Denials == runtime.DenialsOff {
+			return badRequest("explain", "explains the recorded denials, and the server records none (--denials off)")
+		}
+		pol.Explain = true
+	}
 	spec := processes.Spec{Name: req.Name, Policy: pol, Args: req.args(), Dir: req.Cwd, Env: req.env(), Restart: processes.Restart(req.Restart), StopGrace: h.opts.WaitDelay}
 	p, err := h.opts.Processes.Start(r.Context(), spec)
 	var pe *runtime.PolicyError

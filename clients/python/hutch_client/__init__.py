@@ -527,11 +527,13 @@ def _write_body(path: str, content: Union[str, bytes, bytearray, memoryview], ap
 def _start_body(argv: Optional[StrList], command: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]],
                 name: Optional[str], restart: Optional[str], allowed_domains: Optional[StrList],
                 package_managers: Optional[StrList], grant: Optional[StrList],
-                publish: Optional[StrList] = None) -> Dict[str, Any]:
+                publish: Optional[StrList] = None, explain: bool = False) -> Dict[str, Any]:
     body = _command(argv, command, cwd, env, allowed_domains, package_managers, grant, publish)
     for k, v in (("name", name), ("restart", restart)):
         if v is not None:
             body[k] = v
+    if explain:
+        body["explain"] = True
     return body
 
 
@@ -930,14 +932,16 @@ class Sandbox:
                       env: Optional[Mapping[str, str]] = None, name: Optional[str] = None,
                       restart: Optional[str] = None, allowed_domains: Optional[StrList] = None,
                       package_managers: Optional[StrList] = None, grant: Optional[StrList] = None,
-                      publish: Optional[StrList] = None) -> ProcessRecord:
+                      publish: Optional[StrList] = None, explain: bool = False) -> ProcessRecord:
         """Starts a durable process; returns its record (id, status, pid...).
         restart is "always" (the default), "on-failure" or "never".
         publish (["0:8000"], as hutch process start --publish) makes its
         ports reachable on the host's loopback, across its restarts: the
-        record's "published" holds the host ports chosen."""
+        record's "published" holds the host ports chosen. explain appends
+        to its log, at the end of each run, what the run was refused
+        ("hutch: refused ..."); the record's runs hold it either way."""
         body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant,
-                           publish)
+                           publish, explain)
         return cast(ProcessRecord, self._json("POST", "/v1/processes/start", body))
 
     def processes(self) -> List[ProcessRecord]:

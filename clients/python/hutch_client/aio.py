@@ -424,10 +424,11 @@ class AsyncSandbox:
                             cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                             name: Optional[str] = None, restart: Optional[str] = None,
                             allowed_domains: Optional[StrList] = None, package_managers: Optional[StrList] = None,
-                            grant: Optional[StrList] = None, publish: Optional[StrList] = None) -> ProcessRecord:
+                            grant: Optional[StrList] = None, publish: Optional[StrList] = None,
+                            explain: bool = False) -> ProcessRecord:
         """As Sandbox.start_process."""
         body = _start_body(argv, command, cwd, env, name, restart, allowed_domains, package_managers, grant,
-                           publish)
+                           publish, explain)
         return cast(ProcessRecord, await self._json("POST", "/v1/processes/start", body))
 
     async def processes(self) -> List[ProcessRecord]:

@@ -258,6 +258,19 @@ class ServeTest(ServeCase, unittest.TestCase):
             self.sb.get_process(p["id"])
         self.assertEqual(cm.exception.status, 404)
 
+    def test_durable_explain(self):
+        # The server's own line, at the run's end, in the log it keeps on
+        # the host; the record's run holds the refusal either way.
+        p = self.sb.start_process(argv=["python3", "-c", "import ctypes; ctypes.CDLL(None).syscall(321, 0, 0, 0)"],
+                                  restart="never", explain=True)
+        logs = wait_for(lambda: "hutch: refused" in self.sb.process_logs(p["id"])["content"], 30)
+        self.assertTrue(logs, self.sb.process_logs(p["id"])["content"])
+        with open(p["log"]) as f:
+            self.assertIn("bpf", f.read())
+        runs = wait_for(lambda: [r for r in self.sb.get_process(p["id"]).get("runs", []) if r.get("denials")], 10)
+        self.assertIn("bpf", [d["op"] for d in runs[-1]["denials"]])
+        self.sb.remove_process(p["id"])
+
     def test_published_process(self):
         # A durable http.server answers a host socket on the published
         # loopback port, which closes with stop.

@@ -421,6 +421,10 @@ pub struct ProcessStartRequest {
     /// `[HOST_IP:]HOST_PORT:PORT[/tcp]`; the host ports chosen are in the
     /// answer's `published` (an exec's result, a process's record).
     pub publish: Vec<String>,
+    /// Appends to the process's log, at the end of each run, a few lines
+    /// naming what it was refused (`hutch: refused ...`); the record's
+    /// `runs` hold them either way.
+    pub explain: bool,
 }
 
 impl ProcessStartRequest {
@@ -435,6 +439,12 @@ impl ProcessStartRequest {
     /// Sets its restart policy: `always`, `on-failure` or `never`.
     pub fn restart(mut self, restart: impl Into<String>) -> Self {
         self.restart = Some(restart.into());
+        self
+    }
+
+    /// Has the server append each run's refusals to the process's log.
+    pub fn explain(mut self) -> Self {
+        self.explain = true;
         self
     }
 
@@ -455,6 +465,9 @@ impl ProcessStartRequest {
         }
         if let Some(restart) = &self.restart {
             m.insert("restart".to_string(), Value::from(restart.as_str()));
+        }
+        if self.explain {
+            m.insert("explain".to_string(), Value::Bool(true));
         }
         Ok(Value::Object(m))
     }

@@ -472,6 +472,10 @@ export type ProcessStartOptions = CommandSpec &
     cwd?: string;
     env?: Record<string, string>;
     restart?: "always" | "on-failure" | "never";
+    /** Append to the process's log, at the end of each run, a few lines
+     * naming what it was refused ("hutch: refused ..."); the record's
+     * runs hold them either way. */
+    explain?: boolean;
   };
 
 export interface ProcessIdOptions {
@@ -530,7 +534,7 @@ const OPTIONS = {
   explain: { path: "path", access: "access" } satisfies Table<ExplainOptions>,
   start: {
     argv: "argv", command: "command", name: "name", cwd: "cwd", env: "env", restart: "restart", ...grantWire,
-    publish: "publish",
+    publish: "publish", explain: "explain",
   } satisfies Table<ProcessStartOptions>,
   id: { id: "id" } satisfies Table<ProcessIdOptions>,
   logs: { id: "id", tailBytes: "tail_bytes" } satisfies Table<ProcessLogsOptions>,
