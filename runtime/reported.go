@@ -70,13 +70,23 @@ var errorPhrases = []struct {
 // errnoNumbers are Python's [Errno N] of the errnos read.
 var errnoNumbers = map[string]string{"30": "EROFS", "13": "EACCES", "1": "EPERM", "2": "ENOENT"}
 
+// The formats' expressions, compiled when a line first calls for them:
+// every hutch process (the CLI, the spawn server, a file server, a
+// supervisor) would otherwise compile them at its start, and only a
+// command's error output ever reads them.
 var (
 	// Node: "EROFS: read-only file system, open '/etc/x'".
-	nodeError = regexp.MustCompile(`\b(EROFS|EACCES|EPERM|ENOENT): [a-z ,-]*?, ([a-z]+) '([^']*)'`)
+	nodeError = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(EROFS|EACCES|EPERM|ENOENT): [a-z ,-]*?, ([a-z]+) '([^']*)'`)
+	})
 	// Python: "[Errno 30] Read-only file system: '/etc/x'".
-	pythonError = regexp.MustCompile(`\[Errno (30|13|1|2)\] [A-Za-z -]+: ('[^']*'|"[^"]*")`)
+	pythonError = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\[Errno (30|13|1|2)\] [A-Za-z -]+: ('[^']*'|"[^"]*")`)
+	})
 	// Go's *fs.PathError: "open /etc/x: read-only file system".
-	goOp = regexp.MustCompile(`(?:^| )(open|openat|mkdir|mkdirat|remove|unlinkat|rename|link|symlink|stat|lstat|chmod|chown|lchown|truncate|chtimes|readlink|chdir|write|read|fchmodat) (.+)$`)
+	goOp = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^| )(open|openat|mkdir|mkdirat|remove|unlinkat|rename|link|symlink|stat|lstat|chmod|chown|lchown|truncate|chtimes|readlink|chdir|write|read|fchmodat) (.+)$`)
+	})
 )
 
 // writeOps are the operations in those formats that write: a system call
@@ -121,10 +131,10 @@ var leadIns = []struct {
 // parseReported reads the refusal one line of error output names, if it
 // names one with a path.
 func parseReported(line string) (reported, bool) {
-	if m := nodeError.FindStringSubmatch(line); m != nil {
+	if m := nodeError().FindStringSubmatch(line); m != nil {
 		return checkedReported(reported{path: m[3], errno: m[1], write: writeOps[m[2]]})
 	}
-	if m := pythonError.FindStringSubmatch(line); m != nil {
+	if m := pythonError().FindStringSubmatch(line); m != nil {
 		return checkedReported(reported{path: m[2][1 : len(m[2])-1], errno: errnoNumbers[m[1]]})
 	}
 	for _, ph := range errorPhrases {
@@ -178,7 +188,7 @@ func reportedPath(prefix string) (reported, bool) {
 			break
 		}
 	}
-	if m := goOp.FindStringSubmatch(field); m != nil {
+	if m := goOp().FindStringSubmatch(field); m != nil {
 		field = m[2]
 		r.write = writeOps[m[1]]
 		if m[1] == "rename" || m[1] == "link" || m[1] == "symlink" {
