@@ -267,8 +267,10 @@ class ServeTest(ServeCase, unittest.TestCase):
         self.assertTrue(logs, self.sb.process_logs(p["id"])["content"])
         with open(p["log"]) as f:
             self.assertIn("bpf", f.read())
-        runs = wait_for(lambda: [r for r in self.sb.get_process(p["id"]).get("runs", []) if r.get("denials")], 10)
-        self.assertIn("bpf", [d["op"] for d in runs[-1]["denials"]])
+        # The line is written as the run ends, before its record says so.
+        rec = wait_for(lambda: (lambda q: q if q["status"] == "exited" else None)(self.sb.get_process(p["id"])), 30)
+        self.assertIsNotNone(rec, "the process never exited")
+        self.assertIn("bpf", [d["op"] for d in rec["runs"][-1].get("denials", [])])
         self.sb.remove_process(p["id"])
 
     def test_published_process(self):
