@@ -271,6 +271,8 @@ class ServeTest(ServeCase, unittest.TestCase):
         rec = wait_for(lambda: (lambda q: q if q["status"] == "exited" else None)(self.sb.get_process(p["id"])), 30)
         self.assertIsNotNone(rec, "the process never exited")
         self.assertIn("bpf", [d["op"] for d in rec["runs"][-1].get("denials", [])])
+        # Its supervisor may still be ending: stop waits for it to be gone.
+        self.sb.stop_process(p["id"])
         self.sb.remove_process(p["id"])
 
     def test_published_process(self):
