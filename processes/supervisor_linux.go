@@ -284,9 +284,10 @@ func (s *supervisor) loop(sb *runtime.Sandbox, out *rotatingLog) (stopped bool, 
 }
 
 // denialsEvery is how often a running command's refusals are looked at,
-// and brought into its record if there are new ones (a variable for
-// tests).
-var denialsEvery = 2 * time.Second
+// and brought into its record if there are new ones. The supervisor is a
+// process of its own, so no test could set a variable here: the tests
+// wait it out.
+const denialsEvery = 2 * time.Second
 
 // recordDenials brings the refusals c has met so far into the record's
 // run that started at started, if their count has grown past told (the
