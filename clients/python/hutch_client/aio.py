@@ -6,22 +6,27 @@ standard library has no asyncio HTTP client.
     from hutch_client.aio import AsyncSandbox
 
     async def main():
-        sb = AsyncSandbox("/run/user/1000/hutch/hutch.sock")
-        r = await sb.exec(command="make test", timeout_ms=60000,
-                          on_output=lambda stream, data: print(data.decode(), end=""))
-        r.exit_code, r.stdout, r.result["wall_ns"]
-        await sb.write("/abs/path/in/workspace.txt", "text")
-        await asyncio.gather(*(sb.exec(argv=["make", t]) for t in ("a", "b")))
+        async with AsyncSandbox("/run/user/1000/hutch/hutch.sock") as sb:
+            r = await sb.exec(command="make test", timeout_ms=60000,
+                              on_output=lambda stream, data: print(data.decode(), end=""))
+            r.exit_code, r.stdout, r.result["wall_ns"]
+            await sb.write("/abs/path/in/workspace.txt", "text")
+            await asyncio.gather(*(sb.exec(argv=["make", t]) for t in ("a", "b")))
 
-Each call is one connection, so calls run side by side. A call that is
-cancelled (asyncio.wait_for, a task's cancel()) closes its connection, and
-the server stops the command it ran, as hutch run --timeout would.
+A call whose answer was read to its end leaves its connection open for
+the next call of the same event loop (at most four kept per loop; aclose(),
+or leaving an async with block, ends them). Calls side by side each have a
+connection. A call that is cancelled (asyncio.wait_for, a task's cancel())
+or left early (an exec_stream closed before its result) closes its own,
+and the server stops the command it ran, as hutch run --timeout would.
 """
 
 import asyncio
 import inspect
 import json
 import socket
+import threading
+import weakref
 from typing import (
     Any,
     AsyncGenerator,
@@ -62,6 +67,7 @@ from . import (
     _exec_body,
     _exec_result,
     _logs_body,
+    _MAX_IDLE,
     _read_body,
     _start_body,
     _truncated,
@@ -88,6 +94,9 @@ class _Response:
     def __init__(self, sb: "AsyncSandbox", reader: asyncio.StreamReader, status: int,
                  headers: Dict[str, str]) -> None:
         self._sb, self._reader, self.status, self.headers = sb, reader, status, headers
+        # ended: the body was read to its end by its framing (length or
+        # chunks), so the connection can carry another request.
+        self.ended = False
         te = headers.get("transfer-encoding", "").lower()
         self._chunked = "chunked" in te
         self._left: Optional[int] = None
@@ -109,6 +118,7 @@ class _Response:
                         # Trailers, up to the empty line.
                         while (await wait(r.readuntil(b"\r\n"))) != b"\r\n":
                             pass
+                        self.ended = True
                         return
                     data = await wait(r.readexactly(size))
                     await wait(r.readexactly(2))
@@ -120,6 +130,7 @@ class _Response:
                         raise asyncio.IncompleteReadError(b"", self._left)
                     self._left -= len(data)
                     yield data
+                self.ended = True
             else:
                 while True:
                     data = await wait(r.read(1 << 16))
@@ -164,6 +175,10 @@ class _Reader(asyncio.StreamReader):
     did not read all of), after what it sent, which the kernel gives
     first; asyncio's own would drop those bytes, unread, for the error."""
 
+    def buffered(self) -> int:
+        """The bytes received and not yet read."""
+        return len(self._buffer)
+
     def set_exception(self, exc: Exception) -> None:
         if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
             self.feed_eof()  # a response cut short is told by its framing
@@ -171,23 +186,68 @@ class _Reader(asyncio.StreamReader):
             super().set_exception(exc)
 
 
-async def _open(path: str) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """asyncio.open_unix_connection(path), with a _Reader."""
+async def _open(path: str) -> "_Call":
+    """asyncio.open_unix_connection(path), with a _Reader, on a socket the
+    _Call holds too: a connection kept by a loop since closed is closed
+    through it (the transport can no longer be)."""
     loop = asyncio.get_running_loop()
-    reader = _Reader(limit=_MAX_HEAD, loop=loop)
-    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    transport, _ = await loop.create_unix_connection(lambda: protocol, path)
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        await loop.sock_connect(sock, path)
+        reader = _Reader(limit=_MAX_HEAD, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        transport, _ = await loop.create_unix_connection(lambda: protocol, sock=sock)
+    except BaseException:
+        sock.close()
+        raise
+    return _Call(loop, sock, reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+
+
+class _Stale(Exception):
+    """A kept connection the server had closed (its idle timeout, a
+    restart) refused the request as it was written: it is sent again on a
+    new connection. Once a request is sent, a failure is never retried:
+    the server may have run the command."""
 
 
 class _Call:
     """One request's connection: its stream, and the stdin sent beside the
-    response's reading."""
+    response's reading. A connection kept between calls is a _Call too."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.loop, self.sock, self.reader, self.writer = loop, sock, reader, writer
         self.stdin_task: "Optional[asyncio.Future[None]]" = None
         self.stdin_sock: Optional[socket.socket] = None
+
+    def idle(self) -> bool:
+        """Whether a kept connection can carry a request: the server has
+        not closed it, and it has nothing to read (an idle connection that
+        has is out of step)."""
+        r = cast(_Reader, self.reader)
+        if self.writer.is_closing() or r.at_eof() or r.buffered():
+            return False
+        # What the loop has not yet seen: a look at the socket itself (it
+        # is non-blocking), which reads nothing.
+        try:
+            self.sock.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return True  # nothing to read: idle
+        except OSError:
+            pass
+        return False  # the server's end (b""), or bytes out of step
+
+    def drop(self) -> None:
+        """Closes a kept connection from any thread, its loop running,
+        stopped or closed."""
+        if self.loop.is_closed():
+            self.sock.close()  # the transport's too: its loop is gone
+            return
+        try:
+            self.loop.call_soon_threadsafe(self.writer.transport.abort)
+        except RuntimeError:  # closed in between
+            self.sock.close()
 
     def send_stdin(self, data: bytes) -> None:
         # Through a socket of its own on the same connection (a dup): the
@@ -220,10 +280,21 @@ class _Call:
             pass  # closed: whatever the peer did last is no news
 
 
+def _drop_all(idle: List[_Call], lock: threading.Lock) -> None:
+    with lock:
+        calls = idle[:]
+        idle.clear()
+    for call in calls:
+        call.drop()
+
+
 class AsyncSandbox:
     """The sandbox a hutch serve process on socket_path runs commands in,
-    for asyncio. Each call is one connection; an AsyncSandbox may be shared
-    between tasks (and event loops: it holds no connection)."""
+    for asyncio. A call read to its end leaves its connection for the next
+    call in the same event loop (at most four kept per loop); aclose(), as
+    leaving an async with block does, ends them. An AsyncSandbox may be
+    shared between tasks, and between event loops: each loop's calls use
+    that loop's connections only."""
 
     socket_path: str
     timeout: Optional[float]
@@ -232,6 +303,61 @@ class AsyncSandbox:
         # timeout bounds each connect, write and read (asyncio.TimeoutError),
         # not a command (timeout_ms).
         self.socket_path, self.timeout = socket_path, timeout
+        self._idle: List[_Call] = []
+        self._idle_lock = threading.Lock()
+        # An AsyncSandbox dropped unclosed closes what it kept all the same.
+        self._finalizer = weakref.finalize(self, _drop_all, self._idle, self._idle_lock)
+
+    async def aclose(self) -> None:
+        """Closes the connections kept for later calls: this loop's at
+        once, other loops' as those loops next run."""
+        loop = asyncio.get_running_loop()
+        with self._idle_lock:
+            calls = self._idle[:]
+            self._idle.clear()
+        for call in calls:
+            if call.loop is loop:
+                await call.close()
+            else:
+                call.drop()
+
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def _kept(self) -> Optional[_Call]:
+        """A connection this loop kept that the server has not closed, or
+        None. Those of loops since closed are closed on the way."""
+        loop = asyncio.get_running_loop()
+        with self._idle_lock:
+            gone = [c for c in self._idle if c.loop.is_closed()]
+            self._idle[:] = [c for c in self._idle if not c.loop.is_closed()]
+            mine = [c for c in self._idle if c.loop is loop]
+            self._idle[:] = [c for c in self._idle if c.loop is not loop]
+        for c in gone:
+            c.drop()
+        while mine:
+            c = mine.pop()
+            if c.idle():
+                with self._idle_lock:
+                    self._idle.extend(mine)
+                return c
+            c.writer.transport.abort()
+        return None
+
+    async def _release(self, call: _Call, resp: Optional[_Response]) -> None:
+        """Ends a call: its connection is kept for the next call if its
+        answer was read to its end and the server keeps it open, else
+        closed (which stops a command still running)."""
+        if (resp is not None and resp.ended and call.stdin_task is None and call.idle()
+                and resp.headers.get("connection", "").lower() != "close"):
+            with self._idle_lock:
+                if sum(c.loop is call.loop for c in self._idle) < _MAX_IDLE:
+                    self._idle.append(call)
+                    return
+        await call.close()
 
     async def _wait(self, aw: Awaitable[T]) -> T:
         """aw, within self.timeout (asyncio.TimeoutError)."""
@@ -256,10 +382,22 @@ class AsyncSandbox:
 
     async def _request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
                        stdin_bytes: Optional[bytes] = None) -> Tuple[_Call, _Response]:
-        reader, writer = await self._wait(_open(self.socket_path))
-        call = _Call(writer)
+        # A call sending stdin has a connection of its own: a task sends on
+        # it while the answer is read.
+        call = self._kept() if stdin_bytes is None else None
+        if call is not None:
+            try:
+                return await self._send(call, method, path, body, stdin_bytes, kept=True)
+            except _Stale:
+                pass
+        call = await self._wait(_open(self.socket_path))
+        return await self._send(call, method, path, body, stdin_bytes)
+
+    async def _send(self, call: _Call, method: str, path: str, body: Optional[Dict[str, Any]],
+                    stdin_bytes: Optional[bytes], kept: bool = False) -> Tuple[_Call, _Response]:
+        reader, writer = call.reader, call.writer
         try:
-            head = [f"{method} {path} HTTP/1.1", "Host: hutch", "Connection: close"]
+            head = [f"{method} {path} HTTP/1.1", "Host: hutch"]
             data = b""
             if body is not None:
                 data = json.dumps(body).encode()
@@ -272,18 +410,29 @@ class AsyncSandbox:
                 head.append("Hutch-Stdin: stream")
             if body is not None or method != "GET":
                 head.append("Content-Length: %d" % (len(data) + len(stdin_bytes or b"")))
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
-            await self._wait(writer.drain())
+            try:
+                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+                await self._wait(writer.drain())
+            except (BrokenPipeError, ConnectionResetError) as e:
+                if kept:
+                    raise _Stale() from e
+                raise
             if stdin_bytes:
                 call.send_stdin(stdin_bytes)
             status, headers = await self._head(reader)
             resp = _Response(self, reader, status, headers)
-            if status >= 400:
-                raise _error(status, await resp.read())
-            return call, resp
         except BaseException:
             await call.close()
             raise
+        if status >= 400:
+            try:
+                answer = await resp.read()
+            except BaseException:
+                await call.close()
+                raise
+            await self._release(call, resp)
+            raise _error(status, answer)
+        return call, resp
 
     async def _head(self, reader: asyncio.StreamReader) -> Tuple[int, Dict[str, str]]:
         size = 0
@@ -311,10 +460,13 @@ class AsyncSandbox:
 
     async def _json(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
         call, resp = await self._request(method, path, body)
+        done: Optional[_Response] = None
         try:
-            return json.loads(await resp.read())
+            answer = json.loads(await resp.read())
+            done = resp
+            return answer
         finally:
-            await call.close()
+            await self._release(call, done)
 
     async def health(self) -> Health:
         return cast(Health, await self._json("GET", "/v1/health"))
@@ -337,16 +489,25 @@ class AsyncSandbox:
         body, stdin_bytes = _exec_body(argv, command, cwd, env, stdin, timeout_ms, allowed_domains,
                                        package_managers, grant, publish, reach, explain)
         call, resp = await self._request("POST", "/v1/exec", body, stdin_bytes)
+        done: Optional[_Response] = None
         try:
-            async for line in resp.lines():
+            lines = resp.lines()
+            async for line in lines:
                 ev = _event(line)
-                if ev is not None:
+                if ev is None:
+                    continue
+                if ev[0] == "result":
+                    # The body's end follows the result at once: read, it
+                    # leaves the connection for the next call.
+                    async for _ in lines:
+                        pass
+                    done = resp
                     yield ev
-                    if ev[0] == "result":
-                        return
+                    return
+                yield ev
             raise _truncated(resp.status)
         finally:
-            await call.close()
+            await self._release(call, done)
 
     async def exec(self, argv: Optional[StrList] = None, command: Optional[str] = None, cwd: Optional[str] = None,
                    env: Optional[Mapping[str, str]] = None, stdin: Optional[Stdin] = None,

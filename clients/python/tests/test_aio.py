@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import stat
 import time
 import unittest
@@ -14,7 +15,7 @@ import unittest
 from hutch_client import ExecResult, HutchError, content_bytes
 from hutch_client.aio import AsyncSandbox
 from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, HANDSHAKE, SECRET, ServeCase, host_pids,
-                           unique_sleep)
+                           server_connections, unique_sleep)
 
 
 async def wait_for(cond, secs):
@@ -30,6 +31,49 @@ async def wait_for(cond, secs):
 class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
     def setUp(self):
         self.asb = AsyncSandbox(self.sock, timeout=60)
+
+    async def asyncTearDown(self):
+        await self.asb.aclose()
+
+    async def test_connection_kept(self):
+        # Seen from the host: the connections to the server's socket in
+        # /proc/net/unix (its end of each). A call read to its end leaves
+        # its connection for the next; aclose() (leaving the async with
+        # block) ends it.
+        base = server_connections(self.sock)
+        async with AsyncSandbox(self.sock, timeout=60) as asb:
+            await asb.health()
+            self.assertEqual(server_connections(self.sock), base + 1)
+            for _ in range(10):
+                self.assertEqual((await asb.exec(command="echo hi")).stdout, "hi\n")
+                await asb.stat(".")
+                with self.assertRaises(HutchError):
+                    await asb.read("/etc/shadow")
+            self.assertEqual(server_connections(self.sock), base + 1)
+            # A stream left early closes its own: its command is stopped.
+            arg = unique_sleep()
+            events = asb.exec_stream(command="echo x; exec sleep " + arg)
+            self.assertEqual(await events.__anext__(), ("stdout", b"x\n"))
+            self.assertTrue(await wait_for(lambda: host_pids(["sleep", arg]), 10))
+            await events.aclose()
+            self.assertTrue(await wait_for(lambda: not host_pids(["sleep", arg]), 10),
+                            "the sleep runs on after its stream was closed")
+            # Calls side by side each have a connection, kept afterwards.
+            rs = await asyncio.gather(*(asb.exec(command="sleep 0.5; echo %d" % i) for i in range(3)))
+            self.assertEqual([r.stdout for r in rs], ["0\n", "1\n", "2\n"])
+            self.assertEqual(server_connections(self.sock), base + 3)
+        self.assertTrue(await wait_for(lambda: server_connections(self.sock) == base, 10),
+                        "%d connections left after aclose" % (server_connections(self.sock) - base))
+
+    async def test_kept_connection_closed_by_server(self):
+        # The server closes a kept connection (as its idle timeout does):
+        # the next call finds it closed and uses a new one.
+        async with AsyncSandbox(self.sock, timeout=60) as asb:
+            await asb.health()
+            kept = asb._idle[0]
+            kept.sock.shutdown(socket.SHUT_RD)  # as if the server had sent its end
+            self.assertEqual((await asb.exec(command="echo again")).stdout, "again\n")
+            self.assertNotIn(kept, asb._idle)
 
     async def test_health_and_version(self):
         h = await self.asb.health()
@@ -274,6 +318,9 @@ class AsyncPolicyFileTest(ServeCase, unittest.IsolatedAsyncioTestCase):
     def setUp(self):
         self.asb = AsyncSandbox(self.sock, timeout=60)
 
+    async def asyncTearDown(self):
+        await self.asb.aclose()
+
     async def test_policy_and_reload(self):
         target = os.path.join(self.outside, "aio-reload")
         p = await self.asb.policy()
@@ -306,6 +353,9 @@ class AsyncApprovalsTest(ServeCase, unittest.IsolatedAsyncioTestCase):
 
     def setUp(self):
         self.asb = AsyncSandbox(self.sock, timeout=60)
+
+    async def asyncTearDown(self):
+        await self.asb.aclose()
 
     async def test_decide_as_the_cli(self):
         scope = ["--agent", "coder", "--workspace", self.ws]
