@@ -146,6 +146,20 @@ def server_connections(sock_path):
     return n
 
 
+def server_connection_inodes(sock_path):
+    """The inodes of the server's ends of the connections to its socket at
+    sock_path, as server_connections finds them: a connection kept for
+    the next call is the same inode, one made anew another."""
+    inodes = set()
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 8 and fields[7] == sock_path and fields[5] == "03":
+                inodes.add(int(fields[6]))
+    return inodes
+
+
 def host_pids(cmdline):
     """The host's processes whose command line is cmdline (a list)."""
     want = ("\0".join(cmdline) + "\0").encode()

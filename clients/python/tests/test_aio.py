@@ -15,7 +15,7 @@ import unittest
 from hutch_client import ExecResult, HutchError, content_bytes
 from hutch_client.aio import AsyncSandbox
 from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, HANDSHAKE, SECRET, ServeCase, host_pids,
-                           server_connections, unique_sleep)
+                           server_connection_inodes, unique_sleep)
 
 
 async def wait_for(cond, secs):
@@ -36,21 +36,29 @@ class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
         await self.asb.aclose()
 
     async def test_connection_kept(self):
-        # Seen from the host: the connections to the server's socket in
-        # /proc/net/unix (its end of each). A call read to its end leaves
-        # its connection for the next; aclose() (leaving the async with
-        # block) ends it.
-        base = server_connections(self.sock)
+        # Seen from the host: the server's ends of the connections to its
+        # socket, by inode (/proc/net/unix). A call read to its end leaves
+        # its connection for the next: the same inode serves them all;
+        # aclose() (leaving the async with block) ends it. The server
+        # closes its end of a connection the client closed a moment later:
+        # what is counted after a close is waited for.
+        before = server_connection_inodes(self.sock)
+
+        def new():
+            return server_connection_inodes(self.sock) - before
+
         async with AsyncSandbox(self.sock, timeout=60) as asb:
             await asb.health()
-            self.assertEqual(server_connections(self.sock), base + 1)
+            first = new()
+            self.assertEqual(len(first), 1, first)
             for _ in range(10):
                 self.assertEqual((await asb.exec(command="echo hi")).stdout, "hi\n")
                 await asb.stat(".")
                 with self.assertRaises(HutchError):
                     await asb.read("/etc/shadow")
-            self.assertEqual(server_connections(self.sock), base + 1)
-            # A stream left early closes its own: its command is stopped.
+            self.assertEqual(new(), first, "the calls did not all use the first connection")
+            # A stream left early closes its connection (the kept one, which
+            # it took): its command is stopped.
             arg = unique_sleep()
             events = asb.exec_stream(command="echo x; exec sleep " + arg)
             self.assertEqual(await events.__anext__(), ("stdout", b"x\n"))
@@ -58,12 +66,15 @@ class AsyncServeTest(ServeCase, unittest.IsolatedAsyncioTestCase):
             await events.aclose()
             self.assertTrue(await wait_for(lambda: not host_pids(["sleep", arg]), 10),
                             "the sleep runs on after its stream was closed")
+            self.assertTrue(await wait_for(lambda: not new(), 10), new())
             # Calls side by side each have a connection, kept afterwards.
             rs = await asyncio.gather(*(asb.exec(command="sleep 0.5; echo %d" % i) for i in range(3)))
             self.assertEqual([r.stdout for r in rs], ["0\n", "1\n", "2\n"])
-            self.assertEqual(server_connections(self.sock), base + 3)
-        self.assertTrue(await wait_for(lambda: server_connections(self.sock) == base, 10),
-                        "%d connections left after aclose" % (server_connections(self.sock) - base))
+            kept = new()
+            self.assertEqual(len(kept), 3, kept)
+            await asb.health()
+            self.assertEqual(new(), kept)
+        self.assertTrue(await wait_for(lambda: not new(), 10), "connections left after aclose: %s" % new())
 
     async def test_kept_connection_closed_by_server(self):
         # The server closes a kept connection (as its idle timeout does):
