@@ -132,24 +132,12 @@ class ServeCase:
         super().tearDownClass()
 
 
-def server_connections(sock_path):
-    """The connections to the server's socket at sock_path, as the host
-    lists them (/proc/net/unix: the server's end of each is named by the
-    path, connected, state 03; its listener is unconnected, 01)."""
-    n = 0
-    with open("/proc/net/unix") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 8 and fields[7] == sock_path and fields[5] == "03":
-                n += 1
-    return n
-
-
 def server_connection_inodes(sock_path):
     """The inodes of the server's ends of the connections to its socket at
-    sock_path, as server_connections finds them: a connection kept for
-    the next call is the same inode, one made anew another."""
+    sock_path, as the host lists them (/proc/net/unix: the server's end of
+    each is named by the path, connected, state 03; its listener is
+    unconnected, 01). A connection kept for the next call is the same
+    inode; one made anew is another."""
     inodes = set()
     with open("/proc/net/unix") as f:
         next(f)

@@ -21,7 +21,7 @@ import urllib.request
 
 from hutch_client import HutchError, Sandbox, content_bytes
 from serve_fixture import (APPROVAL_CALLS, APPROVAL_GRANTS, APPROVAL_RULES, HANDSHAKE, SECRET, ServeCase,
-                           host_pids, server_connections, unique_sleep)
+                           host_pids, server_connection_inodes, unique_sleep)
 
 
 class ServeTest(ServeCase, unittest.TestCase):
@@ -77,28 +77,47 @@ class ServeTest(ServeCase, unittest.TestCase):
         self.assertFalse(os.path.exists(outside), "a write outside the workspace reached the host")
 
     def test_connection_kept(self):
-        # Seen from the host: the connections to the server's socket in
-        # /proc/net/unix (its end of each, named by the socket's path). A
-        # call read to its end leaves one open, which the next calls use;
-        # close() (leaving the with block) ends it.
-        base = server_connections(self.sock)
+        # Seen from the host: the server's ends of the connections to its
+        # socket, by inode (/proc/net/unix). A call read to its end leaves
+        # its connection for the next: the same inode serves them all;
+        # close() (leaving the with block) ends it. The server closes its
+        # end of a connection the client closed a moment later: what is
+        # counted after a close is waited for.
+        before = server_connection_inodes(self.sock)
+
+        def new():
+            return server_connection_inodes(self.sock) - before
+
+        def eventually(cond):
+            deadline = time.monotonic() + 10
+            while not cond() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return cond()
+
         with Sandbox(self.sock, timeout=60) as sb:
             sb.health()
-            self.assertEqual(server_connections(self.sock), base + 1)
+            first = new()
+            self.assertEqual(len(first), 1, first)
             for _ in range(10):
                 self.assertEqual(sb.exec(command="echo hi").stdout, "hi\n")
                 sb.stat(".")
                 with self.assertRaises(HutchError):
                     sb.read("/etc/shadow")
-            self.assertEqual(server_connections(self.sock), base + 1)
-            # A stream left early closes its own: its command is stopped.
-            for ev in sb.exec_stream(command="echo x; sleep 30"):
-                break
-            self.assertEqual(server_connections(self.sock), base + 1)
-        deadline = time.monotonic() + 10
-        while server_connections(self.sock) > base and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(server_connections(self.sock), base)
+            self.assertEqual(new(), first, "the calls did not all use the first connection")
+            # A stream left early closes its connection (the kept one, which
+            # it took): its command is stopped.
+            arg = unique_sleep()
+            events = sb.exec_stream(command="echo x; exec sleep " + arg)
+            self.assertEqual(next(events), ("stdout", b"x\n"))
+            self.assertTrue(eventually(lambda: host_pids(["sleep", arg])))
+            events.close()
+            self.assertTrue(eventually(lambda: not host_pids(["sleep", arg])),
+                            "the sleep runs on after its stream was closed")
+            self.assertTrue(eventually(lambda: not new()), new())
+            sb.health()
+            kept = new()
+            self.assertEqual(len(kept), 1, kept)
+        self.assertTrue(eventually(lambda: not new()), "connections left after close: %s" % new())
 
     def test_kept_connection_closed_by_server(self):
         # The server closes a kept connection (as its idle timeout does):
