@@ -28,6 +28,7 @@ type RulesError struct {
 	Reason string
 }
 
+// Error says where the mistake is and what it is: file:line: tools.T.field: reason.
 func (e *RulesError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)

@@ -93,6 +93,7 @@ type Error struct {
 	Err         error
 }
 
+// Error names the image as given (layout:tag) and says why it was not unpacked.
 func (e *Error) Error() string {
 	ref := e.Layout
 	if e.Tag != "" {
@@ -105,4 +106,5 @@ func (e *Error) Error() string {
 	return s
 }
 
+// Unwrap is the underlying error, if there was one.
 func (e *Error) Unwrap() error { return e.Err }

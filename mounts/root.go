@@ -47,9 +47,9 @@ const (
 	// EntryOther is neither a directory, a file nor a symlink: a device,
 	// a pipe, a socket, which a view of an image does not show.
 	EntryOther EntryType = iota
-	EntryDir
-	EntryFile
-	EntryLink
+	EntryDir             // a directory
+	EntryFile            // a regular file
+	EntryLink            // a symlink, its target in RootEntry.Link
 )
 
 // ownPaths are the paths of s's view mounted at their own paths, where an
