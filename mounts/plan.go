@@ -57,7 +57,14 @@ const (
 	// ReadOnly re-binds Target (already in the view) read-only, e.g. the
 	// workspace's .git/hooks.
 	ReadOnly Kind = "read-only"
+	// File binds a read-only file holding Content over the file at Target
+	// (the sandbox's /etc/hosts, which names its hostname): made by the
+	// init, nothing of it on the host.
+	File Kind = "file"
 )
+
+// MaxFileContent bounds a File's Content.
+const MaxFileContent = 64 << 10
 
 // Mount is one step of a Plan. Paths are absolute and clean; Target is a
 // path inside the new root, Source a path on the host.
@@ -71,6 +78,8 @@ type Mount struct {
 	SizeBytes int64 `json:"size,omitempty"`
 	// Link is a Symlink's content, as the host's link holds it.
 	Link string `json:"link,omitempty"`
+	// Content is a File's.
+	Content string `json:"content,omitempty"`
 	// Optional skips the step when its path does not exist at apply time
 	// (a masked file that was deleted, a socket that went away). A missing
 	// path of a required step fails the whole setup.
@@ -140,6 +149,15 @@ type Spec struct {
 	// procfs, for hosts where procfs cannot be mounted (nested in a
 	// container whose /proc has masked submounts).
 	NoProc bool
+	// Files are files the view shows in place of the ones at their paths,
+	// read-only: the caller's to make sure the path is a file the view
+	// shows read-only (an /etc/hosts naming the sandbox's hostname).
+	Files []FileContent
+}
+
+// FileContent is a file the view shows at Path, holding Content.
+type FileContent struct {
+	Path, Content string
 }
 
 // Apps hides Dir (absolute, in the workspace) behind an empty read-only
@@ -400,6 +418,11 @@ func Build(s Spec) Plan {
 	for _, d := range pins {
 		add(Mount{Kind: Pin, Target: d, Optional: true})
 	}
+	// Over the trees they lie in, under the masks (a masked path stays
+	// masked).
+	for _, f := range s.Files {
+		add(Mount{Kind: File, Target: f.Path, Content: f.Content, Optional: true})
+	}
 	for _, r := range readOnly {
 		add(Mount{Kind: ReadOnly, Target: r, Optional: true})
 	}
@@ -443,6 +466,12 @@ func (p Plan) Validate() error {
 		if m.Kind == Symlink && m.Target == "/" {
 			return fmt.Errorf("mounts: step %d (%s): target is /", i, m.Kind)
 		}
+		if m.Kind != File && m.Content != "" {
+			return fmt.Errorf("mounts: step %d (%s): content goes with a file, and only there", i, m.Kind)
+		}
+		if m.Kind == File && (m.Target == "/" || len(m.Content) > MaxFileContent || strings.IndexByte(m.Content, 0) >= 0) {
+			return fmt.Errorf("mounts: step %d (%s): target / or content over %d bytes or holding a NUL", i, m.Kind, MaxFileContent)
+		}
 	}
 	return nil
 }
@@ -456,8 +485,8 @@ const (
 	// Masked: hidden by a Mask or an EmptyRO; the view shows an empty file
 	// or directory.
 	Masked
-	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc),
-	// which exists only inside a running sandbox.
+	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc), or
+	// a File it makes, which exists only inside a running sandbox.
 	Private
 	// Built: an empty root's directories and links (EmptyRoot, Symlink),
 	// made on the way to what a listed view shows: read-only, the same in
@@ -500,6 +529,8 @@ func (p Plan) Lookup(target string) Place {
 			pl = Place{Reach: OnHost, HostPath: path.Join(src, rel), Writable: m.Kind == BindRW}
 		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
+		case File:
+			pl = Place{Reach: Private}
 		case Mask, EmptyRO:
 			pl = Place{Reach: Masked, Closed: m.Kind == Mask}
 		case EmptyRoot, Symlink:

@@ -336,6 +336,13 @@ func TestValidate(t *testing.T) {
 		{"content without symlink", Plan{Mounts: []Mount{root, {Kind: BindRO, Source: "/a", Target: "/a", Link: "b"}}}, "a link's content"},
 		{"symlink at the root", Plan{Mounts: []Mount{root, {Kind: Symlink, Target: "/", Link: "b"}}}, "target is /"},
 		{"good listed plan", Build(Spec{Workspace: "/w", Home: "/tmp/home", Listed: &Listed{Trees: []string{"/usr"}, Links: []Link{{"/bin", "usr/bin"}}}}), ""},
+		{"file", Plan{Mounts: []Mount{root, {Kind: File, Target: "/etc/hosts", Content: "127.0.1.1 hutch\n"}}}, ""},
+		{"empty file", Plan{Mounts: []Mount{root, {Kind: File, Target: "/etc/hosts"}}}, ""},
+		{"file over /", Plan{Mounts: []Mount{root, {Kind: File, Target: "/", Content: "x"}}}, "target / or content over"},
+		{"file too big", Plan{Mounts: []Mount{root, {Kind: File, Target: "/etc/hosts", Content: strings.Repeat("x", MaxFileContent+1)}}}, "target / or content over"},
+		{"file holding a NUL", Plan{Mounts: []Mount{root, {Kind: File, Target: "/etc/hosts", Content: "a\x00b"}}}, "holding a NUL"},
+		{"content without a file", Plan{Mounts: []Mount{root, {Kind: BindRO, Source: "/a", Target: "/a", Content: "b"}}}, "content goes with a file"},
+		{"good plan with a file", Build(Spec{Workspace: "/w", Files: []FileContent{{"/etc/hosts", "x"}}}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,12 +421,15 @@ func TestLookup(t *testing.T) {
 		ReadOnly:  []string{"/w/sub/.git"},
 		Pins:      []string{"/w/sub"},
 		HideDirs:  []string{"/run"},
+		Files:     []FileContent{{"/etc/hosts", "127.0.1.1 hutch\n"}},
 	})
 	tests := []struct {
 		path string
 		want Place
 	}{
 		{"/", Place{Reach: OnHost, HostPath: "/"}},
+		{"/etc/hosts", Place{Reach: Private}}, // made by the init, read-only
+		{"/etc/hostname", Place{Reach: OnHost, HostPath: "/etc/hostname"}},
 		{"/etc/passwd", Place{Reach: OnHost, HostPath: "/etc/passwd"}},
 		{"/home/u/notes", Place{Reach: OnHost, HostPath: "/home/u/notes"}},
 		{"/home/u/.ssh", Place{Reach: Masked, Closed: true}},

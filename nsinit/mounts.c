@@ -476,8 +476,45 @@ static int empty_root(struct ctx *c, const struct wire_record *r, size_t index)
 	return c->root < 0 ? failed(c, "open new root") : 0;
 }
 
+/* file_source writes a MNT_FILE step's content to a new file of its own
+ * in the scratch tmpfs (the cwd's root, detached at MNT_ENTER: only the
+ * bind keeps it), mode 0444, and returns it opened O_PATH. */
+static int file_source(struct ctx *c, const struct wire_record *r, size_t index)
+{
+	char name[32];
+	snprintf(name, sizeof name, "/file-%zu", index);
+	int fd = open(name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0)
+		return failed(c, "create file");
+	const uint8_t *p = r->blobs[1].p;
+	size_t left = r->blobs[1].len;
+	while (left > 0) {
+		ssize_t n = write(fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int saved = n < 0 ? errno : EIO;
+			close(fd);
+			errno = saved;
+			return failed(c, "write file");
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	/* 0444 whatever the umask. */
+	if (fchmod(fd, 0444) < 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return failed(c, "chmod file");
+	}
+	close(fd);
+	fd = open(name, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? failed(c, "open file") : fd;
+}
+
 /* target_step runs the steps that work on a target: bind, newfs, mask,
- * rebind. It returns 1 when the step was skipped. */
+ * rebind, file. It returns 1 when the step was skipped. */
 static int target_step(struct ctx *c, const struct wire_record *r, size_t index)
 {
 	uint64_t flags = r->ints[0], attrs = r->ints[1];
@@ -493,6 +530,8 @@ static int target_step(struct ctx *c, const struct wire_record *r, size_t index)
 			snprintf(c->op_path, sizeof c->op_path, "%s", source);
 			return failed(c, "open source");
 		}
+	} else if (r->kind == MNT_FILE && (src = file_source(c, r, index)) < 0) {
+		return -1;
 	}
 	tgt = open_target(c, target, flags, src);
 	if (tgt < 0) {
@@ -516,6 +555,15 @@ static int target_step(struct ctx *c, const struct wire_record *r, size_t index)
 		break;
 	case MNT_MASK:
 		rc = bind(c, is_dir(tgt) ? c->mask_dir : c->mask_file, tgt, attrs, 0);
+		break;
+	case MNT_FILE:
+		if (is_dir(tgt)) {
+			/* a file goes over a file */
+			errno = EISDIR;
+			rc = failed(c, "bind file");
+			break;
+		}
+		rc = bind(c, src, tgt, attrs, 0);
 		break;
 	default: {
 		int mfd = new_fs(c, r, tgt, 0);
@@ -624,9 +672,9 @@ static const char *check_record(const struct wire_record *r, size_t i, size_t n)
 		[MNT_PREPARE] = {1, 1, 1}, [MNT_ROOT] = {1, 1, 1},   [MNT_BIND] = {2, 2, 2},
 		[MNT_NEWFS] = {3, 0, 1},   [MNT_MKDIR] = {2, 1, 1},  [MNT_SYMLINK] = {1, 3, 1},
 		[MNT_MASK] = {2, 1, 1},    [MNT_REBIND] = {2, 1, 1}, [MNT_ENTER] = {0, 0, 0},
-		[MNT_EMPTY_ROOT] = {1, 0, 0},
+		[MNT_EMPTY_ROOT] = {1, 0, 0}, [MNT_FILE] = {2, 2, 1},
 	};
-	if (r->kind == 0 || r->kind > MNT_EMPTY_ROOT)
+	if (r->kind == 0 || r->kind > MNT_FILE)
 		return "unknown kind";
 	if ((i == 0) != (r->kind == MNT_PREPARE) || (i == 1) != is_root(r->kind) ||
 	    (i == n - 1) != (r->kind == MNT_ENTER))
@@ -668,6 +716,12 @@ static const char *check_record(const struct wire_record *r, size_t i, size_t n)
 		if (r->blobs[1].len == 0 || strchr(wire_path(r, 1), '/') || strcmp(wire_path(r, 1), ".") == 0 ||
 		    strcmp(wire_path(r, 1), "..") == 0)
 			return "bad link name";
+		break;
+	case MNT_FILE:
+		if (strcmp(wire_path(r, 0), "/") == 0)
+			return "a file over /";
+		if (r->blobs[1].len > MNT_MAX_FILE)
+			return "a file over MNT_MAX_FILE bytes";
 		break;
 	}
 	if (r->nints > 0 && (r->ints[0] & ~(uint64_t)ALL_FLAGS))

@@ -43,6 +43,11 @@
 #define MNT_EMPTY_ROOT 10 /* ints: attrs; no blobs; in MNT_ROOT's place
 			   * mount an empty tmpfs (mode 0755) as the new root, with attrs;
 			   * sealed read-only at MNT_ENTER */
+#define MNT_FILE 11 /* ints: flags, attrs; blobs: target, content (at most
+		     * MNT_MAX_FILE bytes); write content to a new mode-0444 file
+		     * in the scratch tmpfs and bind it over target with attrs */
+
+#define MNT_MAX_FILE (64 << 10)
 
 /* Step flags. */
 #define MNT_OPTIONAL 0x1   /* skip when the target is missing or denied, or the source missing */

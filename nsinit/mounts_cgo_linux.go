@@ -27,6 +27,8 @@ const (
 	mntEnter   = C.MNT_ENTER
 
 	mntEmptyRoot = C.MNT_EMPTY_ROOT
+	mntFile      = C.MNT_FILE
+	mntMaxFile   = C.MNT_MAX_FILE
 
 	mntOptional  = C.MNT_OPTIONAL
 	mntIfExists  = C.MNT_IF_EXISTS

@@ -159,6 +159,12 @@ func (e *expander) mount(m mounts.Mount) error {
 		e.add(mntRebind, []uint64{flags&^mntCreate | mntRecursive, 0}, m.Target)
 	case mounts.Mask:
 		e.add(mntMask, []uint64{flags, attrsSealed}, m.Target)
+	case mounts.File:
+		// The executor's bound and the plan's are one.
+		if len(m.Content) > mntMaxFile || mounts.MaxFileContent != mntMaxFile {
+			return fmt.Errorf("mounts: a file of %d bytes at %s, over the executor's %d", len(m.Content), m.Target, mntMaxFile)
+		}
+		e.add(mntFile, []uint64{flags, attrsSealed}, m.Target, m.Content)
 	case mounts.Dir:
 		e.add(mntMkdir, []uint64{0, uint64(m.Mode)}, m.Target)
 	case mounts.Tmpfs:

@@ -23,7 +23,7 @@ import (
 // stepString shows a record as its kind name, its strings and its ints.
 func stepString(r Record) string {
 	kinds := map[uint16]string{mntPrepare: "prepare", mntRoot: "root", mntBind: "bind", mntNewFS: "newfs",
-		mntMkdir: "mkdir", mntSymlink: "symlink", mntMask: "mask", mntRebind: "rebind", mntEnter: "enter", mntEmptyRoot: "empty-root"}
+		mntMkdir: "mkdir", mntSymlink: "symlink", mntMask: "mask", mntRebind: "rebind", mntEnter: "enter", mntEmptyRoot: "empty-root", mntFile: "file"}
 	s := kinds[r.Kind]
 	for _, b := range r.Blobs {
 		s += " " + strconv.Quote(string(b))
@@ -252,6 +252,12 @@ func TestMountStepsMalformed(t *testing.T) {
 		{"empty root with an unknown attribute", []Record{prep, rec(mntEmptyRoot, []uint64{1 << 20}), enter}, "unknown attributes"},
 		{"empty root as a step", mk(rec(mntEmptyRoot, []uint64{0})), "out of order"},
 		{"two roots", []Record{prep, root, rec(mntEmptyRoot, []uint64{0}), enter}, "out of order"},
+		{"file", mk(rec(mntFile, []uint64{0, attrRdonly}, "/etc/hosts", "127.0.1.1 hutch\n")), ""},
+		{"empty file", mk(rec(mntFile, []uint64{0, attrRdonly}, "/etc/hosts", "")), ""},
+		{"file over /", mk(rec(mntFile, []uint64{0, 0}, "/", "x")), "a file over /"},
+		{"file too big", mk(rec(mntFile, []uint64{0, 0}, "/etc/hosts", strings.Repeat("x", mntMaxFile+1))), "over MNT_MAX_FILE"},
+		{"file holding a NUL", mk(rec(mntFile, []uint64{0, 0}, "/etc/hosts", "a\x00b")), "holds a NUL"},
+		{"file without content", mk(rec(mntFile, []uint64{0, 0}, "/etc/hosts")), "wrong number of blobs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,6 +317,9 @@ type childReport struct {
 	KcoreMode   uint32            `json:"kcore_mode"`
 	RunEntries  int               `json:"run_entries"`
 	HomeMode    uint32            `json:"home_mode"`
+	// FileContent and FileMode are the view's /etc/hosts (a File step).
+	FileContent string `json:"file_content"`
+	FileMode    uint32 `json:"file_mode"`
 }
 
 func errnoString(err error) string {
@@ -367,6 +376,12 @@ func mountsChild() int {
 		if unix.Stat("/tmp/home", &st) == nil {
 			r.HomeMode = st.Mode & 0o7777
 		}
+		b, _ = os.ReadFile("/etc/hosts")
+		r.FileContent = string(b)
+		if unix.Stat("/etc/hosts", &st) == nil {
+			r.FileMode = st.Mode & 0o7777
+		}
+		r.Errnos["file"] = write("/etc/hosts")
 		for _, p := range filepath.SplitList(os.Getenv(mountsChildEnv + "_STAT")) {
 			r.Errnos["stat "+p] = errnoString(unix.Stat(p, &st))
 		}
@@ -392,9 +407,11 @@ func TestApplyInNamespaces(t *testing.T) {
 	ws, _ = filepath.EvalSymlinks(ws)
 	// Should the view ever come out writable, leave the host clean.
 	t.Cleanup(func() { os.Remove("/hutch-mounts-test") })
+	hosts := "127.0.0.1 localhost\n127.0.1.1 hutch\n"
 	plan := mounts.Build(mounts.Spec{
 		Workspace: ws, Deny: []string{filepath.Join(ws, "secret")}, ReadOnly: []string{filepath.Join(ws, "ro")},
 		Pins: []string{filepath.Join(ws, "pinned")}, Home: "/tmp/home", HideDirs: []string{"/run"},
+		Files: []mounts.FileContent{{Path: "/etc/hosts", Content: hosts}},
 	})
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
@@ -404,10 +421,13 @@ func TestApplyInNamespaces(t *testing.T) {
 			}
 			want := map[string]string{
 				"root": unix.EROFS.Error(), "submount": unix.EROFS.Error(), "read-only": unix.EROFS.Error(),
-				"dev": unix.EROFS.Error(), "pin": unix.EBUSY.Error(),
+				"dev": unix.EROFS.Error(), "pin": unix.EBUSY.Error(), "file": unix.EROFS.Error(),
 				"workspace": "", "tmp": "", "dev-null": "", "dev-shm": "",
 			}
 			r.check(t, ws, want)
+			if r.FileContent != hosts || r.FileMode != 0o444 {
+				t.Errorf("/etc/hosts: %q, mode %o; want %q, 0444", r.FileContent, r.FileMode, hosts)
+			}
 			if r.DevFd != "/proc/self/fd" || !r.ProcSysRO || r.KcoreMode != 0 || r.RunEntries != 0 || r.HomeMode != 0o700 {
 				t.Errorf("/dev/fd -> %q, /proc/sys read-only %v, /proc/kcore mode %o, %d entries in /run, /tmp/home mode %o",
 					r.DevFd, r.ProcSysRO, r.KcoreMode, r.RunEntries, r.HomeMode)
