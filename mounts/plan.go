@@ -485,12 +485,13 @@ const (
 	// Masked: hidden by a Mask or an EmptyRO; the view shows an empty file
 	// or directory.
 	Masked
-	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc), or
-	// a File it makes, which exists only inside a running sandbox.
+	// Private: in a filesystem of the sandbox's own (Tmpfs, Dev, Proc),
+	// which exists only inside a running sandbox.
 	Private
 	// Built: an empty root's directories and links (EmptyRoot, Symlink),
-	// made on the way to what a listed view shows: read-only, the same in
-	// every sandbox of the plan, holding nothing of the host's.
+	// made on the way to what a listed view shows, and the plan's Files:
+	// read-only, the same in every sandbox of the plan, none of them a
+	// host's file.
 	Built
 )
 
@@ -530,7 +531,7 @@ func (p Plan) Lookup(target string) Place {
 		case Tmpfs, Dev, Proc:
 			pl = Place{Reach: Private, Writable: m.Kind == Tmpfs}
 		case File:
-			pl = Place{Reach: Private}
+			pl = Place{Reach: Built}
 		case Mask, EmptyRO:
 			pl = Place{Reach: Masked, Closed: m.Kind == Mask}
 		case EmptyRoot, Symlink:

@@ -428,7 +428,7 @@ func TestLookup(t *testing.T) {
 		want Place
 	}{
 		{"/", Place{Reach: OnHost, HostPath: "/"}},
-		{"/etc/hosts", Place{Reach: Private}}, // made by the init, read-only
+		{"/etc/hosts", Place{Reach: Built}}, // made by the init, read-only, the same in every sandbox
 		{"/etc/hostname", Place{Reach: OnHost, HostPath: "/etc/hostname"}},
 		{"/etc/passwd", Place{Reach: OnHost, HostPath: "/etc/passwd"}},
 		{"/home/u/notes", Place{Reach: OnHost, HostPath: "/home/u/notes"}},

@@ -57,6 +57,10 @@ type Form struct {
 	// RootLinks are the links Write makes in an empty root (the host's
 	// /bin -> usr/bin and the like).
 	RootLinks []mounts.Link
+	// Files are the bundle's files Write makes for the plan's File steps
+	// (the sandbox's /etc/hosts), named relative to the bundle as mount
+	// sources are: Path a name in the bundle, not in the view.
+	Files []mounts.FileContent
 	// Rootless is Options.Rootless: a user namespace mapping only the
 	// caller's ids, no cgroup; Run runs it as a user other than root.
 	Rootless bool
@@ -281,6 +285,16 @@ func (f *Form) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 			} else {
 				add(specs.Mount{Destination: m.Target, Type: "bind", Source: MaskFile, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
 			}
+		case mounts.File:
+			// The bundle's file of that content, bound read-only over
+			// the path if it is there now (the step is optional).
+			before := placeBefore(plan, i, m.Target)
+			if before.Reach != mounts.OnHost || !exists(before.HostPath) {
+				continue
+			}
+			name := fmt.Sprintf("hutch-file-%d", len(f.Files))
+			f.Files = append(f.Files, mounts.FileContent{Path: name, Content: m.Content})
+			add(specs.Mount{Destination: m.Target, Type: "bind", Source: name, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
 		default:
 			return fmt.Errorf("oci: mount plan step %s has no OCI form", m)
 		}
@@ -389,6 +403,11 @@ func (f *Form) Write(dir string) error {
 	if err := writeMaskFile(filepath.Join(dir, MaskFile)); err != nil {
 		return fmt.Errorf("oci: bundle %q: %w", dir, err)
 	}
+	for _, file := range f.Files {
+		if err := writeReadOnly(filepath.Join(dir, file.Path), file.Content); err != nil {
+			return fmt.Errorf("oci: bundle %q: %w", dir, err)
+		}
+	}
 	return os.WriteFile(filepath.Join(dir, "config.json"), append(b, '\n'), 0o644)
 }
 
@@ -411,6 +430,16 @@ func writeMaskFile(path string) error {
 		return err
 	}
 	return os.Chmod(path, 0)
+}
+
+// writeReadOnly makes path a file of mode 0444 holding content (an
+// existing one, of a bundle written again, is replaced).
+func writeReadOnly(path, content string) error {
+	_ = os.Remove(path)
+	if err := os.WriteFile(path, []byte(content), 0o444); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o444)
 }
 
 // unforwarded refuses a policy that publishes or reaches ports: hutch's

@@ -3,6 +3,7 @@
 package oci
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -194,6 +195,19 @@ func TestExportMasksAndReadOnly(t *testing.T) {
 	must(f.Write(bundle))
 	if fi, err := os.Stat(filepath.Join(bundle, MaskFile)); err != nil || fi.Mode().Perm() != 0 || fi.Size() != 0 {
 		t.Errorf("bundle's mask file: %v, %v", fi, err)
+	}
+	// The sandbox's /etc/hosts, naming its hostname: a file of the
+	// bundle's, bound read-only, as hutch's own inits make one.
+	if host, err := os.ReadFile("/etc/hosts"); err == nil && !bytes.Contains(host, []byte("hutch")) {
+		m, ok := mount("/etc/hosts")
+		if !ok || m.Type != "bind" || !slices.Contains(m.Options, "ro") || filepath.IsAbs(m.Source) {
+			t.Fatalf("/etc/hosts: mount %+v (found %v); want a read-only bind of a file of the bundle's", m, ok)
+		}
+		b, err := os.ReadFile(filepath.Join(bundle, m.Source))
+		fi, _ := os.Stat(filepath.Join(bundle, m.Source))
+		if err != nil || !bytes.HasPrefix(b, host) || !bytes.HasSuffix(b, []byte("\n127.0.1.1\thutch\n")) || fi.Mode().Perm() != 0o444 {
+			t.Errorf("bundle's %s: %q (%v); want the host's /etc/hosts, then 127.0.1.1 hutch, mode 0444", m.Source, b, err)
+		}
 	}
 }
 

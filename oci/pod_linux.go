@@ -399,6 +399,9 @@ func (b *podBuilder) addMounts(plan mounts.Plan, pol runtime.Policy) error {
 		case mounts.HostRoot, mounts.Dev, mounts.Proc:
 			// The image's root, read-only (readOnlyRootFilesystem); the
 			// runtime's /dev and /proc, its kernel interfaces masked.
+		case mounts.File:
+			// The sandbox's /etc/hosts naming its hostname: the kubelet
+			// writes a Pod's, naming the Pod's.
 		case mounts.EmptyRoot, mounts.Symlink:
 			return fmt.Errorf("oci: a listed view (Reads listed) has no Pod form: a Pod's root is its image, and the listed trees are the host's")
 		case mounts.Tmpfs:

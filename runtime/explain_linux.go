@@ -178,6 +178,9 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 		x.Reason = fmt.Sprintf("%s is in %s: writable", e.tilde(v), e.treeName(step))
 	case mounts.HostRoot:
 		e.hostTree(&x)
+	case mounts.File:
+		e.hostTree(&x)
+		x.Reason = fmt.Sprintf("%s is the view's own, made for each sandbox (the host's with the sandbox's hostname %s added), read-only", v, sandboxHostname)
 	default:
 		return Explanation{}, fmt.Errorf("hutch: %s: no rule for a view step %s", v, step)
 	}

@@ -81,6 +81,8 @@ func (sb *Sandbox) validate(r resolved) error {
 			return &PolicyError{Field: "Root", Value: p.Root, Reason: err.Error()}
 		}
 	}
+	// The sandbox's /etc/hosts: the view's with its hostname added.
+	sb.spec.Files = viewHosts(sb.spec, slices.Contains(sb.namespaceLayers(), LayerUTSNS) && !slices.Contains(p.SkipLayers, LayerUTSNS))
 	// The writable trees are walked once, and watched from then on; the
 	// count of what the names match is bounded here too, so that New
 	// refuses what every command would.

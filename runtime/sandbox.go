@@ -403,7 +403,7 @@ func (sb *Sandbox) config(f fresh) nsinit.Config {
 	}
 	return nsinit.Config{
 		Mounts:     sb.plan(f),
-		Hostname:   "hutch",
+		Hostname:   sandboxHostname,
 		Namespaces: sb.namespaceLayers(),
 		Egress:     egress,
 		Ingress:    len(sb.policy.Publish) > 0,
