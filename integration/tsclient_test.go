@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,11 +57,31 @@ func TestTypeScriptClient(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-// failedTAP names the failed tests of node --test's TAP output.
+// failedTAP names the failed tests of node --test's TAP output, each
+// with what its diagnostics say of the failure (error, expected, actual):
+// make test-unprivileged shows only the first line of the message, so a
+// failure seen once must say why there.
 func failedTAP(out []byte) []string {
 	var failed []string
-	for _, m := range regexp.MustCompile(`(?m)^\s*not ok \d+ - (.*)$`).FindAllSubmatch(out, -1) {
-		failed = append(failed, string(m[1]))
+	notOK := regexp.MustCompile(`^\s*not ok \d+ - (.*)$`)
+	diag := regexp.MustCompile(`^\s*(error|expected|actual): (.*)$`)
+	lines := strings.Split(string(out), "\n")
+	for i := 0; i < len(lines); i++ {
+		m := notOK.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		var why []string
+		for j := i + 1; j < len(lines) && strings.TrimSpace(lines[j]) != "..." && !notOK.MatchString(lines[j]); j++ {
+			if d := diag.FindStringSubmatch(lines[j]); d != nil {
+				why = append(why, d[1]+": "+d[2])
+			}
+		}
+		name := m[1]
+		if len(why) > 0 {
+			name += " (" + strings.Join(why, ", ") + ")"
+		}
+		failed = append(failed, name)
 	}
 	return failed
 }
@@ -136,4 +157,33 @@ func runNPM(t *testing.T, ctx context.Context, npm, dir string, args ...string) 
 		t.Fatalf("npm %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
 	return out
+}
+
+func TestFailedTAP(t *testing.T) {
+	out := []byte(`TAP version 13
+# Subtest: hutch serve through the TypeScript client
+    # Subtest: kills a command at timeoutMs
+    not ok 3 - kills a command at timeoutMs
+      ---
+      duration_ms: 3210.5
+      failureType: 'testCodeFailure'
+      error: 'Expected values to be strictly equal'
+      code: 'ERR_ASSERTION'
+      expected: 143
+      actual: 137
+      ...
+    ok 4 - stops the command
+not ok 1 - hutch serve through the TypeScript client
+  ---
+  error: '1 subtest failed'
+  ...
+`)
+	got := failedTAP(out)
+	want := []string{
+		"kills a command at timeoutMs (error: 'Expected values to be strictly equal', expected: 143, actual: 137)",
+		"hutch serve through the TypeScript client (error: '1 subtest failed')",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("failedTAP = %q; want %q", got, want)
+	}
 }
