@@ -124,6 +124,9 @@ var defaultTests = []string{
 	"TestAppIsolation",
 	"TestFileDoorRefusals",
 	"TestOpenForSend",
+	// a file of the plan's own (the sandbox's /etc/hosts) bound from the
+	// init's scratch tmpfs
+	"TestOwnHostnameResolves",
 	// the file door's server, an init of each kernel, with the view as
 	// of now (inotify on the writable trees), without /proc too, and
 	// the command's credentials
