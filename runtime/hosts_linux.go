@@ -4,10 +4,12 @@ package runtime
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/hutchbox/hutch/mounts"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxHostname is the hostname of a sandbox with a UTS namespace of
@@ -25,9 +27,10 @@ const sandboxHostname = "hutch"
 //
 // None when uts is false (the sandbox keeps the host's hostname), when
 // the view shows no regular file /etc/hosts read-only at that path (a
-// writable tree, a mask, a listed view without it keep theirs), when the
-// file already names the hostname, or when it is over
-// mounts.MaxFileContent (or holds a NUL).
+// writable tree, a mask, a listed view without it keep theirs; a symlink
+// is not followed), when the file is not readable by all (the command
+// then meets its permissions as before), when it already names the
+// hostname, or when it is over mounts.MaxFileContent (or holds a NUL).
 func viewHosts(spec mounts.Spec, uts bool) []mounts.FileContent {
 	const target = "/etc/hosts"
 	if !uts {
@@ -37,12 +40,20 @@ func viewHosts(spec mounts.Spec, uts bool) []mounts.FileContent {
 	if pl.Reach != mounts.OnHost || pl.Writable {
 		return nil
 	}
-	fi, err := os.Lstat(pl.HostPath)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > mounts.MaxFileContent {
+	// The file itself, not a link's target, and only one anyone may read:
+	// what the host reads here the command sees, and it must not see
+	// more than its own permissions give it.
+	f, err := os.OpenFile(pl.HostPath, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile(pl.HostPath)
-	if err != nil || bytes.IndexByte(b, 0) >= 0 || namesHost(b, sandboxHostname) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 || fi.Size() > mounts.MaxFileContent {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, mounts.MaxFileContent+1))
+	if err != nil || len(b) > mounts.MaxFileContent || bytes.IndexByte(b, 0) >= 0 || namesHost(b, sandboxHostname) {
 		return nil
 	}
 	content := string(b)

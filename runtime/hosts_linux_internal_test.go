@@ -34,6 +34,29 @@ func TestViewHosts(t *testing.T) {
 		{"a listed view without /etc", mounts.Spec{Workspace: ws, Listed: &mounts.Listed{Trees: []string{"/usr"}}}, true, false},
 		{"a listed view with /etc", mounts.Spec{Workspace: ws, Listed: &mounts.Listed{Trees: []string{"/usr", "/etc"}}}, true, !namesHost(host, sandboxHostname)},
 	}
+	// A root of an image's: its /etc/hosts as the image has it.
+	image := func(mode os.FileMode, link bool) mounts.Spec {
+		root := t.TempDir()
+		must(t, os.MkdirAll(root+"/etc", 0o755))
+		if link {
+			must(t, os.WriteFile(root+"/etc/hosts.real", host, 0o644))
+			must(t, os.Symlink("hosts.real", root+"/etc/hosts"))
+		} else {
+			must(t, os.WriteFile(root+"/etc/hosts", host, mode))
+			must(t, os.Chmod(root+"/etc/hosts", mode))
+		}
+		return mounts.Spec{Workspace: ws, Binds: []mounts.Bind{{Source: root + "/etc", Target: "/etc"}}}
+	}
+	tests = append(tests, []struct {
+		name string
+		spec mounts.Spec
+		uts  bool
+		want bool
+	}{
+		{"another tree's, readable by all", image(0o644, false), true, !namesHost(host, sandboxHostname)},
+		{"another tree's, readable by its owner only", image(0o600, false), true, false},
+		{"another tree's, a symlink", image(0o644, true), true, false},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := viewHosts(tt.spec, tt.uts)
