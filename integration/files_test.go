@@ -113,7 +113,7 @@ func generatePaths(fx *fileFixture, n int, denyNames bool) []string {
 		"ln_dir_denied/d.txt", "ln_tmp", "ln_ws/a.txt", "ln_ws/ln_ws/ln_in", "c1", "l1", "ln_dotdot", "sub/ln_up_denied",
 		"ln_dangling", "hl_out", "ln_dir_out/../ws/a.txt", "ln_dir_out/ln_back_in/b.txt", "../outside/o.txt", "c1/../a.txt",
 		"{out}/o.txt", "{out}/denied/d.txt", "{out}/sib.txt", fakeHome + "/.ssh/id_ed25519", fakeHome + "/.netrc",
-		fakeHome + "/.aws/credentials", "/etc/hostname", "/etc/shadow", "/tmp/hutch-files-x", "sub", "/", "sub/", "a.txt/",
+		fakeHome + "/.aws/credentials", "/etc/hostname", "/etc/hosts", "/etc/shadow", "/tmp/hutch-files-x", "sub", "/", "sub/", "a.txt/",
 		"apps/a1/x.txt", "apps/a1/data/y.txt", "apps/a2/z.txt", "apps/a1/../a2/z.txt", "apps/a1/data/../x.txt", "{ws}/apps/a2",
 		"apps/a1/data/new/f", "apps/a1/new", "apps/a2/data/f", "apps/new",
 		// Into a hidden or private directory and out again by .., as the
@@ -271,6 +271,14 @@ func TestFileReadMatchesCommand(t *testing.T) {
 		case apiRead && !bytes.Equal(catBytes, c.Data):
 			mismatches++
 			t.Errorf("%q: cat read %q, ReadFile %q", p, catBytes, c.Data)
+		case apiRead && c.HostPath == "":
+			// A file of the view's own, made for each sandbox: its
+			// /etc/hosts, the host's with the sandbox's hostname added
+			// (TestOwnHostnameResolves), the only one this policy has.
+			reads++
+			if host, err := os.ReadFile("/etc/hosts"); err != nil || c.Path != "/etc/hosts" || !bytes.HasPrefix(c.Data, host) {
+				t.Errorf("%q: ReadFile read %s, a file of the view's own, holding %q; want the view's /etc/hosts (%v)", p, c.Path, c.Data, err)
+			}
 		case apiRead:
 			reads++
 			if real, err := os.ReadFile(c.HostPath); err != nil || !bytes.Equal(real, c.Data) {
