@@ -493,6 +493,9 @@ func buildInitramfs(out string, bins binaries, o options, users []userSpec, test
 	conf := fmt.Sprintf("TESTS=%q\nUSERS=%q\nTEST_TIMEOUT=%d\nHUTCH_VM_ENV=%q\n",
 		strings.Join(tests, " "), strings.Join(us, " "), int(o.testTimeout.Seconds()), o.guestEnv)
 	t.file("/etc/hutch-vm.conf", 0o644, []byte(conf))
+	// As every host has one: the sandboxes' view shows it with their
+	// hostname added, a file of the plan's own (TestOwnHostnameResolves).
+	t.file("/etc/hosts", 0o644, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"))
 	t.hostFile("/usr/local/bin/integration.test", 0o755, bins.test)
 	t.hostFile("/usr/local/bin/hutch", 0o755, bins.hutch)
 	t.hostFile("/usr/local/bin/hutch-vm-guest", 0o755, bins.guest)
