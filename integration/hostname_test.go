@@ -21,8 +21,8 @@ func TestOwnHostnameResolves(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /etc/hosts on this host: %v", err)
 	}
-	if bytes.Contains(before, []byte("hutch")) {
-		t.Skip("this host's /etc/hosts names hutch already")
+	if fi, err := os.Lstat("/etc/hosts"); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 || bytes.Contains(before, []byte("hutch")) {
+		t.Skip("this host's /etc/hosts is not a file readable by all that names no hutch: the view keeps it as it is")
 	}
 	ws := dir(t, "ws-")
 

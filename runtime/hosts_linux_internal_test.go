@@ -16,8 +16,9 @@ import (
 // hostname.
 func TestViewHosts(t *testing.T) {
 	host, err := os.ReadFile("/etc/hosts")
-	if err != nil {
-		t.Skipf("no /etc/hosts here: %v", err)
+	fi, lerr := os.Lstat("/etc/hosts")
+	if err != nil || lerr != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 || namesHost(host, sandboxHostname) {
+		t.Skipf("this host's /etc/hosts is not a file readable by all that names no hutch: %v %v", err, lerr)
 	}
 	ws := t.TempDir()
 	tests := []struct {
@@ -26,13 +27,13 @@ func TestViewHosts(t *testing.T) {
 		uts  bool
 		want bool
 	}{
-		{"host's view", mounts.Spec{Workspace: ws}, true, !namesHost(host, sandboxHostname)},
+		{"host's view", mounts.Spec{Workspace: ws}, true, true},
 		{"the host's hostname kept", mounts.Spec{Workspace: ws}, false, false},
 		{"/etc writable", mounts.Spec{Workspace: ws, Writable: []string{"/etc"}}, true, false},
 		{"/etc/hosts masked", mounts.Spec{Workspace: ws, Deny: []string{"/etc/hosts"}}, true, false},
 		{"/etc hidden", mounts.Spec{Workspace: ws, HideDirs: []string{"/etc"}}, true, false},
 		{"a listed view without /etc", mounts.Spec{Workspace: ws, Listed: &mounts.Listed{Trees: []string{"/usr"}}}, true, false},
-		{"a listed view with /etc", mounts.Spec{Workspace: ws, Listed: &mounts.Listed{Trees: []string{"/usr", "/etc"}}}, true, !namesHost(host, sandboxHostname)},
+		{"a listed view with /etc", mounts.Spec{Workspace: ws, Listed: &mounts.Listed{Trees: []string{"/usr", "/etc"}}}, true, true},
 	}
 	// A root of an image's: its /etc/hosts as the image has it.
 	image := func(mode os.FileMode, link bool) mounts.Spec {
@@ -53,7 +54,7 @@ func TestViewHosts(t *testing.T) {
 		uts  bool
 		want bool
 	}{
-		{"another tree's, readable by all", image(0o644, false), true, !namesHost(host, sandboxHostname)},
+		{"another tree's, readable by all", image(0o644, false), true, true},
 		{"another tree's, readable by its owner only", image(0o600, false), true, false},
 		{"another tree's, a symlink", image(0o644, true), true, false},
 	}...)
