@@ -56,6 +56,14 @@ func TestOwnHostnameResolves(t *testing.T) {
 		t.Errorf("the view's /etc/hosts through the file door: %q, writable %v; want %q, read-only", read.Content, read.Writable, want)
 	}
 
+	// Explained as what the kernel does with it: read, not executed.
+	for access, want := range map[string]string{"read": "allowed:", "execute": "refused:", "write": "refused:"} {
+		r := runCLIArgs(t, "why", "--workspace", ws, "--access", access, "/etc/hosts")
+		if !strings.HasPrefix(r.stdout+r.stderr, want) {
+			t.Errorf("hutch why --access %s /etc/hosts: %s; want %s", access, r, want)
+		}
+	}
+
 	// Read-only, and the host's stays as it was.
 	res = runCLI(t, ws, nil, "sh", "-c", "echo 10.0.0.1 planted >> /etc/hosts")
 	if res.code == 0 {

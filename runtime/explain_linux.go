@@ -179,8 +179,10 @@ func (e *explainer) explain(name string, access Access) (Explanation, error) {
 	case mounts.HostRoot:
 		e.hostTree(&x)
 	case mounts.File:
+		// Bound read-only and noexec (nsinit's attrsSealed): read only.
 		e.hostTree(&x)
-		x.Reason = fmt.Sprintf("%s is the view's own, made for each sandbox (the host's with the sandbox's hostname %s added), read-only", v, sandboxHostname)
+		x.Allowed = access == AccessRead
+		x.Reason = fmt.Sprintf("%s is the view's own, made for each sandbox (the host's with the sandbox's hostname %s added), read-only and not executable", v, sandboxHostname)
 	default:
 		return Explanation{}, fmt.Errorf("hutch: %s: no rule for a view step %s", v, step)
 	}
