@@ -63,6 +63,7 @@ test: deps vet
 	$(GO) test -run '^$$' -fuzz FuzzDecodeExec -fuzztime 20000x -timeout 5m ./localapi
 	$(GO) test -run '^$$' -fuzz FuzzRecord -fuzztime 3000x -timeout 5m ./processes
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 20000x -timeout 5m ./policyfile
+	$(GO) test -run '^$$' -fuzz FuzzPassesAgree -fuzztime 50000x -timeout 5m ./leaks
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-unprivileged; fi
 
 # The binaries are copied to a directory any uid can reach: the checkout may
@@ -124,7 +125,7 @@ test-vm: deps
 # tables and the chart.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 90m ./bench/ | tee bench/results.txt
-	GOMAXPROCS=1 $(GO) test -run '^$$' -bench Scanner -benchtime 5x -timeout 20m ./leaks/ | tee -a bench/results.txt
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Scanner|Passes' -benchtime 5x -timeout 20m ./leaks/ | tee -a bench/results.txt
 	cd bench/plot && $(GO) run . -in ../results.txt -readme ../README.md -svg ../latency.svg
 
 # fuzz runs the fuzzer of the pre-runtime stage's decoder (nsinit/wire.c,

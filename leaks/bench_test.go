@@ -52,6 +52,20 @@ func buildLog(tb testing.TB, n int) []byte {
 	return out[:min(len(out), n)]
 }
 
+// binaryData is n bytes of this test's own executable, repeated: what
+// a file read of a build's output holds.
+func binaryData(tb testing.TB, n int) []byte {
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Skip(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil || len(b) == 0 {
+		tb.Skip(err)
+	}
+	return bytes.Repeat(b, n/len(b)+1)[:n]
+}
+
 func BenchmarkScanner(b *testing.B) {
 	text := buildLog(b, 16<<20)
 	s := New(nil)
@@ -66,20 +80,21 @@ func BenchmarkScanner(b *testing.B) {
 			io.CopyBuffer(struct{ io.Writer }{io.Discard}, struct{ io.Reader }{bytes.NewReader(text)}, buf)
 		}
 	})
-	for _, c := range []struct {
-		name  string
-		write int
-	}{{"stream", 32 << 10}, {"stream-4k", 4 << 10}} {
-		b.Run(c.name, func(b *testing.B) {
+	stream := func(name string, s *Scanner, text []byte, write int) {
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
 				st := s.Stream(nil)
-				for i := 0; i < len(text); i += c.write {
-					st.Write(text[i:min(len(text), i+c.write)])
+				for i := 0; i < len(text); i += write {
+					st.Write(text[i:min(len(text), i+write)])
 				}
 			}
 		})
 	}
+	stream("stream", s, text, 32<<10)
+	stream("stream-4k", s, text, 4<<10)
+	// binary-stream: this executable's bytes, not text.
+	stream("binary-stream", s, binaryData(b, 16<<20), 32<<10)
 	b.Run("redact", func(b *testing.B) {
 		b.SetBytes(int64(len(text)))
 		for b.Loop() {

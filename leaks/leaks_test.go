@@ -449,7 +449,7 @@ func TestManyValues(t *testing.T) {
 			t.Errorf("value %s not found", name)
 		}
 	}
-	if lists := len(s.lists); lists != manyBigrams-1 {
+	if lists := len(s.firsts.lists); lists != manyBigrams-1 {
 		t.Errorf("%d lists: the test does not reach past the table's", lists)
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"math/bits"
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Encoding says how a secret was written where it was found.
@@ -46,41 +49,111 @@ type Scanner struct {
 	// keywords, the host values, and the '+' forms of those with a space
 	// (a '+' is a space URL-encoded).
 	needles []needle
-	// bigrams is set at the first two bytes (b[0] | b[1]<<8) of every
-	// needle, and byBigram lists the needles each stands for: the pass
-	// looks up one entry per byte, and compares needles only where one is
-	// set. A one-byte needle sets the entries of every second byte.
-	// byBigram[c] (second byte 0) also lists every needle starting with
-	// c, for a text's last byte, which has no second. Bytes, not bits:
-	// testing a bit takes a shift by a variable, slower here than the
-	// bigger table (the part text uses stays in the cache).
+	// firsts indexes the needles by their first two bytes (b[0] |
+	// b[1]<<8); a one-byte needle is under every bigram it may start.
+	// firsts.all[c] (second byte 0) also lists every needle starting with
+	// c, for a text's last byte, which has no second.
+	firsts bigramIndex
+	// When every needle is at least 3 bytes long (short is false), the
+	// pass can look only at the bigrams at even offsets: a needle
+	// starting at p has its first two bytes there (p even) or its second
+	// and third (p odd). seconds indexes the needles by their second and
+	// third bytes. pairs has an entry per bigram: whether firsts or
+	// seconds lists needles under it (needled) and which of its two bytes
+	// are in a base64 alphabet (loB64, hiB64), so that the same lookups
+	// find the runs that may be encoded. Half the lookups of a pass at
+	// every byte, for a table twice as full, and no second pass for the
+	// runs: about 0.7x the CPU of the two passes on build logs and on
+	// binaries (BenchmarkPasses).
 	//
-	// A set entry is also where the pass finds its list: k below
-	// manyBigrams is lists[k-1], a copy of byBigram's; manyBigrams says
-	// to look in byBigram, for the bigrams set after the first 254.
-	// Ordinary text meets some set bigram every hundred bytes or so ("di"
-	// of discord), and a map lookup there cost more than the pass.
-	bigrams  *[1 << 16]uint8
-	lists    [][]int32
-	byBigram map[uint16][]int32
+	// seconds and pairs are made (about 0.2 ms) once the Scanner has
+	// looked at evenAfter bytes: most Scanners look at a command's
+	// arguments and a little output, and a pass at every byte costs them
+	// less.
+	seconds   bigramIndex
+	short     bool
+	evenAfter int64
+	looked    atomic.Int64
+	makePairs sync.Once
+	pairs     atomic.Pointer[[1 << 16]uint8]
 }
 
-// manyBigrams marks a set bigram whose list is in byBigram only.
+// evenAfter is how many bytes a Scanner looks at before it makes the
+// table of the pass at even offsets.
+const evenAfter = 1 << 20
+
+// The bits of an entry of Scanner.pairs.
+const (
+	loB64   = 1 << 0 // the bigram's first byte is in a base64 alphabet
+	hiB64   = 1 << 1 // its second is
+	needled = 1 << 7 // firsts or seconds lists needles under it
+)
+
+// pairClasses is the base64 bits of every bigram, from which each
+// Scanner's pairs is made.
+var pairClasses = sync.OnceValue(func() *[1 << 16]uint8 {
+	t := new([1 << 16]uint8)
+	for h := range t {
+		if class[h&0xff]&b64 != 0 {
+			t[h] |= loB64
+		}
+		if class[h>>8]&b64 != 0 {
+			t[h] |= hiB64
+		}
+	}
+	return t
+})
+
+// bigramIndex lists needles by a bigram of theirs. set is one entry per
+// bigram: the pass looks one up for each bigram it meets, and compares
+// needles only where one is set. Bytes, not bits: testing a bit takes a
+// shift by a variable, slower here than the bigger table (the part text
+// uses stays in the cache).
+//
+// A set entry is also where the pass finds its list: k below manyBigrams
+// is lists[k-1], a copy of all's; manyBigrams says to look in all, for
+// the bigrams set after the first 254. Ordinary text meets some set
+// bigram every hundred bytes or so ("di" of discord), and a map lookup
+// there cost more than the pass.
+type bigramIndex struct {
+	set   *[1 << 16]uint8
+	lists [][]int32
+	all   map[uint16][]int32
+}
+
+func newBigramIndex() bigramIndex {
+	return bigramIndex{set: new([1 << 16]uint8), all: map[uint16][]int32{}}
+}
+
+// manyBigrams marks a set bigram whose list is in all only.
 const manyBigrams = 255
 
-// candidates are the needles bigram h (set) may start.
-func (s *Scanner) candidates(h uint16) []int32 {
-	if k := s.bigrams[h]; k != manyBigrams {
-		return s.lists[k-1]
+// candidates are the needles bigram h (set) stands for.
+func (x *bigramIndex) candidates(h uint16) []int32 {
+	if k := x.set[h]; k != manyBigrams {
+		return x.lists[k-1]
 	}
-	return s.byBigram[h]
+	return x.all[h]
 }
 
-// list adds needle i to bigram h's list, and to its copy if it has one.
-func (s *Scanner) list(h uint16, i int32) {
-	s.byBigram[h] = append(s.byBigram[h], i)
-	if k := s.bigrams[h]; k != 0 && k != manyBigrams {
-		s.lists[k-1] = s.byBigram[h]
+// add sets bigram h and lists needle i under it.
+func (x *bigramIndex) add(h uint16, i int32) {
+	if x.set[h] == 0 {
+		x.set[h] = manyBigrams
+		if len(x.lists) < manyBigrams-1 {
+			x.lists = append(x.lists, nil)
+			x.set[h] = uint8(len(x.lists))
+		}
+	}
+	x.list(h, i)
+}
+
+// list lists needle i under h, and in h's copy if it has one; it does
+// not set h.
+func (x *bigramIndex) list(h uint16, i int32) {
+	x.all[h] = append(x.all[h], i)
+	if k := x.set[h]; k != 0 && k != manyBigrams {
+		x.lists[k-1] = x.all[h]
 	}
 }
 
@@ -101,6 +174,18 @@ type needle struct {
 	text  []byte
 	kind  needleKind
 	index int
+	// head is text's first 8 bytes (fewer if it is shorter, the rest of
+	// mask 0): most comparisons fail in one load.
+	head, mask uint64
+}
+
+func newNeedle(text []byte, kind needleKind, index int) needle {
+	nd := needle{text: text, kind: kind, index: index}
+	for i, c := range text[:min(8, len(text))] {
+		nd.head |= uint64(c) << (8 * i)
+		nd.mask |= 0xff << (8 * i)
+	}
+	return nd
 }
 
 // The shortest value worth registering: shorter ones would be found in
@@ -121,7 +206,7 @@ func New(rules []Rule) *Scanner {
 	if rules == nil {
 		rules = defaultRules()
 	}
-	s := &Scanner{rules: rules, bigrams: new([1 << 16]uint8), byBigram: map[uint16][]int32{}}
+	s := &Scanner{rules: rules, firsts: newBigramIndex(), evenAfter: evenAfter}
 	for i, r := range rules {
 		for _, k := range r.Keywords {
 			if k != "" {
@@ -138,31 +223,62 @@ func New(rules []Rule) *Scanner {
 // one occurs.
 func (s *Scanner) addNeedle(text []byte, kind needleKind, index int) {
 	i := int32(len(s.needles))
-	s.needles = append(s.needles, needle{text, kind, index})
+	s.needles = append(s.needles, newNeedle(text, kind, index))
 	first := uint16(text[0])
-	set := func(h uint16) {
-		if s.bigrams[h] == 0 {
-			s.bigrams[h] = manyBigrams
-			if len(s.lists) < manyBigrams-1 {
-				s.lists = append(s.lists, nil)
-				s.bigrams[h] = uint8(len(s.lists))
-			}
-		}
-		s.list(h, i)
-	}
 	if len(text) == 1 {
 		for c := range 256 {
-			set(first | uint16(c)<<8)
+			s.firsts.add(first|uint16(c)<<8, i)
 		}
 	} else {
-		set(first | uint16(text[1])<<8)
+		s.firsts.add(first|uint16(text[1])<<8, i)
 	}
 	if len(text) > 1 && text[1] != 0 {
-		s.list(first, i)
+		s.firsts.list(first, i)
+	}
+	if len(text) < 3 {
+		s.short = true
+	} else if pairs := s.pairs.Load(); pairs != nil {
+		s.addSecond(pairs, i)
 	}
 	if kind != plusNeedle && bytes.IndexByte(text, ' ') >= 0 {
 		s.addNeedle(bytes.ReplaceAll(text, []byte(" "), []byte("+")), plusNeedle, 0)
 	}
+}
+
+// evenPairs is the table of the pass at even offsets, nil while the
+// pass at every byte is to be used: a needle is shorter than 3 bytes, or
+// the Scanner has looked at fewer than evenAfter bytes (counting n, what
+// it is about to look at).
+func (s *Scanner) evenPairs(n int) *[1 << 16]uint8 {
+	if s.short {
+		return nil
+	}
+	if pairs := s.pairs.Load(); pairs != nil {
+		return pairs
+	}
+	if s.looked.Add(int64(n)) < s.evenAfter {
+		return nil
+	}
+	s.makePairs.Do(func() {
+		pairs := new([1 << 16]uint8)
+		*pairs = *pairClasses()
+		s.seconds = newBigramIndex()
+		for i := range s.needles {
+			s.addSecond(pairs, int32(i))
+		}
+		s.pairs.Store(pairs)
+	})
+	return s.pairs.Load()
+}
+
+// addSecond lists needle i (3 bytes or more) in seconds, and marks its
+// first and second bigrams in pairs.
+func (s *Scanner) addSecond(pairs *[1 << 16]uint8, i int32) {
+	t := s.needles[i].text
+	first, second := uint16(t[0])|uint16(t[1])<<8, uint16(t[1])|uint16(t[2])<<8
+	s.seconds.add(second, i)
+	pairs[first] |= needled
+	pairs[second] |= needled
 }
 
 // AddValue registers a host secret's value under name: it is found
@@ -251,6 +367,8 @@ type scan struct {
 	enc        Encoding
 	wins       [][]window // by rule, the view's merged keyword windows
 	plus       []int      // where '+' forms occur in b
+	runs       []window   // b's runs of a base64 alphabet, minBase64 long or more
+	evenRuns   bool       // runs were found by the pass at even offsets
 	decoded    []byte     // reused for every run
 }
 
@@ -277,7 +395,14 @@ func (sc *scan) run() {
 	n := len(sc.b)
 	sc.keep = n
 	sc.view(sc.b, 0, n, Raw)
-	encodedRuns(sc.b, sc.decode)
+	if !sc.evenRuns {
+		encodedRuns(sc.b, sc.decode)
+	} else {
+		urlRuns(sc.b, sc.decode)
+		for _, r := range sc.runs {
+			alphabetRun(sc.b, r.from, r.to, sc.decode)
+		}
+	}
 	end := 0
 	for _, p := range sc.plus {
 		if p < end {
@@ -349,11 +474,17 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 		return
 	}
 	s := sc.s
-	set := s.bigrams
-	// Eight bigrams at a time, read from one word, tested together: the
-	// tests do not wait on each other, and one branch in 40 or so is taken
-	// (0.3% of the bigrams of build logs are set).
 	i := 0
+	if pairs := s.evenPairs(len(v)); pairs != nil {
+		i = sc.evenBigrams(pairs, v, enc == Raw)
+		sc.evenRuns = sc.evenRuns || enc == Raw
+	}
+	// At every byte from i: all of v when a needle is shorter than 3
+	// bytes, else the few bytes evenBigrams leaves. Eight bigrams at a
+	// time, read from one word, tested together: the tests do not wait on
+	// each other, and one branch in 40 or so is taken (0.3% of the
+	// bigrams of build logs are set).
+	set := s.firsts.set
 	for ; i+9 <= len(v); i += 8 {
 		w := binary.LittleEndian.Uint64(v[i:])
 		h7 := uint16(w>>56) | uint16(v[i+8])<<8
@@ -361,17 +492,17 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 			set[uint16(w>>32)]|set[uint16(w>>40)]|set[uint16(w>>48)]|set[h7] != 0 {
 			for j := range 8 {
 				if h := uint16(v[i+j]) | uint16(v[i+j+1])<<8; set[h] != 0 {
-					sc.hit(v, i+j, s.candidates(h))
+					sc.hit(v, i+j, s.firsts.candidates(h))
 				}
 			}
 		}
 	}
 	for ; i+1 < len(v); i++ {
 		if h := uint16(v[i]) | uint16(v[i+1])<<8; set[h] != 0 {
-			sc.hit(v, i, s.candidates(h))
+			sc.hit(v, i, s.firsts.candidates(h))
 		}
 	}
-	sc.hit(v, len(v)-1, s.byBigram[uint16(v[len(v)-1])])
+	sc.hit(v, len(v)-1, s.firsts.all[uint16(v[len(v)-1])])
 	for ri, ws := range sc.wins {
 		r := &s.rules[ri]
 		for _, w := range ws {
@@ -390,10 +521,117 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 	}
 }
 
+// evenBigrams finds the needles (every one at least 3 bytes long) that
+// start in v before the offset it returns, in order, looking only at the
+// bigrams at even offsets: those of 16 bytes are the 16-bit halves of
+// two words, tested together. At an even q where a needle's bigram is,
+// the needles listed under it as their second and third bytes are
+// compared at q-1, then those listed as their first two at q. Up to the
+// returned offset, every start is covered once: an even one by its first
+// bigram, an odd one by its second.
+//
+// With findRuns, the same lookups' base64 bits find v's runs of a
+// base64 alphabet at least minBase64 long, whole, into sc.runs: the
+// sixteen bits of a block say where each ends and starts, so most blocks
+// take no branch but the one that says no run of them is long enough.
+func (sc *scan) evenBigrams(pairs *[1 << 16]uint8, v []byte, findRuns bool) int {
+	if findRuns {
+		sc.runs = sc.runs[:0]
+	}
+	// start is where the run reaching the block starts, if known: after
+	// a block passed over, it is found by looking back (fewer than 8
+	// bytes). full says the block before ended with 8 bytes of a run.
+	start, known, full := 0, true, false
+	q := 0
+	for ; q+16 <= len(v); q += 16 {
+		w := binary.LittleEndian.Uint64(v[q:])
+		x := binary.LittleEndian.Uint64(v[q+8:])
+		e0, e1, e2, e3 := pairs[uint16(w)], pairs[uint16(w>>16)], pairs[uint16(w>>32)], pairs[uint16(w>>48)]
+		e4, e5, e6, e7 := pairs[uint16(x)], pairs[uint16(x>>16)], pairs[uint16(x>>32)], pairs[uint16(x>>48)]
+		if (e0|e1|e2|e3|e4|e5|e6|e7)&needled != 0 {
+			sc.evenHits(v, q, uint(e0>>7)|uint(e1>>7)<<1|uint(e2>>7)<<2|uint(e3>>7)<<3|
+				uint(e4>>7)<<4|uint(e5>>7)<<5|uint(e6>>7)<<6|uint(e7>>7)<<7)
+		}
+		if !findRuns {
+			continue
+		}
+		// A run minBase64 long holds two aligned words of 8 bytes: a run
+		// holding a byte of this block holds one of its halves, or the
+		// last half of the block before. Most blocks of text have
+		// neither, and are passed over.
+		first, last := e0&e1&e2&e3&3 == 3, e4&e5&e6&e7&3 == 3
+		if !first && !last && !full {
+			known = false
+			continue
+		}
+		full = last
+		if !known {
+			start, known = runStart(v, q), true
+		}
+		m := uint16(e0&3) | uint16(e1&3)<<2 | uint16(e2&3)<<4 | uint16(e3&3)<<6 |
+			uint16(e4&3)<<8 | uint16(e5&3)<<10 | uint16(e6&3)<<12 | uint16(e7&3)<<14
+		if m == 0xffff {
+			continue // the run goes on
+		}
+		// The run reaching the block ends at its first byte out of the
+		// alphabets; one starts after its last. A run within the block
+		// is too short.
+		if end := q + bits.TrailingZeros16(^m); end-start >= minBase64 {
+			sc.runs = append(sc.runs, window{start, end})
+		}
+		start = q + 16 - bits.LeadingZeros16(^m)
+	}
+	if findRuns {
+		// A run starting in the last bytes (fewer than 16) is too short.
+		if !known {
+			start = runStart(v, q)
+		}
+		end := q
+		for end < len(v) && class[v[end]]&b64 != 0 {
+			end++
+		}
+		if end-start >= minBase64 {
+			sc.runs = append(sc.runs, window{start, end})
+		}
+	}
+	// The odd start q-1 needs the bigram at q, which the loop did not
+	// reach: the pass at every byte goes on from there.
+	return max(0, q-1)
+}
+
+// runStart is where the run of a base64 alphabet reaching i (ending
+// there or going on) starts.
+func runStart(v []byte, i int) int {
+	for i > 0 && class[v[i-1]]&b64 != 0 {
+		i--
+	}
+	return i
+}
+
+// evenHits compares the needles listed under the bigrams at the even
+// offsets of the 16 bytes of v at q whose bit is set in lanes (bit k for
+// offset q+2k), in order of their starts.
+func (sc *scan) evenHits(v []byte, q int, lanes uint) {
+	s := sc.s
+	for ; lanes != 0; lanes &= lanes - 1 {
+		j := q + 2*bits.TrailingZeros(lanes)
+		h := uint16(v[j]) | uint16(v[j+1])<<8
+		if j > 0 && s.seconds.set[h] != 0 {
+			sc.hit(v, j-1, s.seconds.candidates(h))
+		}
+		if s.firsts.set[h] != 0 {
+			sc.hit(v, j, s.firsts.candidates(h))
+		}
+	}
+}
+
 // hit compares the needles of cands with v at p.
 func (sc *scan) hit(v []byte, p int, cands []int32) {
 	for _, i := range cands {
 		nd := &sc.s.needles[i]
+		if p+8 <= len(v) && binary.LittleEndian.Uint64(v[p:])&nd.mask != nd.head {
+			continue // nor is v[p:], 8 bytes or more, a part of it
+		}
 		if !bytes.HasPrefix(v[p:], nd.text) {
 			// A needle the end cuts may go on in what follows.
 			if sc.enc == Raw && len(v)-p < len(nd.text) && bytes.HasPrefix(nd.text, v[p:]) {
@@ -491,24 +729,13 @@ const (
 )
 
 // encodedRuns calls f with the stretches of b that may be encoded: the
-// tokens (no space) holding a %XX, and the runs of the base64 alphabets
-// (standard or URL-safe, at least 24 characters, with their padding) or
-// of hex digits (at least 40).
+// tokens (no space) holding a %XX (urlRuns), and the runs of the base64
+// alphabets (standard or URL-safe, at least 24 characters, with their
+// padding) or of hex digits (at least 40), found byte by byte, as a
+// Scanner with a needle shorter than 3 bytes does (the others find them
+// in the pass for the needles).
 func encodedRuns(b []byte, f func(from, to int, enc Encoding)) {
-	for off := 0; ; {
-		i := bytes.IndexByte(b[off:], '%')
-		if i < 0 {
-			break
-		}
-		i += off
-		if i+2 >= len(b) || class[b[i+1]]&hexDigit == 0 || class[b[i+2]]&hexDigit == 0 {
-			off = i + 1
-			continue
-		}
-		start, end := token(b, i)
-		f(start, end, URL)
-		off = end
-	}
+	urlRuns(b, f)
 	// A run is at least minBase64 long: look at the next minBase64 bytes
 	// from the last back, and at the first not in the alphabet (most
 	// often within a word's length) skip past it, no run holding it. Most
@@ -523,30 +750,57 @@ func encodedRuns(b []byte, f func(from, to int, enc Encoding)) {
 			i = j + 1
 			continue
 		}
-		start, end := i, i+minBase64
+		end := i + minBase64
 		for end < len(b) && class[b[end]]&b64 != 0 {
 			end++
 		}
-		seen := hexDigit
-		for _, c := range b[start:end] {
-			k := class[c]
-			seen = seen&^hexDigit | seen&k&hexDigit | k&(urlOnly|stdOnly)
-		}
-		pad := end
-		for pad < len(b) && pad-end < 2 && b[pad] == '=' {
-			pad++
-		}
-		switch {
-		case seen&hexDigit != 0 && end-start >= minHex:
-			f(start, end, Hex)
-		case seen&urlOnly != 0 && seen&stdOnly != 0:
-		case seen&urlOnly != 0:
-			f(start, pad, Base64URL)
-		default:
-			f(start, pad, Base64)
-		}
-		i = pad
+		i = alphabetRun(b, i, end, f)
 	}
+}
+
+// urlRuns calls f with the tokens of b (between spaces) holding a %XX.
+func urlRuns(b []byte, f func(from, to int, enc Encoding)) {
+	for off := 0; ; {
+		i := bytes.IndexByte(b[off:], '%')
+		if i < 0 {
+			return
+		}
+		i += off
+		if i+2 >= len(b) || class[b[i+1]]&hexDigit == 0 || class[b[i+2]]&hexDigit == 0 {
+			off = i + 1
+			continue
+		}
+		start, end := token(b, i)
+		f(start, end, URL)
+		off = end
+	}
+}
+
+// alphabetRun calls f with the run of b from start to end (all of it in
+// a base64 alphabet, no such byte either side, at least minBase64 long)
+// as hex if it is hex digits only and long enough, else as base64url or
+// base64 with its padding, unless it mixes the two alphabets; it returns
+// where the run ends with its padding.
+func alphabetRun(b []byte, start, end int, f func(from, to int, enc Encoding)) int {
+	seen := hexDigit
+	for _, c := range b[start:end] {
+		k := class[c]
+		seen = seen&^hexDigit | seen&k&hexDigit | k&(urlOnly|stdOnly)
+	}
+	pad := end
+	for pad < len(b) && pad-end < 2 && b[pad] == '=' {
+		pad++
+	}
+	switch {
+	case seen&hexDigit != 0 && end-start >= minHex:
+		f(start, end, Hex)
+	case seen&urlOnly != 0 && seen&stdOnly != 0:
+	case seen&urlOnly != 0:
+		f(start, pad, Base64URL)
+	default:
+		f(start, pad, Base64)
+	}
+	return pad
 }
 
 // token is the stretch of b around i between spaces.
