@@ -534,14 +534,14 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 // base64 alphabet at least minBase64 long, whole, into sc.runs: the
 // sixteen bits of a block say where each ends and starts, so most blocks
 // take no branch but the one that says no run of them is long enough.
+// (Passing over the blocks that no long run can reach, tested from the
+// same bits, took more on text than it saved: the test is a branch that
+// text's words make hard to predict.)
 func (sc *scan) evenBigrams(pairs *[1 << 16]uint8, v []byte, findRuns bool) int {
 	if findRuns {
 		sc.runs = sc.runs[:0]
 	}
-	// start is where the run reaching the block starts, if known: after
-	// a block passed over, it is found by looking back (fewer than 8
-	// bytes). full says the block before ended with 8 bytes of a run.
-	start, known, full := 0, true, false
+	start := 0 // where the run reaching the block, if any, starts
 	q := 0
 	for ; q+16 <= len(v); q += 16 {
 		w := binary.LittleEndian.Uint64(v[q:])
@@ -554,19 +554,6 @@ func (sc *scan) evenBigrams(pairs *[1 << 16]uint8, v []byte, findRuns bool) int 
 		}
 		if !findRuns {
 			continue
-		}
-		// A run minBase64 long holds two aligned words of 8 bytes: a run
-		// holding a byte of this block holds one of its halves, or the
-		// last half of the block before. Most blocks of text have
-		// neither, and are passed over.
-		first, last := e0&e1&e2&e3&3 == 3, e4&e5&e6&e7&3 == 3
-		if !first && !last && !full {
-			known = false
-			continue
-		}
-		full = last
-		if !known {
-			start, known = runStart(v, q), true
 		}
 		m := uint16(e0&3) | uint16(e1&3)<<2 | uint16(e2&3)<<4 | uint16(e3&3)<<6 |
 			uint16(e4&3)<<8 | uint16(e5&3)<<10 | uint16(e6&3)<<12 | uint16(e7&3)<<14
@@ -583,9 +570,6 @@ func (sc *scan) evenBigrams(pairs *[1 << 16]uint8, v []byte, findRuns bool) int 
 	}
 	if findRuns {
 		// A run starting in the last bytes (fewer than 16) is too short.
-		if !known {
-			start = runStart(v, q)
-		}
 		end := q
 		for end < len(v) && class[v[end]]&b64 != 0 {
 			end++
@@ -597,15 +581,6 @@ func (sc *scan) evenBigrams(pairs *[1 << 16]uint8, v []byte, findRuns bool) int 
 	// The odd start q-1 needs the bigram at q, which the loop did not
 	// reach: the pass at every byte goes on from there.
 	return max(0, q-1)
-}
-
-// runStart is where the run of a base64 alphabet reaching i (ending
-// there or going on) starts.
-func runStart(v []byte, i int) int {
-	for i > 0 && class[v[i-1]]&b64 != 0 {
-		i--
-	}
-	return i
 }
 
 // evenHits compares the needles listed under the bigrams at the even
@@ -782,11 +757,15 @@ func urlRuns(b []byte, f func(from, to int, enc Encoding)) {
 // base64 with its padding, unless it mixes the two alphabets; it returns
 // where the run ends with its padding.
 func alphabetRun(b []byte, start, end int, f func(from, to int, enc Encoding)) int {
-	seen := hexDigit
+	// What every byte is and what some byte is: two chains that do not
+	// wait on each other.
+	every, some := hexDigit, uint8(0)
 	for _, c := range b[start:end] {
 		k := class[c]
-		seen = seen&^hexDigit | seen&k&hexDigit | k&(urlOnly|stdOnly)
+		every &= k
+		some |= k
 	}
+	seen := every&hexDigit | some&(urlOnly|stdOnly)
 	pad := end
 	for pad < len(b) && pad-end < 2 && b[pad] == '=' {
 		pad++
