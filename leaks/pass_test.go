@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -203,5 +204,42 @@ func TestValueAddedAfterEvenPass(t *testing.T) {
 		if len(want) != 1 || !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: %+v, the pass at every byte %+v", text, got, want)
 		}
+	}
+}
+
+// TestEvenPassConcurrent: Streams of one Scanner, written at once, make
+// its pass at even offsets once between them and find what the pass at
+// every byte finds (run with -race, the making is checked too).
+func TestEvenPassConcurrent(t *testing.T) {
+	_, every := bothPasses(t)
+	s := New(nil)
+	s.AddValue("HOST_KEY", "host-key-0123456789abcdef")
+	s.AddValue("SPACED", "pass word with spaces")
+	s.evenAfter = 64 << 10
+	texts := make([][]byte, 4)
+	for i := range texts {
+		texts[i] = needleText(rand.New(rand.NewSource(int64(50+i))), every, 256<<10)
+	}
+	findings := func(s *Scanner, text []byte) []Finding {
+		st := s.Stream(nil)
+		for i := 0; i < len(text); i += 8 << 10 {
+			st.Write(text[i:min(len(text), i+8<<10)])
+		}
+		st.Close()
+		return st.Findings()
+	}
+	got := make([][]Finding, len(texts))
+	var wg sync.WaitGroup
+	for i, text := range texts {
+		wg.Go(func() { got[i] = findings(s, text) })
+	}
+	wg.Wait()
+	for i, text := range texts {
+		if want := findings(every, text); !reflect.DeepEqual(got[i], want) {
+			t.Errorf("stream %d: %d findings, the pass at every byte %d", i, len(got[i]), len(want))
+		}
+	}
+	if s.pairs.Load() == nil {
+		t.Error("the pass at even offsets was not made")
 	}
 }
