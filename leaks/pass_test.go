@@ -243,3 +243,22 @@ func TestEvenPassConcurrent(t *testing.T) {
 		t.Error("the pass at even offsets was not made")
 	}
 }
+
+// TestPairsBits: an entry of the even pass's table holds no bit but the
+// two base64 bits and needled, which evenBigrams's shifts rely on.
+func TestPairsBits(t *testing.T) {
+	even, _ := bothPasses(t)
+	pairs := even.evenPairs(0)
+	var needles int
+	for h, e := range pairs {
+		if e&^(loB64|hiB64|needled) != 0 {
+			t.Fatalf("bigram %#04x: entry %#08b", h, e)
+		}
+		if e&needled != 0 {
+			needles++
+		}
+	}
+	if needles == 0 {
+		t.Fatal("no bigram is needled")
+	}
+}
