@@ -479,8 +479,9 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 		i = sc.evenBigrams(pairs, v, enc == Raw)
 		sc.evenRuns = sc.evenRuns || enc == Raw
 	}
-	// At every byte from i: all of v when a needle is shorter than 3
-	// bytes, else the few bytes evenBigrams leaves. Eight bigrams at a
+	// At every byte from i: all of v when there is no even pass (a
+	// needle shorter than 3 bytes, or fewer than evenAfter bytes looked
+	// at yet), else the few bytes evenBigrams leaves. Eight bigrams at a
 	// time, read from one word, tested together: the tests do not wait on
 	// each other, and one branch in 40 or so is taken (0.3% of the
 	// bigrams of build logs are set).
