@@ -158,7 +158,7 @@ func FuzzPassesAgree(f *testing.F) {
 }
 
 // TestEvenPassMidStream: a Scanner makes its pass at even offsets once
-// it has looked at evenAfter bytes, not before, and a stream that
+// it has looked at pairsAfter bytes, not before, and a stream that
 // crosses that point finds what the pass at every byte finds.
 func TestEvenPassMidStream(t *testing.T) {
 	rng := rand.New(rand.NewSource(49))
@@ -166,12 +166,12 @@ func TestEvenPassMidStream(t *testing.T) {
 	s := New(nil)
 	s.AddValue("HOST_KEY", "host-key-0123456789abcdef")
 	s.AddValue("SPACED", "pass word with spaces")
-	text := needleText(rng, every, 3*evenAfter)
+	text := needleText(rng, every, 3*pairsAfter)
 	findings := func(s *Scanner) []Finding {
 		st := s.Stream(nil)
 		for i := 0; i < len(text); i += 32 << 10 {
 			st.Write(text[i:min(len(text), i+32<<10)])
-			if i+32<<10 < evenAfter/2 && s.pairs.Load() != nil {
+			if i+32<<10 < pairsAfter/2 && s.pairs.Load() != nil {
 				t.Fatalf("the pass at even offsets was made after %d bytes", i)
 			}
 		}

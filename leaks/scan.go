@@ -67,9 +67,9 @@ type Scanner struct {
 	// binaries (BenchmarkPasses).
 	//
 	// seconds and pairs are made (about 0.2 ms) once the Scanner has
-	// looked at evenAfter bytes: most Scanners look at a command's
-	// arguments and a little output, and a pass at every byte costs them
-	// less.
+	// looked at evenAfter bytes (pairsAfter; tests set it): most Scanners
+	// look at a command's arguments and a little output, and a pass at
+	// every byte costs them less.
 	seconds   bigramIndex
 	short     bool
 	evenAfter int64
@@ -78,9 +78,9 @@ type Scanner struct {
 	pairs     atomic.Pointer[[1 << 16]uint8]
 }
 
-// evenAfter is how many bytes a Scanner looks at before it makes the
+// pairsAfter is how many bytes a Scanner looks at before it makes the
 // table of the pass at even offsets.
-const evenAfter = 1 << 20
+const pairsAfter = 1 << 20
 
 // The bits of an entry of Scanner.pairs.
 const (
@@ -206,7 +206,7 @@ func New(rules []Rule) *Scanner {
 	if rules == nil {
 		rules = defaultRules()
 	}
-	s := &Scanner{rules: rules, firsts: newBigramIndex(), evenAfter: evenAfter}
+	s := &Scanner{rules: rules, firsts: newBigramIndex(), evenAfter: pairsAfter}
 	for i, r := range rules {
 		for _, k := range r.Keywords {
 			if k != "" {
