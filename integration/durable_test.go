@@ -22,6 +22,7 @@ import (
 
 	"github.com/hutchbox/hutch/processes"
 	"github.com/hutchbox/hutch/runtime"
+	"golang.org/x/sys/unix"
 )
 
 // durableHostEnv makes the suite's binary a host program instead
@@ -196,9 +197,20 @@ func TestDurableOutlivesHost(t *testing.T) {
 		t.Fatalf("the host's record: %+v", started)
 	}
 	supervisor, command := *started.Supervisor, identityOf(t, started.Pid)
-	mntNS, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", started.Pid))
+	// The command's mount namespace, held open: a namespace's inode
+	// number is given to a new one once it is freed, and other packages'
+	// tests make sandboxes meanwhile (mt15-5 found an unrelated init under
+	// the number of this one, ended). Held, it is this one's for good.
+	mntNS, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", started.Pid))
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer mntNS.Close()
+	var held unix.Stat_t
+	must(unix.Fstat(int(mntNS.Fd()), &held))
+	inMntNS := func(proc string) bool {
+		var st unix.Stat_t
+		return unix.Stat(proc+"/ns/mnt", &st) == nil && st.Dev == held.Dev && st.Ino == held.Ino
 	}
 	groups := hutchGroups(started.Pid)
 
@@ -257,9 +269,9 @@ func TestDurableOutlivesHost(t *testing.T) {
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
-		if ns, err := os.Readlink(p + "/ns/mnt"); err == nil && ns == mntNS {
+		if inMntNS(p) {
 			cmdline, _ := os.ReadFile(p + "/cmdline")
-			t.Errorf("after Stop: %s (%q) is still in the process's mount namespace %s", p, cmdline, mntNS)
+			t.Errorf("after Stop: %s (%q) is still in the command's mount namespace (inode %d): %s", p, cmdline, held.Ino, procLineage(p))
 		}
 	}
 	for _, g := range groups {
@@ -288,6 +300,37 @@ func TestDurableOutlivesHost(t *testing.T) {
 			t.Errorf("the log does not hold the server's output: %q", b)
 		}
 	}
+}
+
+// procLineage describes the process at /proc/PID p and its ancestors as
+// the host sees them: pid, name, state, up to the host's pid 1.
+func procLineage(p string) string {
+	var chain []string
+	for i := 0; i < 8 && p != "/proc/0"; i++ {
+		b, err := os.ReadFile(p + "/stat")
+		if err != nil {
+			chain = append(chain, p+": "+err.Error())
+			break
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after
+		// its last ')'.
+		s := string(b)
+		j := strings.LastIndexByte(s, ')')
+		if j < 0 {
+			break
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 2 {
+			break
+		}
+		chain = append(chain, s[:j+1]+" "+f[0])
+		if f[1] == "0" || f[1] == "1" {
+			chain = append(chain, "pid "+f[1])
+			break
+		}
+		p = "/proc/" + f[1]
+	}
+	return strings.Join(chain, " <- ")
 }
 
 // restartGaps are the waits between consecutive runs of p: from one
