@@ -1,7 +1,7 @@
-// Package images runs sandboxes on OCI images: it unpacks an image of an
-// OCI image layout on disk (what skopeo copy, docker save or buildah push
-// oci: write) into a root file system, once per manifest digest, and
-// reads the image's configuration, for a Policy's Root.
+// Package images runs sandboxes on OCI images: an image of an OCI image
+// layout on disk (what skopeo copy, docker save or buildah push oci:
+// write), unpacked into a root file system once per manifest digest, and
+// its configuration, for a Policy's Root.
 //
 // Unpacking is umoci's (layers, whiteouts, paths kept inside the root),
 // always in its rootless mode: the files belong to the user who unpacks,
@@ -10,6 +10,12 @@
 // privileges has a meaning on the host. A sandbox shows the root read-only,
 // with nosuid and nodev. Pulling from a registry is left to those tools
 // (docs/images.md says how).
+//
+// This package holds what a program needs to run on an unpacked image:
+// the Image, Apply, and where the cache is. The unpacking itself is
+// package images/unpack (a Go program calls unpack.Layout), or the
+// hutch-image helper that the hutch CLI runs, so that the CLI does not
+// link umoci (cmd/hutch-image says why).
 package images
 
 import (

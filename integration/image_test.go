@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -350,5 +351,23 @@ func TestImage(t *testing.T) {
 		if r := runCLIArgsEnv(t, env, "run", "--workspace", ws, "--image", bad, "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "--image") {
 			t.Errorf("--image %s: want exit 125 naming --image: %s", bad, r)
 		}
+	}
+
+	// hutch does not unpack by itself: a hutch without the hutch-image
+	// helper beside it or on $PATH refuses --image, naming the flag and
+	// the helper, and runs nothing.
+	alone := filepath.Join(dir(t, "alone-"), "hutch")
+	b, err := os.ReadFile(hutchBin)
+	must(err)
+	must(os.WriteFile(alone, b, 0o755))
+	c := exec.Command(alone, "run", "--workspace", ws, "--image", ref, "--", "sh", "-c", "echo ran > alone-ran")
+	c.Env = append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "XDG_CACHE_HOME="+cache)
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(string(out), "--image") || !strings.Contains(string(out), "hutch-image") {
+		t.Errorf("hutch without its helper, --image: want exit 125 naming --image and hutch-image: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "alone-ran")); err == nil {
+		t.Errorf("hutch without its helper ran the command")
 	}
 }

@@ -63,10 +63,13 @@ func TestMain(m *testing.M) {
 		hutchBin = os.Getenv("HUTCH_BIN")
 		if hutchBin == "" {
 			hutchBin = filepath.Join(base, "hutch")
-			out, err := exec.Command("go", "build", "-o", hutchBin, "github.com/hutchbox/hutch/cmd/hutch").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "integration: build hutch: %v\n%s", err, out)
-				return 1
+			// hutch-image beside it, where hutch looks for it first.
+			for _, pkg := range []string{"hutch", "hutch-image"} {
+				out, err := exec.Command("go", "build", "-o", filepath.Join(base, pkg), "github.com/hutchbox/hutch/cmd/"+pkg).CombinedOutput()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "integration: build %s: %v\n%s", pkg, err, out)
+					return 1
+				}
 			}
 		}
 

@@ -38,6 +38,7 @@ import (
 
 	"github.com/hutchbox/hutch/hostgit"
 	"github.com/hutchbox/hutch/images"
+	"github.com/hutchbox/hutch/internal/imagehelper"
 	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/oci"
@@ -825,14 +826,19 @@ func redactArgs(s *leaks.Scanner, args []string) []string {
 }
 
 // applyImage unpacks --image (once per digest, in the user's cache) and
-// makes p run on it: its root, and its Env under the policy's.
+// makes p run on it: its root, and its Env under the policy's. The
+// unpacking is the hutch-image helper's (imagehelper says why).
 func applyImage(p *runtime.Policy, f runFlags) error {
 	layout, tag := images.ParseRef(f.image)
 	cache, err := images.DefaultCache()
 	if err != nil {
 		return &flagErr{"--image", f.image, err.Error()}
 	}
-	im, err := images.Unpack(context.Background(), layout, tag, cache)
+	helper, err := imagehelper.Find()
+	if err != nil {
+		return &flagErr{"--image", f.image, err.Error()}
+	}
+	im, err := imagehelper.Unpack(context.Background(), helper, layout, tag, cache)
 	if err != nil {
 		var ie *images.Error
 		if errors.As(err, &ie) {

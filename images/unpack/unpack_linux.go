@@ -1,6 +1,6 @@
 //go:build linux
 
-package images
+package unpack
 
 import (
 	"context"
@@ -17,42 +17,45 @@ import (
 	"github.com/opencontainers/umoci/oci/casext"
 	"github.com/opencontainers/umoci/oci/layer"
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchbox/hutch/images"
 )
 
-// Unpack unpacks the image tag names in the OCI image layout at layout
+// Layout unpacks the image tag names in the OCI image layout at layout
 // (tag "": the layout's only image) into cache, under its manifest's
 // digest, and returns it. An image unpacked there before is not unpacked
 // again: the digest names its content. Two callers unpacking the same
-// image at once each unpack it, and one of the two copies is kept.
-func Unpack(ctx context.Context, layout, tag, cache string) (*Image, error) {
+// image at once each unpack it, and one of the two copies is kept. Its
+// errors are *images.Error.
+func Layout(ctx context.Context, layout, tag, cache string) (*images.Image, error) {
 	engine, err := dir.Open(layout)
 	if err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "not an OCI image layout", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "not an OCI image layout", Err: err}
 	}
 	defer engine.Close()
 	ext := casext.NewEngine(engine)
 	desc, err := manifestOf(ctx, ext, tag)
 	if err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: err.Error()}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: err.Error()}
 	}
 	blob, err := ext.FromDescriptor(ctx, desc)
 	if err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "read the manifest", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "read the manifest", Err: err}
 	}
 	defer blob.Close()
 	manifest, ok := blob.Data.(ispec.Manifest)
 	if !ok {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: fmt.Sprintf("%s is a %s, not an image manifest", desc.Digest, desc.MediaType)}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: fmt.Sprintf("%s is a %s, not an image manifest", desc.Digest, desc.MediaType)}
 	}
-	im := &Image{Digest: desc.Digest.String()}
+	im := &images.Image{Digest: desc.Digest.String()}
 	if err := readConfig(ctx, ext, manifest, im); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "read the image's configuration", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "read the image's configuration", Err: err}
 	}
 	if err := os.MkdirAll(cache, 0o700); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "make the cache", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "make the cache", Err: err}
 	}
 	if cache, err = filepath.EvalSymlinks(cache); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "resolve the cache", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "resolve the cache", Err: err}
 	}
 	final := filepath.Join(cache, desc.Digest.Encoded())
 	im.Root = filepath.Join(final, "rootfs")
@@ -63,7 +66,7 @@ func Unpack(ctx context.Context, layout, tag, cache string) (*Image, error) {
 	// complete or absent, whoever else unpacks the same image.
 	tmp, err := os.MkdirTemp(cache, ".unpack-")
 	if err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "make the cache", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "make the cache", Err: err}
 	}
 	defer removeAll(tmp)
 	// The image's root is the unpacking user: everything belongs to them.
@@ -74,19 +77,19 @@ func Unpack(ctx context.Context, layout, tag, cache string) (*Image, error) {
 	}
 	opts := &layer.UnpackOptions{OnDiskFormat: layer.DirRootfs{MapOptions: maps}}
 	if err := layer.UnpackRootfs(ctx, engine, filepath.Join(tmp, "rootfs"), manifest, opts); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
 	if err := strip(filepath.Join(tmp, "rootfs")); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
 	// An empty marker: what the image is, is read from the layout each
 	// time (its configuration), never from the cache.
 	if err := os.WriteFile(filepath.Join(tmp, "done"), nil, 0o600); err != nil {
-		return nil, &Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
+		return nil, &images.Error{Layout: layout, Tag: tag, Reason: "unpack", Err: err}
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		if _, serr := os.Stat(filepath.Join(final, "done")); serr != nil {
-			return nil, &Error{Layout: layout, Tag: tag, Reason: "store in the cache", Err: err}
+			return nil, &images.Error{Layout: layout, Tag: tag, Reason: "store in the cache", Err: err}
 		}
 		// Another caller's copy is in place: this one goes.
 	}
@@ -124,7 +127,7 @@ func manifestOf(ctx context.Context, ext casext.Engine, tag string) (ispec.Descr
 }
 
 // readConfig reads manifest's image configuration into im.
-func readConfig(ctx context.Context, ext casext.Engine, manifest ispec.Manifest, im *Image) error {
+func readConfig(ctx context.Context, ext casext.Engine, manifest ispec.Manifest, im *images.Image) error {
 	blob, err := ext.FromDescriptor(ctx, manifest.Config)
 	if err != nil {
 		return err
