@@ -14,10 +14,15 @@
 // it is too when the Trees would take more watches than their Budget
 // allows: the kernel counts watches per user, so watches the host's
 // other programs (editors, file watchers) need are not all taken.
+//
+// Small trees (at most smallEntries entries) are walked at each look
+// until they have been looked at walkedLooks times: a walk of them costs
+// less than what closing a watch costs its process (see smallEntries).
 package treewatch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -102,7 +107,11 @@ type Trees struct {
 	budget *Budget
 
 	mu       sync.Mutex
-	fd       int               // the inotify instance, -1 once degraded
+	walking  bool              // small, and read by walks (smallEntries)
+	looks    int               // Found calls while walking
+	entries  int               // entries listed by the walk under way
+	tooBig   bool              // the walk under way, walking, passed smallEntries
+	fd       int               // the inotify instance, -1 while walking or once degraded
 	dirs     map[int32]string  // watch descriptor -> directory
 	nodes    map[string]*node  // directory -> what is watched and found in it
 	found    map[string]string // recorded path -> its root
@@ -121,13 +130,42 @@ type node struct {
 	recs map[string]bool
 }
 
-// Watch walks roots once, watching every directory it enters, and
-// returns the Trees. Its watches are taken from budget (nil: no bound but
-// the kernel's). It fails only when the roots cannot be read at all; a
-// host without inotify, or without enough watches, gives Trees that walk
-// on every Sync (Degraded).
+// Small trees are walked, not watched, for their first looks. Closing an
+// inotify instance that has watches waits for the kernel's fsnotify grace
+// period (synchronize_srcu, in the close or in the exit of the process
+// holding it last): 8 ms on an idle 250 Hz kernel, 15-20 ms on a busy
+// one, and up to 280 ms seen. A hutch run, a Check or a file command, each
+// a process that looks at its trees two or three times and ends, would
+// pay that at its end, for trees that a walk reads in well under a
+// millisecond. So trees of at most smallEntries entries are walked at each
+// look; once they are looked at walkedLooks times (a Sandbox running
+// commands one after another), or grow past smallEntries, they are
+// watched from then on, as larger trees are from the start.
+var (
+	smallEntries = 1024
+	walkedLooks  = 8
+)
+
+// Watch walks roots once, watching every directory it enters (but for
+// small trees, see smallEntries), and returns the Trees. Its watches are
+// taken from budget (nil: no bound but the kernel's). It fails only when
+// the roots cannot be read at all; a host without inotify, or without
+// enough watches, gives Trees that walk on every Sync (Degraded).
 func Watch(roots []string, match Match, budget *Budget) (*Trees, error) {
 	t := &Trees{roots: slices.Clone(roots), match: match, budget: budget, fd: -1}
+	if smallEntries > 0 && walkedLooks > 0 {
+		t.walking = true
+		t.rescan() // watches instead, past smallEntries entries
+		return t, nil
+	}
+	t.watch()
+	return t, nil
+}
+
+// watch starts watching the trees: an inotify instance, and the trees
+// walked again under it, each directory watched before it is listed.
+func (t *Trees) watch() {
+	t.walking = false
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		t.degraded = fmt.Sprintf("inotify: %v", err)
@@ -135,7 +173,14 @@ func Watch(roots []string, match Match, budget *Budget) (*Trees, error) {
 		t.fd = fd
 	}
 	t.rescan()
-	return t, nil
+}
+
+// Walked says whether the trees are small and read by a walk at each
+// Found, not yet watched (smallEntries).
+func (t *Trees) Walked() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.walking
 }
 
 // Degraded says why Sync walks the trees every time, or "".
@@ -168,9 +213,16 @@ func (t *Trees) Found() ([]string, error) {
 	if t.closed {
 		return nil, errors.New("treewatch: closed")
 	}
-	if t.fd < 0 {
+	switch {
+	case t.walking:
+		if t.looks++; t.looks >= walkedLooks {
+			t.watch() // looked at often: events are cheaper than walks
+		} else {
+			t.rescan()
+		}
+	case t.fd < 0:
 		t.rescan()
-	} else {
+	default:
 		t.drain()
 	}
 	out := make([]string, 0, len(t.found))
@@ -212,8 +264,13 @@ func (t *Trees) rescan() {
 	}
 	t.budget.give(len(t.nodes))
 	t.dirs, t.nodes, t.found = map[int32]string{}, map[string]*node{}, map[string]string{}
+	t.entries, t.tooBig = 0, false
 	for _, root := range t.roots {
 		t.scan(root, root)
+		if t.tooBig {
+			t.watch() // no longer small: watched, walked once more
+			return
+		}
 	}
 }
 
@@ -236,7 +293,7 @@ func (t *Trees) scan(root, dir string) {
 		t.dirents = make([]byte, 32<<10)
 	}
 	stack := []string{dir}
-	for len(stack) > 0 {
+	for len(stack) > 0 && !t.tooBig {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		dirFd, real, ok := openWithin(d, root)
@@ -283,6 +340,9 @@ func (t *Trees) scanAt(root string, dirFd int, d string, depth int, deeper *[]st
 	}
 	var enter []string
 	listDir(dirFd, t.dirents, func(name string, isDir bool) {
+		if t.entries++; t.walking && t.entries > smallEntries {
+			t.tooBig = true
+		}
 		p := d + "/" + name
 		if d == "/" {
 			p = "/" + name
@@ -300,6 +360,9 @@ func (t *Trees) scanAt(root string, dirFd int, d string, depth int, deeper *[]st
 		}
 	})
 	for _, name := range enter {
+		if t.tooBig {
+			return // walked no further: rescan watches instead
+		}
 		p := d + "/" + name
 		if d == "/" {
 			p = "/" + name
@@ -328,13 +391,25 @@ func listDir(fd int, buf []byte, fn func(name string, isDir bool)) {
 		if err != nil || nb <= 0 {
 			return
 		}
+		// A record is read field by field, not as a unix.Dirent: the
+		// last one's name is shorter than Dirent's, which would reach
+		// past the buffer.
+		var de unix.Dirent
+		const (
+			reclenAt = unsafe.Offsetof(de.Reclen)
+			typeAt   = unsafe.Offsetof(de.Type)
+			nameAt   = unsafe.Offsetof(de.Name)
+		)
 		for off := 0; off < nb; {
-			de := (*unix.Dirent)(unsafePointer(buf[off:]))
-			reclen := int(de.Reclen)
-			if reclen == 0 || off+reclen > nb {
+			if off+int(nameAt) > nb {
 				return
 			}
-			nameOff := off + int(unsafe.Offsetof(de.Name))
+			reclen := int(binary.NativeEndian.Uint16(buf[off+int(reclenAt):]))
+			if reclen < int(nameAt) || off+reclen > nb {
+				return
+			}
+			typ := buf[off+int(typeAt)]
+			nameOff := off + int(nameAt)
 			raw := buf[nameOff : off+reclen]
 			if i := bytes.IndexByte(raw, 0); i >= 0 {
 				raw = raw[:i]
@@ -344,8 +419,8 @@ func listDir(fd int, buf []byte, fn func(name string, isDir bool)) {
 				continue
 			}
 			name := string(raw)
-			isDir := de.Type == unix.DT_DIR
-			if de.Type == unix.DT_UNKNOWN {
+			isDir := typ == unix.DT_DIR
+			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 					continue // gone since

@@ -55,6 +55,26 @@ func walk(t *testing.T, roots []string, match Match) []string {
 	return out
 }
 
+// watched makes the test's Trees watch from the start, as trees larger
+// than smallEntries do.
+func watched(t *testing.T) { set(t, &smallEntries, 0) }
+
+// walkedOnly makes the test's small trees walked at every look, however
+// many.
+func walkedOnly(t *testing.T) { set(t, &walkedLooks, 1<<30) }
+
+func set(t *testing.T, v *int, to int) {
+	old := *v
+	*v = to
+	t.Cleanup(func() { *v = old })
+}
+
+// bothWays runs test on watched trees, then on walked ones.
+func bothWays(t *testing.T, test func(*testing.T)) {
+	t.Run("watched", func(t *testing.T) { watched(t); test(t) })
+	t.Run("walked", func(t *testing.T) { walkedOnly(t); test(t) })
+}
+
 func found(t *testing.T, tr *Trees) []string {
 	t.Helper()
 	f, err := tr.Found()
@@ -75,7 +95,9 @@ func write(t *testing.T, p string) {
 }
 
 // TestTreesFollowChanges: after each change, Found is what a walk finds.
-func TestTreesFollowChanges(t *testing.T) {
+func TestTreesFollowChanges(t *testing.T) { bothWays(t, testTreesFollowChanges) }
+
+func testTreesFollowChanges(t *testing.T) {
 	root := t.TempDir()
 	write(t, root+"/a/b/.env")
 	write(t, root+"/node_modules/x/.env")
@@ -133,7 +155,9 @@ func TestTreesFollowChanges(t *testing.T) {
 
 // TestTreesRandomChanges: random creations, removals, renames and
 // exchanges, many between two reads; Found always agrees with a walk.
-func TestTreesRandomChanges(t *testing.T) {
+func TestTreesRandomChanges(t *testing.T) { bothWays(t, testTreesRandomChanges) }
+
+func testTreesRandomChanges(t *testing.T) {
 	root := t.TempDir()
 	tr, err := Watch([]string{root}, secretish, nil)
 	if err != nil {
@@ -188,6 +212,7 @@ func TestTreesRandomChanges(t *testing.T) {
 // TestTreesOverflow: more events than the kernel queues (a queue
 // overflow) are made good by a walk.
 func TestTreesOverflow(t *testing.T) {
+	watched(t)
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
 		t.Skip(err)
@@ -214,7 +239,9 @@ func TestTreesOverflow(t *testing.T) {
 
 // TestTreesNested: a root inside another is walked as its own, and both
 // keep their records.
-func TestTreesNested(t *testing.T) {
+func TestTreesNested(t *testing.T) { bothWays(t, testTreesNested) }
+
+func testTreesNested(t *testing.T) {
 	outer := t.TempDir()
 	inner := outer + "/in"
 	write(t, inner+"/.env")
@@ -241,6 +268,7 @@ func TestTreesNested(t *testing.T) {
 // returning (it applies what was queued when it began), and once the
 // renames stop it agrees with a walk again.
 func TestTreesBusy(t *testing.T) {
+	watched(t)
 	root := t.TempDir()
 	write(t, root+"/p/c/.env")
 	write(t, root+"/q/r/c/id_x")
@@ -282,7 +310,9 @@ func TestTreesBusy(t *testing.T) {
 // TestTreesStayInside: a directory swapped with a symlink to another
 // tree while it is walked never takes the walk there: nothing is found or
 // watched outside the root.
-func TestTreesStayInside(t *testing.T) {
+func TestTreesStayInside(t *testing.T) { bothWays(t, testTreesStayInside) }
+
+func testTreesStayInside(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	write(t, outside+"/deep/.env")
 	write(t, root+"/x/sub/.env")
@@ -329,6 +359,7 @@ func TestTreesStayInside(t *testing.T) {
 // holds; past it they walk on every Found (Degraded says why) and give
 // their watches back, and Close gives back the rest.
 func TestTreesBudget(t *testing.T) {
+	watched(t)
 	small, big := t.TempDir(), t.TempDir()
 	write(t, small+"/a/.env")
 	for i := range 6 {
@@ -367,5 +398,99 @@ func TestTreesBudget(t *testing.T) {
 	ts.Close()
 	if b.Used() != 0 {
 		t.Errorf("after Close, %d watches used", b.Used())
+	}
+}
+
+// inotifyInstances counts this process's inotify instances, as the
+// kernel lists its open files.
+func inotifyInstances(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSmallTreesWalked: small trees are read by walks, with no inotify
+// instance (whose closing would cost the process the kernel's grace
+// period), and Found is what a walk finds; looked at walkedLooks times, or
+// grown past smallEntries entries, they are watched; larger trees are
+// watched from the start. Walked is not degraded: Degraded stays empty.
+func TestSmallTreesWalked(t *testing.T) {
+	set(t, &smallEntries, 20)
+	set(t, &walkedLooks, 4)
+	base := inotifyInstances(t)
+	root := t.TempDir()
+	write(t, root+"/a/.env")
+	tr, err := Watch([]string{root}, secretish, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	check := func(step string, walked bool) {
+		t.Helper()
+		if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
+			t.Fatalf("%s: found %v, a walk finds %v", step, got, want)
+		}
+		if tr.Walked() != walked || (inotifyInstances(t) > base) == walked || (tr.Watched() > 0) == walked || tr.Degraded() != "" {
+			t.Fatalf("%s: Walked %v, %d inotify instances (%d before), %d watched, Degraded %q; want walked %v", step, tr.Walked(), inotifyInstances(t), base, tr.Watched(), tr.Degraded(), walked)
+		}
+	}
+	check("a small tree", true)
+	write(t, root+"/b/.git/HEAD")
+	check("a repository made", true)
+	os.RemoveAll(root + "/a")
+	check("a secret removed", true)
+	check("the fourth look", false) // walkedLooks: watched from now on
+	write(t, root+"/c/id_x")
+	check("a key made, watched", false)
+	tr.Close()
+	if n := inotifyInstances(t); n != base {
+		t.Errorf("after Close, %d inotify instances, want %d", n, base)
+	}
+
+	// Grown past smallEntries while walked: watched at the next look.
+	grow := t.TempDir()
+	tg, err := Watch([]string{grow}, secretish, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if !tg.Walked() {
+		t.Fatal("an empty tree is watched")
+	}
+	for i := range 30 {
+		write(t, fmt.Sprintf("%s/d/f%d", grow, i))
+	}
+	write(t, grow+"/d/.env")
+	if got, want := found(t, tg), walk(t, []string{grow}, secretish); !slices.Equal(got, want) {
+		t.Fatalf("grown: found %v, a walk finds %v", got, want)
+	}
+	if tg.Walked() || tg.Watched() == 0 || inotifyInstances(t) != base+1 {
+		t.Errorf("a tree grown to 32 entries: Walked %v, %d watched, %d inotify instances; want watched", tg.Walked(), tg.Watched(), inotifyInstances(t))
+	}
+
+	// Larger from the start: watched at once.
+	big := t.TempDir()
+	for i := range 30 {
+		write(t, fmt.Sprintf("%s/e%d/id_%d", big, i%3, i))
+	}
+	tb, err := Watch([]string{big}, secretish, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if tb.Walked() || tb.Watched() != 4 {
+		t.Errorf("a tree of 33 entries: Walked %v, %d watched; want its 4 directories watched", tb.Walked(), tb.Watched())
+	}
+	if got, want := found(t, tb), walk(t, []string{big}, secretish); !slices.Equal(got, want) {
+		t.Fatalf("big: found %v, a walk finds %v", got, want)
 	}
 }
