@@ -25,6 +25,14 @@ import (
 // have answered: the errno the command gets, and which rule it was.
 type notifyFilters struct {
 	nsinit.Denials
+	// programs are made at the first call notified, not with the
+	// filters: most commands make none, and a hutch run would pay
+	// about 0.1 ms and 16 page faults for them each time.
+	programs func() (*notifyPrograms, error)
+}
+
+// notifyPrograms are the host's programs for a notifyFilters' filter.
+type notifyPrograms struct {
 	profile *seccomp.Program
 	wall    *seccomp.Program // nil without the wall's filter
 	trace   *seccomp.Program
@@ -76,20 +84,27 @@ func makeNotifyFilters(profile, wall []byte) (*notifyFilters, error) {
 	if n.Filter, err = seccomp.Notifying(profile, trace); err != nil {
 		return nil, err
 	}
-	if n.profile, err = seccomp.NewProgram(profile); err != nil {
-		return nil, err
-	}
-	if n.trace, err = seccomp.NewProgram(trace); err != nil {
-		return nil, err
-	}
 	if wall != nil {
 		if n.WithWall, err = seccomp.Notifying(profile, wall, trace); err != nil {
 			return nil, err
 		}
-		if n.wall, err = seccomp.NewProgram(wall); err != nil {
+	}
+	n.programs = sync.OnceValues(func() (*notifyPrograms, error) {
+		var p notifyPrograms
+		var err error
+		if p.profile, err = seccomp.NewProgram(profile); err != nil {
 			return nil, err
 		}
-	}
+		if p.trace, err = seccomp.NewProgram(trace); err != nil {
+			return nil, err
+		}
+		if wall != nil {
+			if p.wall, err = seccomp.NewProgram(wall); err != nil {
+				return nil, err
+			}
+		}
+		return &p, nil
+	})
 	return n, nil
 }
 
@@ -122,13 +137,19 @@ func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions 
 		// The programs in the order the filter chains them: the first
 		// that does not allow the call is the one that notified it.
 		d := seccomp.Data{Nr: c.Nr, Arch: c.Arch, InstructionPointer: c.InstructionPointer, Args: c.Args}
-		ret := n.profile.Decide(d)
+		progs, err := n.programs()
+		if err != nil {
+			// Programs Notifying took but the host cannot run: refused,
+			// never let through.
+			return netns.Answer{Errno: unix.EPERM}, true
+		}
+		ret := progs.profile.Decide(d)
 		if errno, ok := seccomp.Refused(ret); ok {
 			denied.add(seccompDenial(c, unix.Errno(errno), sb.filterName), 1)
 			return netns.Answer{Errno: unix.Errno(errno)}, true
 		}
-		if n.wall != nil && ret == seccomp.RetAllow {
-			switch ret = n.wall.Decide(d); {
+		if progs.wall != nil && ret == seccomp.RetAllow {
+			switch ret = progs.wall.Decide(d); {
 			case ret == seccomp.RetUserNotif:
 				return netns.Answer{}, false // the wall's connect
 			case ret != seccomp.RetAllow:
@@ -144,7 +165,7 @@ func (sb *Sandbox) wallOptions(hostNet bool, denied *denials) netns.WallOptions 
 				return netns.Answer{Errno: unix.Errno(errno)}, true
 			}
 		}
-		if ret == seccomp.RetAllow && n.trace.Decide(d) == seccomp.RetUserNotif {
+		if ret == seccomp.RetAllow && progs.trace.Decide(d) == seccomp.RetUserNotif {
 			return traceAttach(c, denied), true
 		}
 		// Nothing else is notified: refused, never let through.
