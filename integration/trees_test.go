@@ -41,7 +41,7 @@ func TestRunSmallWorkspaceUnwatched(t *testing.T) {
 		want  bool // watched
 	}{
 		{"small", 10, false},
-		{"large", 1500, true},
+		{"large", 2500, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := dir(t, "trees-"+tc.name+"-")
