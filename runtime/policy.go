@@ -156,7 +156,8 @@ type Policy struct {
 	// Writable trees: base names or path.Match patterns ("id_*", ".env.*"),
 	// matching files and directories alike, at any depth (node_modules
 	// included; not inside .git, .hg and .svn), as of each command's and
-	// file operation's start: on Linux the trees are watched, and walked
+	// file operation's start: on Linux the trees are watched (small
+	// ones are walked, for a Sandbox's first few commands), and walked
 	// in full only when the watch cannot follow them
 	// (Result.TreesWalked); elsewhere they are found once, by New. A
 	// command whose trees hold more matches than MaxNameMounts can mask is refused with

@@ -83,7 +83,8 @@ func (sb *Sandbox) validate(r resolved) error {
 	}
 	// The sandbox's /etc/hosts: the view's with its hostname added.
 	sb.spec.Files = viewHosts(sb.spec, slices.Contains(sb.namespaceLayers(), LayerUTSNS) && !slices.Contains(p.SkipLayers, LayerUTSNS))
-	// The writable trees are walked once, and watched from then on; the
+	// The writable trees are walked once, and watched from then on
+	// (small ones walked at each look for a while: treewatch); the
 	// count of what the names match is bounded here too, so that New
 	// refuses what every command would.
 	if err := sb.watchTrees(); err != nil {
