@@ -127,3 +127,27 @@ func TestSockaddrUnix(t *testing.T) {
 		t.Errorf("sockaddrUnix = %q", b)
 	}
 }
+
+// TestPollVerdict: a poll of the listener that reports POLLERR alone is
+// polled again, not taken as the filter's end: the kernel reports it
+// when a signal (the Go runtime's SIGURG) interrupts the poll while it
+// waits for the filter's lock, and a listener that stopped there left
+// the command's later calls unanswered.
+func TestPollVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		revents int16
+		want    pollAction
+	}{
+		{0, pollNothing},
+		{unix.POLLIN, pollReceive},
+		{unix.POLLIN | unix.POLLHUP, pollReceive},
+		{unix.POLLHUP, pollHangUp},
+		{unix.POLLHUP | unix.POLLERR, pollHangUp},
+		{unix.POLLERR, pollAgain},
+		{unix.POLLNVAL, pollAgain},
+	} {
+		if got := pollVerdict(tt.revents); got != tt.want {
+			t.Errorf("pollVerdict(%#x) = %d, want %d", tt.revents, got, tt.want)
+		}
+	}
+}
