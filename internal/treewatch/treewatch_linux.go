@@ -110,7 +110,6 @@ type Trees struct {
 	walking  bool              // small, and read by walks (smallEntries)
 	looks    int               // Found calls while walking
 	entries  int               // entries listed by the walk under way
-	tooBig   bool              // the walk under way, walking, passed smallEntries
 	fd       int               // the inotify instance, -1 while walking or once degraded
 	dirs     map[int32]string  // watch descriptor -> directory
 	nodes    map[string]*node  // directory -> what is watched and found in it
@@ -174,6 +173,10 @@ func (t *Trees) watch() {
 	}
 	t.rescan()
 }
+
+// tooBig says whether the walk under way has listed more than
+// smallEntries entries of trees read by walks: they are to be watched.
+func (t *Trees) tooBig() bool { return t.walking && t.entries > smallEntries }
 
 // Walked says whether the trees are small and read by a walk at each
 // Found, not yet watched (smallEntries).
@@ -264,10 +267,10 @@ func (t *Trees) rescan() {
 	}
 	t.budget.give(len(t.nodes))
 	t.dirs, t.nodes, t.found = map[int32]string{}, map[string]*node{}, map[string]string{}
-	t.entries, t.tooBig = 0, false
+	t.entries = 0
 	for _, root := range t.roots {
 		t.scan(root, root)
-		if t.tooBig {
+		if t.tooBig() {
 			t.watch() // no longer small: watched, walked once more
 			return
 		}
@@ -293,7 +296,7 @@ func (t *Trees) scan(root, dir string) {
 		t.dirents = make([]byte, 32<<10)
 	}
 	stack := []string{dir}
-	for len(stack) > 0 && !t.tooBig {
+	for len(stack) > 0 && !t.tooBig() {
 		d := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		dirFd, real, ok := openWithin(d, root)
@@ -340,9 +343,7 @@ func (t *Trees) scanAt(root string, dirFd int, d string, depth int, deeper *[]st
 	}
 	var enter []string
 	listDir(dirFd, t.dirents, func(name string, isDir bool) {
-		if t.entries++; t.walking && t.entries > smallEntries {
-			t.tooBig = true
-		}
+		t.entries++
 		p := d + "/" + name
 		if d == "/" {
 			p = "/" + name
@@ -360,7 +361,7 @@ func (t *Trees) scanAt(root string, dirFd int, d string, depth int, deeper *[]st
 		}
 	})
 	for _, name := range enter {
-		if t.tooBig {
+		if t.tooBig() {
 			return // walked no further: rescan watches instead
 		}
 		p := d + "/" + name
