@@ -232,7 +232,7 @@ func addRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	if fl.Lookup("image") == nil {
 		// oci export's --image is its Pod's (a registry's reference).
 		f.hasImage = true
-		fl.StringVar(&f.image, "image", "", "LAYOUT[:TAG]: run on the image TAG of the OCI image layout LAYOUT (skopeo copy docker://debian:12 oci:LAYOUT:12), unpacked once into $XDG_CACHE_HOME/hutch/images, as --rootfs; its Env applies under --env")
+		fl.StringVar(&f.image, "image", "", "LAYOUT[:TAG]: run on the image TAG of the OCI image layout LAYOUT (skopeo copy docker://debian:12 oci:LAYOUT:12), unpacked once into $XDG_CACHE_HOME/hutch/images by the hutch-image helper (beside hutch or on $PATH), as --rootfs; its Env applies under --env")
 	}
 	fl.Var(repeated{&f.binds}, "bind", "HOST:PATH[:ro|rw]: show the host's HOST at PATH in the sandbox, writable (rw, the default) or read-only (ro); with the host's reads PATH must exist on the host (repeatable)")
 	fl.Var(repeated{&f.denyNames}, "deny-name", "a further file name or pattern (id_*, *.key) to mask wherever it occurs in the workspace and --write trees (repeatable)")
