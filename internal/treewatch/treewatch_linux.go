@@ -136,10 +136,11 @@ type node struct {
 // one, and up to 280 ms seen. A hutch run, a Check or a file command, each
 // a process that looks at its trees two or three times and ends, would
 // pay that at its end, for trees that a walk reads in about a millisecond
-// (0.7 ms for 1000 entries, 4 ms for 4000, on a busy two-core machine). So trees of at most smallEntries entries are walked at each
-// look; once they are looked at walkedLooks times (a Sandbox running
-// commands one after another), or grow past smallEntries, they are
-// watched from then on, as larger trees are from the start.
+// (0.7 ms for 1000 entries, 4 ms for 4000, on a busy two-core machine).
+// So trees of at most smallEntries entries are walked at each look; once
+// they are looked at walkedLooks times (a Sandbox running commands one
+// after another), or grow past smallEntries, they are watched from then
+// on, as larger trees are from the start.
 var (
 	smallEntries = 2048
 	walkedLooks  = 8
