@@ -197,21 +197,6 @@ func TestDurableOutlivesHost(t *testing.T) {
 		t.Fatalf("the host's record: %+v", started)
 	}
 	supervisor, command := *started.Supervisor, identityOf(t, started.Pid)
-	// The command's mount namespace, held open: a namespace's inode
-	// number is given to a new one once it is freed, and other packages'
-	// tests make sandboxes meanwhile (mt15-5 found an unrelated init under
-	// the number of this one, ended). Held, it is this one's for good.
-	mntNS, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", started.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mntNS.Close()
-	var held unix.Stat_t
-	must(unix.Fstat(int(mntNS.Fd()), &held))
-	inMntNS := func(proc string) bool {
-		var st unix.Stat_t
-		return unix.Stat(proc+"/ns/mnt", &st) == nil && st.Dev == held.Dev && st.Ino == held.Ino
-	}
 	groups := hutchGroups(started.Pid)
 
 	// The host dies without a word.
@@ -246,6 +231,24 @@ func TestDurableOutlivesHost(t *testing.T) {
 	}
 	if !live(supervisor) || !live(command) {
 		t.Fatalf("after the host's SIGKILL: supervisor live %v, command live %v", live(supervisor), live(command))
+	}
+	// The command's mount namespace, held open: a namespace's inode
+	// number is given to a new one once it is freed, and other packages'
+	// tests make sandboxes meanwhile (mt15-5 found an unrelated init under
+	// the number of this one, ended). Held, it is this one's for good.
+	// Opened once the server answers: until its exec is done the command
+	// is the non-dumpable init's clone, whose namespaces only root may
+	// open (vm13-9, 6.1, as nobody: permission denied).
+	mntNS, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", started.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mntNS.Close()
+	var held unix.Stat_t
+	must(unix.Fstat(int(mntNS.Fd()), &held))
+	inMntNS := func(proc string) bool {
+		var st unix.Stat_t
+		return unix.Stat(proc+"/ns/mnt", &st) == nil && st.Dev == held.Dev && st.Ino == held.Ino
 	}
 
 	// A new host program.
