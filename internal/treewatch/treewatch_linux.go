@@ -179,9 +179,9 @@ func (t *Trees) watch() {
 // smallEntries entries of trees read by walks: they are to be watched.
 func (t *Trees) tooBig() bool { return t.walking && t.entries > smallEntries }
 
-// Walked says whether the trees are small and read by a walk at each
+// walked says whether the trees are small and read by a walk at each
 // Found, not yet watched (smallEntries).
-func (t *Trees) Walked() bool {
+func (t *Trees) walked() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.walking

@@ -422,7 +422,7 @@ func inotifyInstances(t *testing.T) int {
 // instance (whose closing would cost the process the kernel's grace
 // period), and Found is what a walk finds; looked at walkedLooks times, or
 // grown past smallEntries entries, they are watched; larger trees are
-// watched from the start. Walked is not degraded: Degraded stays empty.
+// watched from the start. Walking is not degraded: Degraded stays empty.
 func TestSmallTreesWalked(t *testing.T) {
 	set(t, &smallEntries, 20)
 	set(t, &walkedLooks, 4)
@@ -439,8 +439,8 @@ func TestSmallTreesWalked(t *testing.T) {
 		if got, want := found(t, tr), walk(t, []string{root}, secretish); !slices.Equal(got, want) {
 			t.Fatalf("%s: found %v, a walk finds %v", step, got, want)
 		}
-		if tr.Walked() != walked || (inotifyInstances(t) > base) == walked || (tr.Watched() > 0) == walked || tr.Degraded() != "" {
-			t.Fatalf("%s: Walked %v, %d inotify instances (%d before), %d watched, Degraded %q; want walked %v", step, tr.Walked(), inotifyInstances(t), base, tr.Watched(), tr.Degraded(), walked)
+		if tr.walked() != walked || (inotifyInstances(t) > base) == walked || (tr.Watched() > 0) == walked || tr.Degraded() != "" {
+			t.Fatalf("%s: walked %v, %d inotify instances (%d before), %d watched, Degraded %q; want walked %v", step, tr.walked(), inotifyInstances(t), base, tr.Watched(), tr.Degraded(), walked)
 		}
 	}
 	check("a small tree", true)
@@ -463,7 +463,7 @@ func TestSmallTreesWalked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if !tg.Walked() {
+	if !tg.walked() {
 		t.Fatal("an empty tree is watched")
 	}
 	for i := range 30 {
@@ -473,8 +473,8 @@ func TestSmallTreesWalked(t *testing.T) {
 	if got, want := found(t, tg), walk(t, []string{grow}, secretish); !slices.Equal(got, want) {
 		t.Fatalf("grown: found %v, a walk finds %v", got, want)
 	}
-	if tg.Walked() || tg.Watched() == 0 || inotifyInstances(t) != base+1 {
-		t.Errorf("a tree grown to 32 entries: Walked %v, %d watched, %d inotify instances; want watched", tg.Walked(), tg.Watched(), inotifyInstances(t))
+	if tg.walked() || tg.Watched() == 0 || inotifyInstances(t) != base+1 {
+		t.Errorf("a tree grown to 32 entries: walked %v, %d watched, %d inotify instances; want watched", tg.walked(), tg.Watched(), inotifyInstances(t))
 	}
 
 	// Larger from the start: watched at once.
@@ -487,8 +487,8 @@ func TestSmallTreesWalked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	if tb.Walked() || tb.Watched() != 4 {
-		t.Errorf("a tree of 33 entries: Walked %v, %d watched; want its 4 directories watched", tb.Walked(), tb.Watched())
+	if tb.walked() || tb.Watched() != 4 {
+		t.Errorf("a tree of 33 entries: walked %v, %d watched; want its 4 directories watched", tb.walked(), tb.Watched())
 	}
 	if got, want := found(t, tb), walk(t, []string{big}, secretish); !slices.Equal(got, want) {
 		t.Fatalf("big: found %v, a walk finds %v", got, want)
