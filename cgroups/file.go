@@ -65,6 +65,35 @@ func readFile(path string) ([]byte, error) {
 	}
 }
 
+// preadAll reads the whole of an open cgroup file from its start, which
+// generates it afresh.
+func preadAll(fd int, path string) ([]byte, error) {
+	buf := make([]byte, 512)
+	n := 0
+	for {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		k, err := unix.Pread(fd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if k == 0 {
+			return buf[:n], nil
+		}
+		n += k
+		if n < len(buf) {
+			// A seq_file hands over all it generated that fits: a short
+			// read is the end (the read for EOF would cost a system call
+			// more).
+			return buf[:n], nil
+		}
+	}
+}
+
 // readUint reads a file holding one number; "max" reads as ^uint64(0).
 func readUint(path string) (uint64, error) {
 	b, err := readFile(path)

@@ -27,7 +27,8 @@ type Group struct {
 	unenforced []string
 
 	mu        sync.Mutex
-	dir       *os.File // v2: the directory, for CLONE_INTO_CGROUP; nil otherwise
+	dir       *os.File       // v2: the directory, for CLONE_INTO_CGROUP; nil otherwise
+	held      map[string]int // HoldUsage's files
 	removed   []bool
 	destroyed bool
 }
@@ -471,6 +472,7 @@ func (g *Group) Destroy() error {
 		g.dir.Close()
 		g.dir = nil
 	}
+	g.releaseUsage()
 	// Usually the command has ended and the group is empty: then this is
 	// one rmdir per hierarchy, without freezing anything.
 	err := g.rmdirs()

@@ -575,3 +575,77 @@ func TestJoinThreadHelper(t *testing.T) {
 	}
 	fmt.Printf("JoinThread into %d hierarchies after 200 ms idle: %v\nchild:\n%s", n, took, out)
 }
+
+// TestLiveHoldUsage: the files HoldUsage keeps open are read afresh at
+// each Usage (a pread from their start regenerates a cgroup file), so a
+// held group's Usage is what opening each file says, after its processes
+// changed every counter; Destroy closes them.
+func TestLiveHoldUsage(t *testing.T) {
+	m := liveManager(t)
+	g := create(t, m, Limits{MemoryBytes: 256 << 20, Pids: 64})
+	g.HoldUsage()
+	if n := fdsInto(t, g); n == 0 {
+		t.Fatal("HoldUsage opened none of the group's files")
+	}
+	before, err := g.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dd touches its 32 MiB buffer; the sleeps are processes more.
+	cmd, release := startGated(t, g, io.Discard, "/bin/sh", "-c",
+		"sleep 0.3 & sleep 0.3 & sleep 0.3 & dd if=/dev/zero of=/dev/null bs=32M count=8 2>/dev/null; wait")
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := g.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := g.usage(&usageReader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("before %+v, after %+v", before, after)
+	if after != opened {
+		t.Errorf("held files read %+v, opened ones %+v", after, opened)
+	}
+	if after.CPUUser+after.CPUSystem <= before.CPUUser+before.CPUSystem {
+		t.Errorf("CPU time did not grow: %+v, then %+v", before, after)
+	}
+	if opened.PeakMemoryBytes > 0 && after.PeakMemoryBytes < 32<<20 {
+		t.Errorf("PeakMemoryBytes = %d after dd's 32 MiB buffer", after.PeakMemoryBytes)
+	}
+	if after.PidsPeak < 4 && opened.PidsPeak >= 4 {
+		t.Errorf("PidsPeak = %d, want the 4 processes at once", after.PidsPeak)
+	}
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fdsInto(t, g); n != 0 {
+		t.Errorf("%d fds into the group left open after Destroy", n)
+	}
+}
+
+// fdsInto counts this process's fds open on files of g's directories.
+func fdsInto(t *testing.T, g *Group) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, d := range g.Dirs() {
+			if strings.HasPrefix(target, d+"/") {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}

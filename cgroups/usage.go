@@ -4,24 +4,88 @@ package cgroups
 
 import (
 	"fmt"
+	"io/fs"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Usage reads what the group's processes consumed: peak memory, CPU
 // time, the peak process count, and how often a limit was hit.
 func (g *Group) Usage() (Usage, error) {
-	if g.m.v2 {
-		return usageV2(g.dirs[0], g.ctl)
-	}
-	return usageV1(g.ctl)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.usage(&usageReader{held: g.held})
 }
 
-// usageReader keeps the first error that is not a missing file (a missing
-// file is a kernel without that counter, or a controller the group lacks).
-type usageReader struct{ err error }
+func (g *Group) usage(r *usageReader) (Usage, error) {
+	if g.m.v2 {
+		return usageV2(r, g.dirs[0], g.ctl)
+	}
+	return usageV1(r, g.ctl)
+}
+
+// HoldUsage opens the files Usage reads and keeps them open until
+// Destroy, so that Usage reads them again (a pread each) instead of
+// opening them: a file of the cgroup filesystem is generated afresh at
+// each read from its start, and an open, read and close of one costs
+// three times a read. It is for a group made ahead of the process that
+// will use it (a pooled init's), whose Usage is on the path of a command's
+// end. Usage works the same without it; a file that cannot be held is
+// opened at each Usage, as without it.
+func (g *Group) HoldUsage() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil || g.destroyed {
+		return
+	}
+	r := &usageReader{held: map[string]int{}, hold: true}
+	_, _ = g.usage(r)
+	g.held = r.held
+}
+
+// releaseUsage closes what HoldUsage opened, with g.mu held.
+func (g *Group) releaseUsage() {
+	for _, fd := range g.held {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	g.held = nil
+}
+
+// usageReader reads the counters' files and keeps the first error that is
+// not a missing file (a missing file is a kernel without that counter, or
+// a controller the group lacks). held maps the files HoldUsage opened to
+// their fds, and those it found missing to -1; with hold set, it is being
+// filled.
+type usageReader struct {
+	err  error
+	held map[string]int
+	hold bool
+}
 
 func (r *usageReader) file(path string) ([]byte, bool) {
-	b, err := readFile(path)
+	var b []byte
+	var err error
+	switch fd, ok := r.held[path]; {
+	case ok && fd < 0:
+		err = unix.ENOENT
+	case ok:
+		b, err = preadAll(fd, path)
+	case r.hold:
+		if fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+			r.held[path] = fd
+			b, err = preadAll(fd, path)
+		} else if err == unix.ENOENT {
+			r.held[path] = -1
+		}
+		if err != nil {
+			err = &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+	default:
+		b, err = readFile(path)
+	}
 	if err != nil {
 		if !isNotExist(err) && r.err == nil {
 			r.err = err
@@ -50,9 +114,8 @@ func (r *usageReader) uint(path string) (uint64, bool) {
 	return n, true
 }
 
-func usageV2(dir string, ctl [numCtl]string) (Usage, error) {
+func usageV2(r *usageReader, dir string, ctl [numCtl]string) (Usage, error) {
 	var u Usage
-	var r usageReader
 	if ctl[ctlMemory] != "" {
 		u.PeakMemoryBytes, _ = r.uint(dir + "/memory.peak")
 		if b, ok := r.file(dir + "/memory.events"); ok {
@@ -67,14 +130,13 @@ func usageV2(dir string, ctl [numCtl]string) (Usage, error) {
 		u.CPUUser, u.CPUSystem = time.Duration(us)*time.Microsecond, time.Duration(sy)*time.Microsecond
 	}
 	if ctl[ctlPids] != "" {
-		u.PidsPeak, u.PidsLimitHits = pidsUsage(&r, dir)
+		u.PidsPeak, u.PidsLimitHits = pidsUsage(r, dir)
 	}
 	return u, r.err
 }
 
-func usageV1(ctl [numCtl]string) (Usage, error) {
+func usageV1(r *usageReader, ctl [numCtl]string) (Usage, error) {
 	var u Usage
-	var r usageReader
 	if d := ctl[ctlMemory]; d != "" {
 		u.PeakMemoryBytes, _ = r.uint(d + "/memory.max_usage_in_bytes")
 		if b, ok := r.file(d + "/memory.oom_control"); ok {
@@ -96,7 +158,7 @@ func usageV1(ctl [numCtl]string) (Usage, error) {
 		}
 	}
 	if d := ctl[ctlPids]; d != "" {
-		u.PidsPeak, u.PidsLimitHits = pidsUsage(&r, d)
+		u.PidsPeak, u.PidsLimitHits = pidsUsage(r, d)
 	}
 	return u, r.err
 }

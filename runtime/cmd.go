@@ -192,11 +192,13 @@ func (c *Cmd) Start() error {
 	c.output = &limiter{left: limit, unlimited: limit == Unlimited, onExceed: c.outputExceeded}
 	c.reported = c.sb.reportedFor()
 
-	stdin, err := c.stdinFile()
+	stdin, nullIn, err := c.stdinFile()
 	if err != nil {
 		return fail(err)
 	}
-	childEnds = append(childEnds, stdin)
+	if !nullIn {
+		childEnds = append(childEnds, stdin)
+	}
 	shared := sameWriter(c.Stdout, c.Stderr)
 	stdoutName := "stdout"
 	if shared {
@@ -646,14 +648,16 @@ func (c *Cmd) Wait() error {
 
 // stdinFile is the command's stdin: /dev/null, or a pipe fed from Stdin.
 // The command never gets an fd to a host file, only to a pipe or
-// /dev/null, so /proc/self/fd/0 reopens nothing of the host's.
-func (c *Cmd) stdinFile() (*os.File, error) {
+// /dev/null, so /proc/self/fd/0 reopens nothing of the host's. The
+// /dev/null is every command's (null is set): it must not be closed.
+func (c *Cmd) stdinFile() (f *os.File, null bool, err error) {
 	if c.Stdin == nil {
-		return os.Open(os.DevNull)
+		f, err := nullStdin()
+		return f, true, err
 	}
-	r, w, err := os.Pipe()
+	w, r, err := commandPipe(false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.closers = append(c.closers, w)
 	go func() {
@@ -676,7 +680,7 @@ func (c *Cmd) stdinFile() (*os.File, error) {
 			in.r.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
 		}
 	}()
-	return r, nil
+	return r, false, nil
 }
 
 type readerFunc func([]byte) (int, error)
@@ -690,7 +694,7 @@ func (c *Cmd) outputFile(name string, dst io.Writer) (*os.File, error) {
 	if dst == nil {
 		dst = io.Discard
 	}
-	r, w, err := os.Pipe()
+	r, w, err := commandPipe(true)
 	if err != nil {
 		return nil, err
 	}

@@ -201,6 +201,39 @@ func TestStdin(t *testing.T) {
 	}
 }
 
+// TestStdinNull: a command without Stdin has the host's /dev/null as its
+// fd 0, read only, as the host's /proc shows it; the one /dev/null every
+// such command is handed stays open for the next when one has ended.
+func TestStdinNull(t *testing.T) {
+	sb, _ := newSandbox(t)
+	for i := range 3 {
+		c := sb.Command(context.Background(), "sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := c.Pid()
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", pid))
+		info, ierr := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/0", pid))
+		c.Stop(nil)
+		c.Wait()
+		if err != nil || ierr != nil {
+			t.Fatalf("command %d: fd 0: %v, %v", i, err, ierr)
+		}
+		if target != os.DevNull {
+			t.Errorf("command %d: fd 0 is %q, want %s", i, target, os.DevNull)
+		}
+		var flags string
+		for line := range strings.Lines(string(info)) {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				flags = strings.TrimSpace(v)
+			}
+		}
+		if f, err := strconv.ParseUint(flags, 8, 32); err != nil || f&syscall.O_ACCMODE != syscall.O_RDONLY {
+			t.Errorf("command %d: fd 0 flags %q, want read only", i, flags)
+		}
+	}
+}
+
 func TestOutputLimit(t *testing.T) {
 	const limit = 1000
 	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = limit })
