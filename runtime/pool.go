@@ -170,12 +170,6 @@ func (p *pool) add() {
 			p.added(nil)
 			return
 		}
-		if in.group != nil {
-			// Its command's Result reads the group's usage at the
-			// command's end: opened now, those files cost a read each
-			// there, not an open, a read and a close.
-			in.group.HoldUsage()
-		}
 	}
 	if err != nil {
 		p.added(nil) // the next take falls back to a cold start
