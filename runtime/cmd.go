@@ -19,7 +19,6 @@ import (
 	"github.com/hutchbox/hutch/internal/units"
 	"github.com/hutchbox/hutch/leaks"
 	"github.com/hutchbox/hutch/nsinit"
-	"golang.org/x/sys/unix"
 )
 
 // setupError is the init's report of a failed step, as the caller sees it.
@@ -704,16 +703,15 @@ func (c *Cmd) outputFile(name string, dst io.Writer) (*os.File, error) {
 	out = c.scanReported(name, out)
 	go func() {
 		defer c.copiers.Done()
-		var err error
-		if held == nil {
-			_, err = io.Copy(out, r)
-		} else {
-			err = copyPausing(out, r, func() {
+		var paused func()
+		if held != nil {
+			paused = func() {
 				if held() {
 					c.killForOutput(KilledLeak, &c.leakHit)
 				}
-			})
+			}
 		}
+		err := copyOutput(out, r, paused)
 		if ferr := finish(); err == nil {
 			err = ferr
 		}
@@ -797,34 +795,4 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// copyPausing copies the pipe r to w as io.Copy does, and calls paused
-// whenever r has nothing more to read for now (FIONREAD, which Linux
-// names TIOCINQ, says 0): the writer stopped, for a while or for good.
-func copyPausing(w io.Writer, r *os.File, paused func()) error {
-	rc, err := r.SyscallConn()
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return werr
-			}
-			pending := 1
-			rc.Control(func(fd uintptr) { pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
-			if pending == 0 {
-				paused()
-			}
-		}
-		switch {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return err
-		}
-	}
 }
