@@ -2,9 +2,9 @@
 by round (see bench/api_test.go, BenchmarkAPIExec/python):
 
   api    POST /v1/exec {"argv": ["true"]} to `hutch serve` through
-         the hutch_client package in clients/python (http.client over AF_UNIX, a
-         connection per call, as the client makes them), until the
-         result event;
+         the hutch_client package in clients/python (http.client over AF_UNIX,
+         its connection kept between calls, as the client keeps it), until
+         the result event;
   bare   subprocess.run(["true"]);
   bwrap  subprocess.run([bwrap, <the bench's agent policy>..., "true"]).
 
