@@ -41,14 +41,16 @@ const destroyTimeout = 5 * time.Second
 // group describes the group name below the Manager's parents; nothing is
 // created. With l, a v1 group leaves out the hierarchies only a limit l
 // does not set would need (cpu without a CPU limit, blkio without an io
-// weight: CPU time comes from cpuacct): each hierarchy costs a mkdir and an
-// rmdir of some 30-70 us, and a cgroup.procs write in Add. Without l (a
-// group found by Sweep) it has every hierarchy.
-func (m *Manager) group(name string, l *Limits) *Group {
+// weight: CPU time comes from cpuacct), and in a pid namespace also the
+// freezer (see CreateInPidNS): each hierarchy costs a mkdir and an rmdir
+// of some 30-70 us, and a cgroup.procs write in Add. Without l (a group
+// found by Sweep) it has every hierarchy.
+func (m *Manager) group(name string, l *Limits, inPidNS bool) *Group {
 	g := &Group{m: m, name: name}
 	need := [numCtl]bool{true, true, true, true, true, true}
 	if l != nil && !m.v2 {
 		need[ctlCPU], need[ctlIO] = l.CPUs > 0, l.IOWeight > 0
+		need[ctlFreezer] = !inPidNS
 	}
 	for _, p := range m.dirs {
 		used := false
@@ -76,14 +78,25 @@ func (m *Manager) group(name string, l *Limits) *Group {
 // A limit the host cannot enforce at all (no memory controller for a
 // memory limit, ...) fails with an error matching ErrUnavailable; swap and
 // io weight are best effort (see Unenforced).
-func (m *Manager) Create(l Limits) (*Group, error) {
+func (m *Manager) Create(l Limits) (*Group, error) { return m.create(l, false) }
+
+// CreateInPidNS is Create for processes in a pid namespace of their own,
+// all of which the end of its init kills at once, with nothing able to
+// fork past it: the freezer's atomic kill adds nothing there. On v1 the
+// group then has no freezer hierarchy (a mkdir, an rmdir and a join less
+// for each group), and Kill, Destroy's last resort for a group that will
+// not empty, signals what the group lists until nothing is left, without
+// freezing it first. On v2 it is Create.
+func (m *Manager) CreateInPidNS(l Limits) (*Group, error) { return m.create(l, true) }
+
+func (m *Manager) create(l Limits, inPidNS bool) (*Group, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	if err := m.check(l); err != nil {
 		return nil, err
 	}
-	g := m.group(m.prefix+strconv.FormatUint(seq.Add(1), 10), &l)
+	g := m.group(m.prefix+strconv.FormatUint(seq.Add(1), 10), &l, inPidNS)
 	for i, d := range g.dirs {
 		if err := m.h.mkdir(d); err != nil {
 			for j := range i {

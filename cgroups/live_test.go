@@ -181,7 +181,30 @@ func TestLiveV1Limits(t *testing.T) {
 
 func TestLiveKillDestroy(t *testing.T) {
 	m := v1Manager(t)
-	g := create(t, m, Limits{MemoryBytes: 256 << 20, Pids: 100})
+	t.Run("Create", func(t *testing.T) { liveKillDestroy(t, m, false) })
+	// Without a freezer hierarchy: Kill signals what the group lists
+	// until it is empty.
+	t.Run("CreateInPidNS", func(t *testing.T) { liveKillDestroy(t, m, true) })
+}
+
+func liveKillDestroy(t *testing.T, m *Manager, inPidNS bool) {
+	newGroup := m.Create
+	if inPidNS {
+		newGroup = m.CreateInPidNS
+	}
+	g, err := newGroup(Limits{MemoryBytes: 256 << 20, Pids: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Destroy() })
+	// The host's freezer hierarchy has the group exactly when it was
+	// made by Create.
+	if fz := m.parents[ctlFreezer]; fz != "" {
+		_, err := os.Stat(fz + "/" + g.Name())
+		if made := err == nil; made == inPidNS {
+			t.Errorf("freezer directory of the group made: %v (%v), made by CreateInPidNS: %v", made, err, inPidNS)
+		}
+	}
 	// sh starts sleep in the background and reports its pid: the
 	// grandchild is not the test's to reap, so it is gone (or a zombie of
 	// whoever inherits it) only if the kill reached it through the group.
@@ -406,8 +429,8 @@ func TestLiveSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := m.group(fmt.Sprintf("hutch-%d-%d-%d-1", dead.Process.Pid, m.h.start, m.h.pidns), nil)
-	kept := m.group(fmt.Sprintf("hutch-%d-%d-%d-1", live.Process.Pid, liveStart, m.h.pidns), nil)
+	stale := m.group(fmt.Sprintf("hutch-%d-%d-%d-1", dead.Process.Pid, m.h.start, m.h.pidns), nil, false)
+	kept := m.group(fmt.Sprintf("hutch-%d-%d-%d-1", live.Process.Pid, liveStart, m.h.pidns), nil, false)
 	t.Cleanup(func() { kept.Destroy(); stale.Destroy() })
 	for _, g := range []*Group{stale, kept} {
 		for _, d := range g.dirs {

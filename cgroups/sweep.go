@@ -114,7 +114,7 @@ func (m *Manager) Sweep() (removed int, err error) {
 		}
 	}
 	for name := range stale {
-		if err := m.group(name, nil).Destroy(); err != nil {
+		if err := m.group(name, nil, false).Destroy(); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -231,6 +232,61 @@ func TestStdinNull(t *testing.T) {
 		if f, err := strconv.ParseUint(flags, 8, 32); err != nil || f&syscall.O_ACCMODE != syscall.O_RDONLY {
 			t.Errorf("command %d: fd 0 flags %q, want read only", i, flags)
 		}
+	}
+}
+
+// TestUsageCPU: what a command and the processes it left behind spent
+// spinning is its Result's CPU time, whether it ended on its own or was
+// killed with its sandbox. On a v1 host the command has no freezer group
+// of its own, as the host's /proc shows its groups: the init, pid 1 of the
+// sandbox, kills everything in it at once.
+func TestUsageCPU(t *testing.T) {
+	sb, _ := newSandbox(t)
+	// The spinner outlives the shell that started it: the init reaps it.
+	c := sb.Command(context.Background(), "sh", "-c", `(timeout 0.4 sh -c 'while :; do :; done' &); exec sleep 1`)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	u := c.Result.Usage
+	if u == nil {
+		t.Skip("no cgroups here: the Result has no usage")
+	}
+	if cpu := u.CPUUser + u.CPUSystem; cpu < 200*time.Millisecond || cpu > 2*c.Result.Wall {
+		t.Errorf("CPU time %v for a 0.4 s spinner, in %v", cpu, c.Result.Wall)
+	}
+	var own []string // the controllers of the lines that name the command's group
+	for line := range strings.Lines(string(groups)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) == 3 && f[1] != "" && strings.Contains(f[2], "/hutch-") {
+			own = append(own, strings.Split(f[1], ",")...)
+		}
+	}
+	t.Logf("the command's v1 groups: %q", own)
+	if len(own) > 0 && (!slices.Contains(own, "memory") || !slices.Contains(own, "cpuacct")) {
+		t.Errorf("no memory or cpuacct group for the command:\n%s", groups)
+	}
+	if slices.Contains(own, "freezer") {
+		t.Errorf("the command is in a freezer group of its own:\n%s", groups)
+	}
+
+	// Killed for its output, the sandbox ends with its init: its CPU time
+	// is still counted.
+	sb, _ = newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = 1 << 20 })
+	c = sb.Command(context.Background(), "sh", "-c", "timeout 0.4 sh -c 'while :; do :; done'; exec yes")
+	c.Stdout = io.Discard
+	err = c.Run()
+	if c.Result.KillReason != runtime.KilledOutputLimit {
+		t.Fatalf("spinner: %v (%s), want a kill for its output", err, c.Result.KillReason)
+	}
+	if u := c.Result.Usage; u == nil || u.CPUUser+u.CPUSystem < 200*time.Millisecond {
+		t.Errorf("killed after 400 ms of spinning: usage %+v", u)
 	}
 }
 

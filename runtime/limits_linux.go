@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchbox/hutch/cgroups"
 )
 
@@ -49,7 +51,7 @@ func (sb *Sandbox) setupLimits() error {
 		// One group proves the limits can be applied here; the first
 		// init gets it.
 		var g *cgroups.Group
-		if g, err = m.Create(sb.limits); err == nil {
+		if g, err = sb.createGroup(m); err == nil {
 			// What it could not enforce, every group of this host will
 			// not either: the Result of a command that never got a group
 			// of its own says so from this.
@@ -75,7 +77,20 @@ func (sb *Sandbox) newGroup() (*cgroups.Group, error) {
 	if g := sb.probeGroup.Swap(nil); g != nil {
 		return g, nil
 	}
-	return sb.cgroups.Create(sb.limits)
+	return sb.createGroup(sb.cgroups)
+}
+
+// createGroup makes an init's group in m. When the init is pid 1 of its
+// sandbox, its end kills everything in it at once: the group needs no
+// freezer on v1 (CreateInPidNS), a mkdir, an rmdir and a join less for
+// every command. Without a pid namespace (LevelLandlock) the freezer is
+// what stops a forking command between the listing of its processes and
+// their kill.
+func (sb *Sandbox) createGroup(m *cgroups.Manager) (*cgroups.Group, error) {
+	if sb.cloneflags()&unix.CLONE_NEWPID != 0 {
+		return m.CreateInPidNS(sb.limits)
+	}
+	return m.Create(sb.limits)
 }
 
 // dropProbeGroup removes the probe group if no init took it.
