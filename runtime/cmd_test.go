@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -236,14 +237,24 @@ func TestStdinNull(t *testing.T) {
 }
 
 // TestUsageCPU: what a command and the processes it left behind spent
-// spinning is its Result's CPU time, whether it ended on its own or was
-// killed with its sandbox. On a v1 host the command has no freezer group
-// of its own, as the host's /proc shows its groups: the init, pid 1 of the
-// sandbox, kills everything in it at once.
+// is its Result's CPU time, whether it ended on its own or was killed with
+// its sandbox: at least half of what the same work costs on the host, by
+// the host's own accounting (fixed work, not a fixed time: a loaded host
+// gives a spinner less CPU in the same time). On a v1 host the command has
+// no freezer group of its own, as the host's /proc shows its groups: the
+// init, pid 1 of the sandbox, kills everything in it at once.
 func TestUsageCPU(t *testing.T) {
+	const work = `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`
+	host := exec.Command("sh", "-c", work)
+	if err := host.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := (host.ProcessState.UserTime() + host.ProcessState.SystemTime()) / 2
 	sb, _ := newSandbox(t)
-	// The spinner outlives the shell that started it: the init reaps it.
-	c := sb.Command(context.Background(), "sh", "-c", `(timeout 0.4 sh -c 'while :; do :; done' &); exec sleep 1`)
+	// The worker outlives the shell that started it (the init reaps it);
+	// the command ends once the worker is done.
+	c := sb.Command(context.Background(), "sh", "-c",
+		`(sh -c '`+work+`; touch /tmp/done' &); while [ ! -e /tmp/done ]; do sleep 0.05; done`)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +269,8 @@ func TestUsageCPU(t *testing.T) {
 	if u == nil {
 		t.Skip("no cgroups here: the Result has no usage")
 	}
-	if cpu := u.CPUUser + u.CPUSystem; cpu < 200*time.Millisecond || cpu > 2*c.Result.Wall {
-		t.Errorf("CPU time %v for a 0.4 s spinner, in %v", cpu, c.Result.Wall)
+	if cpu := u.CPUUser + u.CPUSystem; cpu < want || cpu > 2*c.Result.Wall {
+		t.Errorf("CPU time %v in %v, for work that takes the host %v", cpu, c.Result.Wall, 2*want)
 	}
 	var own []string // the controllers of the lines that name the command's group
 	for line := range strings.Lines(string(groups)) {
@@ -279,14 +290,14 @@ func TestUsageCPU(t *testing.T) {
 	// Killed for its output, the sandbox ends with its init: its CPU time
 	// is still counted.
 	sb, _ = newSandbox(t, func(p *runtime.Policy) { p.OutputLimit = 1 << 20 })
-	c = sb.Command(context.Background(), "sh", "-c", "timeout 0.4 sh -c 'while :; do :; done'; exec yes")
+	c = sb.Command(context.Background(), "sh", "-c", work+"; exec yes")
 	c.Stdout = io.Discard
 	err = c.Run()
 	if c.Result.KillReason != runtime.KilledOutputLimit {
-		t.Fatalf("spinner: %v (%s), want a kill for its output", err, c.Result.KillReason)
+		t.Fatalf("worker: %v (%s), want a kill for its output", err, c.Result.KillReason)
 	}
-	if u := c.Result.Usage; u == nil || u.CPUUser+u.CPUSystem < 200*time.Millisecond {
-		t.Errorf("killed after 400 ms of spinning: usage %+v", u)
+	if u := c.Result.Usage; u == nil || u.CPUUser+u.CPUSystem < want {
+		t.Errorf("killed after work that takes the host %v: usage %+v", 2*want, u)
 	}
 }
 
