@@ -95,33 +95,42 @@ type spawner func(spawn.Request) (*spawn.Init, error)
 // configuration. It does not wait for the sandbox to be built.
 func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error) {
 	config := sb.config(f)
-	// The command's cgroup exists, limits written, before the init does:
-	// on v2 the init is cloned into it, on v1 its forking thread joins it
-	// before it is handed a command.
+	// The command's cgroup exists, limits written, before the init runs
+	// anything of the command: on v2 the init is cloned into it, so it is
+	// made first; on v1 the init's forking thread joins it through the
+	// tasks files that travel with the plan, so it is made while the init
+	// is cloned (a mkdir and the limits' writes in each hierarchy, off the
+	// spawn's path).
 	var group *cgroups.Group
 	var cgroupDir *os.File
 	var tasks []*os.File
-	if sb.cgroups != nil {
-		if group, err = sb.newGroup(); err != nil {
-			return nil, &SetupError{Layer: LayerCgroup, Op: "create", Err: err}
+	defer func() {
+		for _, t := range tasks {
+			t.Close()
 		}
-		defer func() {
-			if err != nil {
-				_ = group.Destroy()
-			}
-		}()
+		if err != nil && group != nil {
+			_ = group.Destroy()
+		}
+	}()
+	makeGroup := func() error {
+		var err error
+		if group, err = sb.newGroup(); err != nil {
+			return &SetupError{Layer: LayerCgroup, Op: "create", Err: err}
+		}
 		if dir, ok := group.File(); ok {
 			cgroupDir = dir // owned by group
-		} else {
-			if tasks, err = group.OpenTasks(); err != nil {
-				return nil, &SetupError{Layer: LayerCgroup, Op: "open tasks", Err: err}
-			}
-			defer func() {
-				for _, t := range tasks {
-					t.Close()
-				}
-			}()
-			config.CgroupTasks = len(tasks)
+			return nil
+		}
+		if tasks, err = group.OpenTasks(); err != nil {
+			return &SetupError{Layer: LayerCgroup, Op: "open tasks", Err: err}
+		}
+		config.CgroupTasks = len(tasks)
+		return nil
+	}
+	cloneInto := sb.cgroups != nil && sb.cgroups.Layout() == cgroups.V2
+	if cloneInto {
+		if err := makeGroup(); err != nil {
+			return nil, err
 		}
 	}
 	null, err := initStdio()
@@ -174,6 +183,11 @@ func (sb *Sandbox) startInit(f fresh, start spawner) (in *sandboxInit, err error
 			_, _ = r.proc.Wait()
 		}
 		return nil, err
+	}
+	if sb.cgroups != nil && !cloneInto {
+		if err := makeGroup(); err != nil {
+			return abandon(err)
+		}
 	}
 	plan, ruleset, err := planInit(sb, f, config)
 	if err != nil {
