@@ -133,8 +133,25 @@ func growPipe(rc syscall.RawConn) bool {
 
 // nullStdin is the stdin of every command without one: /dev/null, opened
 // once (read only, as os/exec opens it) and sent to each command's init,
-// which gets its own copy of the descriptor.
-var nullStdin = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
+// which gets its own copy of the descriptor. A failed open (out of fds for
+// a moment) is not kept: the next command tries again.
+func nullStdin() (*os.File, error) {
+	nullIn.mu.Lock()
+	defer nullIn.mu.Unlock()
+	if nullIn.f == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		nullIn.f = f
+	}
+	return nullIn.f, nil
+}
+
+var nullIn struct {
+	mu sync.Mutex
+	f  *os.File
+}
 
 // StdinPipe returns a pipe connected to the command's standard input when
 // it starts, as exec.Cmd.StdinPipe does: close it to give the command
