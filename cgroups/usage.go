@@ -29,10 +29,10 @@ func (g *Group) usage(r *usageReader) (Usage, error) {
 // Destroy, so that Usage reads them again (a pread each) instead of
 // opening them: a file of the cgroup filesystem is generated afresh at
 // each read from its start, and an open, read and close of one costs
-// three times a read. It is for a group made ahead of the process that
-// will use it (a pooled init's), whose Usage is on the path of a command's
-// end. Usage works the same without it; a file that cannot be held is
-// opened at each Usage, as without it.
+// three times a read. It is for a group made before its processes run
+// (an init's, while the init is built), whose Usage is on the path of a
+// command's end. Usage works the same without it; a file that cannot be
+// held is opened at each Usage, as without it.
 func (g *Group) HoldUsage() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -77,12 +77,12 @@ func (r *usageReader) file(path string) ([]byte, bool) {
 		if fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 			r.held[path] = fd
 			b, err = preadAll(fd, path)
-		} else if err == unix.ENOENT {
+			break
+		}
+		if err == unix.ENOENT {
 			r.held[path] = -1
 		}
-		if err != nil {
-			err = &fs.PathError{Op: "open", Path: path, Err: err}
-		}
+		err = &fs.PathError{Op: "open", Path: path, Err: err}
 	default:
 		b, err = readFile(path)
 	}
