@@ -486,7 +486,13 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 		// a command that did not start, or output that was lost.
 		ev.Error = strings.TrimPrefix(err.Error(), "hutch: ")
 	}
-	if err := st.event(ev); err != nil {
+	// The result is the response's last line. When nothing is left to
+	// do, it is not flushed on its own: net/http writes it with the
+	// response's end once the handler returns, in one write, so a client
+	// reading the result finds the end there already, without a wakeup
+	// more (and the server makes a write less).
+	last := streamed == nil && sb == h.sb
+	if err := st.write(ev, !last); err != nil {
 		h.opts.Logger.Debug("hutch serve: result not sent", "err", err)
 	}
 	if streamed != nil {
@@ -600,7 +606,10 @@ func (s *stream) begun() bool {
 	return s.begin
 }
 
-func (s *stream) event(ev Event) error {
+func (s *stream) event(ev Event) error { return s.write(ev, true) }
+
+// write writes ev, and flushes it when flush is set.
+func (s *stream) write(ev Event, flush bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -635,7 +644,7 @@ func (s *stream) event(ev Event) error {
 		out = append(append(out, b...), '\n')
 	}
 	_, err := s.w.Write(out)
-	if err == nil {
+	if err == nil && flush {
 		err = s.rc.Flush()
 	}
 	s.err = err

@@ -89,6 +89,13 @@ func unixClient(sock string) *http.Client {
 // socket made by Listen, and returns the socket and the workspace.
 func server(t *testing.T, adjust ...func(*runtime.Policy, *Options)) (string, string) {
 	t.Helper()
+	return serverOn(t, nil, adjust...)
+}
+
+// serverOn is server with its listener wrapped by wrap, unless wrap is
+// nil.
+func serverOn(t *testing.T, wrap func(net.Listener) net.Listener, adjust ...func(*runtime.Policy, *Options)) (string, string) {
+	t.Helper()
 	ws := t.TempDir()
 	p := runtime.DefaultPolicy(ws)
 	p.Prewarm = 1
@@ -105,6 +112,9 @@ func server(t *testing.T, adjust ...func(*runtime.Policy, *Options)) (string, st
 	if err != nil {
 		sb.Close()
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	srv := &http.Server{Handler: NewHandler(sb, opts)}
 	go srv.Serve(ln)
@@ -814,4 +824,95 @@ func TestExecRefusedStdinDrained(t *testing.T) {
 		}
 		conn.Close()
 	}
+}
+
+// TestExecResultEndsResponse: an exec's result goes out in the same write
+// as the response's end, so a client reading the result finds the end
+// there, without waiting for a write more; with a streamed stdin still
+// coming, the result is written at once, before the server drains the
+// rest. Judged by the writes the server makes on its connections.
+func TestExecResultEndsResponse(t *testing.T) {
+	var wl *writesListener
+	sock, _ := serverOn(t, func(ln net.Listener) net.Listener {
+		wl = &writesListener{Listener: ln}
+		return wl
+	})
+	const end = "0\r\n\r\n"
+	resultWrite := func() string {
+		for _, w := range wl.taken() {
+			if strings.Contains(w, `"type":"result"`) {
+				return w
+			}
+		}
+		return ""
+	}
+
+	execEvents(t, sock, `{"argv":["true"]}`)
+	if w := resultWrite(); !strings.HasSuffix(w, end) {
+		t.Errorf("the result and the response's end in separate writes: the result's write is %q", w)
+	}
+
+	// A streamed stdin the command does not read: the client sends the
+	// rest only once it has the result.
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head, rest := `{"argv":["true"]}`, "unread stdin"
+	fmt.Fprintf(conn, "POST /v1/exec HTTP/1.1\r\nHost: hutch\r\n%s: stream\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", StdinHeader, len(head)+len(rest), head)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"type":"result"`) {
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if w := resultWrite(); w == "" || strings.HasSuffix(w, end) {
+		t.Errorf("with stdin still coming, the result's write is %q", w)
+	}
+	io.WriteString(conn, rest)
+	if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 0 {
+		t.Errorf("after the result: %q, %v", b, err)
+	}
+}
+
+// writesListener records the writes its connections make.
+type writesListener struct {
+	net.Listener
+	mu     sync.Mutex
+	writes []string
+}
+
+func (l *writesListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writesConn{Conn: c, l: l}, nil
+}
+
+// taken returns the writes recorded since the last call.
+func (l *writesListener) taken() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.writes
+	l.writes = nil
+	return w
+}
+
+type writesConn struct {
+	net.Conn
+	l *writesListener
+}
+
+func (c *writesConn) Write(p []byte) (int, error) {
+	c.l.mu.Lock()
+	c.l.writes = append(c.l.writes, string(p))
+	c.l.mu.Unlock()
+	return c.Conn.Write(p)
 }

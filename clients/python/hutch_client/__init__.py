@@ -600,6 +600,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self._path = path
         self._stdin: Optional[threading.Thread] = None
         self._sock: Optional[socket.socket] = None
+        self._held: Optional[List[bytes]] = None
 
     def connect(self) -> None:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -610,6 +611,24 @@ class _UnixConnection(http.client.HTTPConnection):
             s.close()
             raise
         self.sock = self._sock = s
+
+    def request_whole(self, method: str, path: str, body: Optional[bytes], headers: Dict[str, str]) -> None:
+        """request(), its head and body sent in one write: http.client
+        sends them in two, and the server, woken by the head, then waits
+        again for the body."""
+        self._held = []
+        try:
+            self.request(method, path, body=body, headers=headers)
+            data = b"".join(self._held)
+        finally:
+            self._held = None
+        self.send(data)
+
+    def send(self, data: Any) -> None:
+        if self._held is not None and isinstance(data, (bytes, bytearray)):
+            self._held.append(bytes(data))
+            return
+        super().send(data)
 
     def send_stdin(self, data: bytes) -> None:
         """Sends data (the rest of the body) from a thread of its own, while
@@ -740,7 +759,7 @@ class Sandbox:
         try:
             if stdin_bytes is None or data is None:
                 try:
-                    conn.request(method, path, body=data, headers=headers)
+                    conn.request_whole(method, path, data, headers)
                 except (BrokenPipeError, ConnectionResetError) as e:
                     if kept:
                         raise _Stale() from e

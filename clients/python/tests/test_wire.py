@@ -13,6 +13,7 @@ import socket
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
 from hutch_client import HutchError, Sandbox
 from hutch_client.aio import AsyncSandbox
@@ -137,6 +138,32 @@ class WireTest(unittest.TestCase):
             self.assertNotIn("hutch-stdin", head.lower())
             self.assertEqual(json.loads(body), {"argv": ["x"]})
         self.assertEqual(seen, [("stdout", "héllo\n".encode()), ("stderr", b"\xff")] * 2)
+
+    def test_request_in_one_write(self):
+        # http.client writes a request's head and its body in two sends; the
+        # sync client sends them in one, as the async one does: the server,
+        # woken by the head alone, would wait again for the body.
+        answer = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(*ndjson(RESULT))]
+        sends = []
+        sendall = socket.socket.sendall
+
+        client = threading.get_ident()
+
+        def recorded(sock, data, *args):
+            if threading.get_ident() == client:  # not the fake server's
+                sends.append(bytes(data))
+            return sendall(sock, data, *args)
+
+        srv = FakeServer(answer)
+        try:
+            with mock.patch.object(socket.socket, "sendall", recorded):
+                v = Sandbox(srv.path, timeout=10).exec(argv=["x"])
+        finally:
+            srv.close()
+        self.assertEqual(v.exit_code, 3)
+        self.assertEqual(len(sends), 1, sends)
+        self.assertTrue(sends[0].startswith(b"POST /v1/exec HTTP/1.1\r\n"), sends)
+        self.assertTrue(sends[0].endswith(b'\r\n\r\n{"argv": ["x"]}'), sends)
 
     def test_exec_cut_short(self):
         answer = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
