@@ -2,7 +2,7 @@
 by round (see bench/api_test.go, BenchmarkAPIExec/python):
 
   api    POST /v1/exec {"argv": ["true"]} to `hutch serve` through
-         the hutch_client package in clients/python (http.client over AF_UNIX,
+         the hutch_client package in clients/python (HTTP/1.1 over AF_UNIX,
          its connection kept between calls, as the client keeps it), until
          the result event;
   bare   subprocess.run(["true"]);

@@ -66,11 +66,14 @@ from . import (
     _event,
     _exec_body,
     _exec_result,
+    _framing,
     _logs_body,
     _MAX_IDLE,
     _read_body,
+    _request_bytes,
     _start_body,
     _truncated,
+    _whole_lines,
     _write_body,
 )
 
@@ -97,14 +100,7 @@ class _Response:
         # ended: the body was read to its end by its framing (length or
         # chunks), so the connection can carry another request.
         self.ended = False
-        te = headers.get("transfer-encoding", "").lower()
-        self._chunked = "chunked" in te
-        self._left: Optional[int] = None
-        if not self._chunked and "content-length" in headers:
-            try:
-                self._left = int(headers["content-length"])
-            except ValueError:
-                raise HutchError(status, "http", "bad Content-Length: " + headers["content-length"]) from None
+        self._chunked, self._left = _framing(status, headers)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive."""
@@ -151,12 +147,7 @@ class _Response:
         buf = bytearray()
         async for data in self.chunks():
             buf += data
-            while True:
-                i = buf.find(b"\n")
-                if i < 0:
-                    break
-                line = bytes(buf[:i + 1])
-                del buf[:i + 1]
+            for line in _whole_lines(buf):
                 yield line
         if buf:
             yield bytes(buf)
@@ -397,21 +388,11 @@ class AsyncSandbox:
                     stdin_bytes: Optional[bytes], kept: bool = False) -> Tuple[_Call, _Response]:
         reader, writer = call.reader, call.writer
         try:
-            head = [f"{method} {path} HTTP/1.1", "Host: hutch"]
-            data = b""
-            if body is not None:
-                data = json.dumps(body).encode()
-                head.append("Content-Type: application/json")
-            if stdin_bytes is not None:
-                # The request's JSON, then the command's stdin, bytes as
-                # they are (the API's Hutch-Stdin: stream), written beside
-                # the response's reading: a command that does not read it
-                # all ends all the same.
-                head.append("Hutch-Stdin: stream")
-            if body is not None or method != "GET":
-                head.append("Content-Length: %d" % (len(data) + len(stdin_bytes or b"")))
             try:
-                writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+                # The command's stdin, if any, is written beside the
+                # response's reading: a command that does not read it all
+                # ends all the same.
+                writer.write(_request_bytes(method, path, body, stdin_bytes))
                 await self._wait(writer.drain())
             except (BrokenPipeError, ConnectionResetError) as e:
                 if kept:
