@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -229,6 +230,59 @@ func TestCloseAfterStart(t *testing.T) {
 	if p := spareOf(server); p != "" {
 		t.Errorf("host: the spawn server cloned spare %s when the closed Sandbox's init ended", p)
 	}
+}
+
+// TestPooledKeepsNoSpare: a Sandbox with a pool has the spawn server keep
+// no spare init: its pool holds its inits made ahead, and a spare would be
+// cloned as each of its commands' inits ends, just as a command issued
+// right after it starts. Seen on the host: no hutch-spare among the
+// server's children once its commands' inits have ended.
+func TestPooledKeepsNoSpare(t *testing.T) {
+	if spawn.Default().Prepared().Cloneflags != 0 {
+		t.Skip("a Sandbox another test left open wants spares")
+	}
+	sb, _ := newSandbox(t, func(p *runtime.Policy) { p.Prewarm = 1 })
+	if got := spawn.Default().Prepared(); got.Cloneflags != 0 {
+		t.Errorf("a Sandbox with a pool asks the spawn server for spares: %+v", got)
+	}
+	for range 3 {
+		c := sb.Command(context.Background(), "true")
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(c.Result.Layers, runtime.LayerPidNS) {
+			t.Skip("no namespaces for this user here: no spare to keep")
+		}
+	}
+	// On the host, from each command's end to the pool's refill (which
+	// would take a spare cloned as the command's init ended): no spare.
+	server := spawn.Default().ServerPid()
+	for range 5 {
+		if err := sb.Command(context.Background(), "true").Run(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+			if p := spareOf(server); p != "" {
+				t.Fatalf("host: the spawn server cloned spare %s for a Sandbox with a pool", p)
+			}
+		}
+	}
+	if n := serverInits(server); n < 1 {
+		t.Errorf("host: %d inits in the spawn server, want the pooled one", n)
+	}
+}
+
+// serverInits counts the spawn server's children named hutch-init on the
+// host: pooled inits and inits of commands not yet ended.
+func serverInits(server int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", server, server))
+	n := 0
+	for _, pid := range strings.Fields(string(b)) {
+		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "hutch-init" {
+			n++
+		}
+	}
+	return n
 }
 
 // spareOf returns the pid of the spawn server's spare (its child named

@@ -329,6 +329,8 @@ type Policy struct {
 	// than building another. A command that finds none ready (one right
 	// after another) has the pool keep one more, up to twice Prewarm, until
 	// for 10 s no command has found it empty or taken one of the extra ones.
+	// A Sandbox with a pool has the spawn server keep no spare init (one
+	// cloned as each init ends, when a command right after it starts).
 	// Close releases them. 0 means none.
 	Prewarm int
 
