@@ -62,6 +62,10 @@ func sandbox(b *testing.B, edit func(*runtime.Policy)) *runtime.Sandbox {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Closed with the row that made it: a Sandbox left open keeps what it
+	// asked the spawn server for (a spare init cloned as each init ends,
+	// for whichever Sandbox, or its pool) and weighs on the rows after it.
+	b.Cleanup(func() { sb.Close() })
 	return sb
 }
 
