@@ -634,6 +634,9 @@ func (c *Cmd) Wait() error {
 	// (a CLI run closes its Sandbox and exits right after).
 	c.home.ending(c.in, g, exited != nil)
 	c.refillPool()
+	if c.sb.pool == nil {
+		c.sb.rulesets.makeNext()
+	}
 	c.explainRefusals(r)
 	if !r.Success() || r.Killed {
 		ee := &ExitError{Result: r, ioErr: ioErr}

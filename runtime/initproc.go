@@ -295,7 +295,8 @@ type spawnResult struct {
 
 // planInit encodes config, an init's built with f, as the init's plan
 // (planMemo), and begins its Landlock ruleset on the host
-// (nsinit.Plan.Ruleset). A ruleset the host cannot begin (a path it may
+// (nsinit.Plan.Ruleset), or takes the one begun ahead for that plan
+// once the command before ended (rulesetAhead). A ruleset the host cannot begin (a path it may
 // not open) is left to the init, which may (it holds capabilities over
 // the host uid's files), or else fails as its own step, reported and
 // degraded as such. Tests replace it.
@@ -303,6 +304,9 @@ var planInit = func(sb *Sandbox, f fresh, config nsinit.Config) (*nsinit.Plan, *
 	plan, err := sb.plans.encode(f, config)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r := sb.rulesets.take(plan); r != nil {
+		return plan, r, nil
 	}
 	ruleset, err := plan.Ruleset()
 	if err != nil {

@@ -327,6 +327,7 @@ func (sb *Sandbox) Close() error {
 	}
 	sb.files.close()
 	sb.closePublished()
+	sb.rulesets.close()
 	sb.endings.Wait()
 	sb.dropProbeGroup()
 	return sb.closeTmp()
@@ -358,6 +359,7 @@ func (sb *Sandbox) retire() {
 		sb.pool.close()
 	}
 	sb.files.close()
+	sb.rulesets.close()
 }
 
 // Prewarmed reports how many pooled inits are ready now.

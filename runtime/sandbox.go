@@ -96,6 +96,9 @@ type machine struct {
 	fileSpawn spawner
 	// plans keeps the last init's plan for the next one.
 	plans planMemo
+	// rulesets holds the next cold init's Landlock ruleset, begun once
+	// a command has ended (see rulesetAhead).
+	rulesets rulesetAhead
 
 	// netRules is the parsed allow-list of Network "allow".
 	netRules *netns.Rules
