@@ -195,7 +195,6 @@ func TestNestedChromium(t *testing.T) {
 		var browser *hostProc
 		var renderers [][]hostProc
 		for _, readings := range seen {
-			p := readings[0]
 			for _, r := range readings {
 				if strings.Contains(r.cmdline, "--no-sandbox") {
 					t.Errorf("pid %d ran with --no-sandbox: %s", r.pid, r.cmdline)
@@ -203,12 +202,18 @@ func TestNestedChromium(t *testing.T) {
 			}
 			// By any reading: a renderer is forked from Chromium's
 			// zygote and shows the zygote's command line (--type=zygote)
-			// until it sets its own title, which a loaded machine may
-			// let the host read first.
+			// until it sets its own title, and the browser is the
+			// command, which shows the spawn server's (hutch-spawn)
+			// until its exec; a loaded machine may let the host read
+			// either first.
+			isBrowser := func(r hostProc) bool {
+				return strings.Contains(r.cmdline, "--user-data-dir=") && !strings.Contains(r.cmdline, "--type=")
+			}
 			switch {
 			case slices.ContainsFunc(readings, func(r hostProc) bool { return strings.Contains(r.cmdline, "--type=renderer") }):
 				renderers = append(renderers, readings)
-			case strings.Contains(p.cmdline, "--user-data-dir=") && !strings.Contains(p.cmdline, "--type="):
+			case slices.ContainsFunc(readings, isBrowser):
+				p := readings[slices.IndexFunc(readings, isBrowser)]
 				browser = &p
 			}
 		}
