@@ -76,6 +76,14 @@ type Scanner struct {
 	looked    atomic.Int64
 	makePairs sync.Once
 	pairs     atomic.Pointer[[1 << 16]uint8]
+	// blocks are the tables of the block pass (blocks.go), which a
+	// Scanner makes instead of the two above where the processor has it
+	// (blockPassOK): every needle is added to them as it is registered,
+	// into the bucket buckets gives its first two bytes. noBlocks (tests)
+	// makes the others.
+	blocks   *blockTables
+	buckets  map[uint16]uint8
+	noBlocks bool
 }
 
 // pairsAfter is how many bytes a Scanner looks at before it makes the
@@ -206,7 +214,8 @@ func New(rules []Rule) *Scanner {
 	if rules == nil {
 		rules = defaultRules()
 	}
-	s := &Scanner{rules: rules, firsts: newBigramIndex(), evenAfter: pairsAfter}
+	s := &Scanner{rules: rules, firsts: newBigramIndex(), evenAfter: pairsAfter,
+		blocks: newBlockTables(), buckets: map[uint16]uint8{}}
 	for i, r := range rules {
 		for _, k := range r.Keywords {
 			if k != "" {
@@ -237,12 +246,24 @@ func (s *Scanner) addNeedle(text []byte, kind needleKind, index int) {
 	}
 	if len(text) < 3 {
 		s.short = true
-	} else if pairs := s.pairs.Load(); pairs != nil {
-		s.addSecond(pairs, i)
+	} else {
+		s.blocks.addNeedle(text, s.bucketOf(text))
+		if pairs := s.pairs.Load(); pairs != nil {
+			s.addSecond(pairs, i)
+		}
 	}
 	if kind != plusNeedle && bytes.IndexByte(text, ' ') >= 0 {
 		s.addNeedle(bytes.ReplaceAll(text, []byte(" "), []byte("+")), plusNeedle, 0)
 	}
+}
+
+// blockTables are the tables of the block pass, nil where it is not
+// made: the processor has none, or a needle is shorter than 3 bytes.
+func (s *Scanner) blockTables() *blockTables {
+	if !blockPassOK || s.short || s.noBlocks {
+		return nil
+	}
+	return s.blocks
 }
 
 // evenPairs is the table of the pass at even offsets, nil while the
@@ -368,7 +389,7 @@ type scan struct {
 	wins       [][]window // by rule, the view's merged keyword windows
 	plus       []int      // where '+' forms occur in b
 	runs       []window   // b's runs of a base64 alphabet, minBase64 long or more
-	evenRuns   bool       // runs were found by the pass at even offsets
+	passRuns   bool       // runs were found by the pass for the needles (block or even)
 	decoded    []byte     // reused for every run
 }
 
@@ -395,7 +416,7 @@ func (sc *scan) run() {
 	n := len(sc.b)
 	sc.keep = n
 	sc.view(sc.b, 0, n, Raw)
-	if !sc.evenRuns {
+	if !sc.passRuns {
 		encodedRuns(sc.b, sc.decode)
 	} else {
 		urlRuns(sc.b, sc.decode)
@@ -475,13 +496,17 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 	}
 	s := sc.s
 	i := 0
-	if pairs := s.evenPairs(len(v)); pairs != nil {
+	if t := s.blockTables(); t != nil {
+		i = sc.blockPass(t, v, enc == Raw)
+		sc.passRuns = sc.passRuns || enc == Raw
+	} else if pairs := s.evenPairs(len(v)); pairs != nil {
 		i = sc.evenBigrams(pairs, v, enc == Raw)
-		sc.evenRuns = sc.evenRuns || enc == Raw
+		sc.passRuns = sc.passRuns || enc == Raw
 	}
-	// At every byte from i: all of v when there is no even pass (a
-	// needle shorter than 3 bytes, or fewer than evenAfter bytes looked
-	// at yet), else the few bytes evenBigrams leaves. Eight bigrams at a
+	// At every byte from i: all of v when there is neither the block pass
+	// nor the even one (a needle shorter than 3 bytes; for the even one,
+	// fewer than evenAfter bytes looked at yet), else the few bytes they
+	// leave. Eight bigrams at a
 	// time, read from one word, tested together: the tests do not wait on
 	// each other, and one branch in 40 or so is taken (0.3% of the
 	// bigrams of build logs are set).
