@@ -506,10 +506,9 @@ func (sc *scan) view(v []byte, at, length int, enc Encoding) {
 	// At every byte from i: all of v when there is neither the block pass
 	// nor the even one (a needle shorter than 3 bytes; for the even one,
 	// fewer than evenAfter bytes looked at yet), else the few bytes they
-	// leave. Eight bigrams at a
-	// time, read from one word, tested together: the tests do not wait on
-	// each other, and one branch in 40 or so is taken (0.3% of the
-	// bigrams of build logs are set).
+	// leave. Eight bigrams at a time, read from one word, tested
+	// together: the tests do not wait on each other, and one branch in
+	// 40 or so is taken (0.3% of the bigrams of build logs are set).
 	set := s.firsts.set
 	for ; i+9 <= len(v); i += 8 {
 		w := binary.LittleEndian.Uint64(v[i:])
