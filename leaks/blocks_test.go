@@ -3,6 +3,7 @@ package leaks
 import (
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -240,6 +241,24 @@ func TestLongRun(t *testing.T) {
 		}
 		if got := longRun(m); got != (longest >= minBase64) {
 			t.Fatalf("%064b: longRun %v, its longest run %d bits", m, got, longest)
+		}
+	}
+}
+
+// TestValueAddedAfterBlockPass: a value registered after the block pass
+// has looked at text is found by it, wherever in a block it starts, as
+// the pass at every byte finds it.
+func TestValueAddedAfterBlockPass(t *testing.T) {
+	blocked, every := blockScanners(t)
+	blocked.Scan([]byte(strings.Repeat("made before the value ", 20)))
+	for _, s := range []*Scanner{blocked, every} {
+		s.AddValue("LATE", "late-value-987654")
+	}
+	for pad := range blockSize + 3 {
+		text := []byte(strings.Repeat("x", pad) + " late-value-987654 " + strings.Repeat("y", 2*blockSize))
+		got, want := blocked.Scan(text), every.Scan(text)
+		if len(want) != 1 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %+v, the pass at every byte %+v", text, got, want)
 		}
 	}
 }
