@@ -111,9 +111,32 @@ func (sc *scan) blockPass(t *blockTables, v []byte, findRuns bool) int {
 	if findRuns {
 		sc.runs = sc.runs[:0]
 	}
+	q, start := 0, 0 // start: just after the last byte out of the alphabets met
+	if len(v) >= blockReach {
+		// Most views are a decoded run, too short for a block.
+		q, start = sc.blockBatches(t, v, findRuns)
+	}
+	if findRuns {
+		for i := q; i < len(v); i++ {
+			if class[v[i]]&b64 == 0 {
+				if i-start >= minBase64 {
+					sc.runs = append(sc.runs, window{start, i})
+				}
+				start = i + 1
+			}
+		}
+		if len(v)-start >= minBase64 {
+			sc.runs = append(sc.runs, window{start, len(v)})
+		}
+	}
+	return q
+}
+
+// blockBatches is blockPass over v's whole blocks (v is blockReach long
+// or more), a batch of masks at a time: it returns where they end, and
+// where the run reaching that point starts.
+func (sc *scan) blockBatches(t *blockTables, v []byte, findRuns bool) (q, start int) {
 	var cand, alpha [blockBatch]uint64
-	start := 0 // just after the last byte out of the alphabets met
-	q := 0
 	for len(v)-q >= blockReach {
 		n := min(blockBatch, (len(v)-q-(blockReach-blockSize))/blockSize)
 		blockMasks(t, &v[q], n, &cand[0], &alpha[0])
@@ -143,20 +166,7 @@ func (sc *scan) blockPass(t *blockTables, v []byte, findRuns bool) int {
 		}
 		q += n * blockSize
 	}
-	if findRuns {
-		for i := q; i < len(v); i++ {
-			if class[v[i]]&b64 == 0 {
-				if i-start >= minBase64 {
-					sc.runs = append(sc.runs, window{start, i})
-				}
-				start = i + 1
-			}
-		}
-		if len(v)-start >= minBase64 {
-			sc.runs = append(sc.runs, window{start, len(v)})
-		}
-	}
-	return q
+	return q, start
 }
 
 // longRun says whether m has minBase64 (24) bits set in a row: after the
