@@ -31,8 +31,7 @@ type rulesetAhead struct {
 	// failed is a plan whose ruleset the host could not make: not tried
 	// ahead again (its inits begin their rulesets themselves).
 	failed *nsinit.Plan
-	done   sync.WaitGroup // the making in flight
-	made   chan struct{}  // closed when the making in flight ends
+	made   chan struct{} // closed when the making in flight ends
 }
 
 // take returns the ruleset made ahead for plan, or nil (the caller makes
@@ -69,15 +68,15 @@ func (a *rulesetAhead) makeNext() {
 		return
 	}
 	a.making = true
-	a.made = make(chan struct{})
-	a.done.Add(1)
+	made := make(chan struct{})
+	a.made = made
 	go func() {
-		defer a.done.Done()
 		r, err := plan.Ruleset()
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		// Last, what it made kept or closed: close waits for this.
+		defer close(made)
 		a.making = false
-		close(a.made)
 		if err != nil {
 			a.failed = plan
 		}
@@ -92,7 +91,8 @@ func (a *rulesetAhead) makeNext() {
 	}()
 }
 
-// close drops what is held and waits for a making in flight.
+// close drops what is held and waits for a making in flight (which,
+// finding it closed, drops what it made).
 func (a *rulesetAhead) close() {
 	a.mu.Lock()
 	a.closed = true
@@ -100,6 +100,12 @@ func (a *rulesetAhead) close() {
 		a.ruleset.Close()
 		a.ruleset, a.plan = nil, nil
 	}
+	var made chan struct{}
+	if a.making {
+		made = a.made
+	}
 	a.mu.Unlock()
-	a.done.Wait()
+	if made != nil {
+		<-made
+	}
 }
