@@ -43,6 +43,7 @@ sysdeps:
 build: deps
 	$(GO) build -o $(BIN)/hutch ./cmd/hutch
 	$(GO) build -o $(BIN)/hutch-image ./cmd/hutch-image
+	$(GO) build -o $(BIN)/hutch-grants ./cmd/hutch-grants
 
 vet: deps
 	$(GO) vet ./...
@@ -81,6 +82,7 @@ test-unprivileged:
 	@dir=$$(mktemp -d /tmp/hutch-unpriv-XXXXXX) && chmod 0755 $$dir && \
 	$(GO) build -o $$dir/hutch ./cmd/hutch && \
 	$(GO) build -o $$dir/hutch-image ./cmd/hutch-image && \
+	$(GO) build -o $$dir/hutch-grants ./cmd/hutch-grants && \
 	$(GO) test -c -o $$dir/integration.test ./integration && \
 	cp -r clients/python $$dir/python && \
 	if command -v node >/dev/null && command -v npm >/dev/null; then \
@@ -95,7 +97,7 @@ test-unprivileged:
 		(set -o pipefail; cd $$dir/rust-build && CARGO_TARGET_DIR=$$dir/rust-build/target $$cargo test --offline --no-run --message-format=json | \
 			sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | xargs -r cp -t $$dir/rust/) && rm -rf $$dir/rust-build; \
 	fi && \
-	chmod -R a+rX $$dir && chmod 0755 $$dir/hutch $$dir/hutch-image $$dir/integration.test && \
+	chmod -R a+rX $$dir && chmod 0755 $$dir/hutch $$dir/hutch-image $$dir/hutch-grants $$dir/integration.test && \
 	echo "== integration suite as uid $(UNPRIV)" && \
 	cd /tmp && setpriv --reuid=$(UNPRIV) --regid=$(UNPRIV) --clear-groups \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent \

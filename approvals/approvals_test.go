@@ -79,81 +79,11 @@ func TestPattern(t *testing.T) {
 	}
 }
 
-// TestRememberedAcrossStores: an approval remembered through the hook is
-// found by a store opened afresh on the same file (as a restarted host
-// would), for the calls its scope covers only; expiry and revocation
-// bring the prompt back.
-func TestRememberedAcrossStores(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state", "grants.db")
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	asked := 0
-	engine := func(s *Store) *Engine {
-		return &Engine{Store: s, Now: func() time.Time { return now }, Approve: func(_ context.Context, c Call, v Verdict) (Answer, error) {
-			asked++
-			return Answer{Allow: true, Remember: true, Pattern: "npm *", For: time.Hour}, nil
-		}}
-	}
-	call := Call{Agent: "coder", Tool: "bash", Arg: "npm test", Workspace: "/w"}
-	s, err := OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := engine(s).Decide(context.Background(), call)
-	if err != nil || v.Decision != Allow || v.Grant == 0 || asked != 1 {
-		t.Fatalf("first call: %+v, %v, asked %d", v, err, asked)
-	}
-	s.Close()
-
-	s, err = OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	e := engine(s)
-	for _, c := range []struct {
-		call   Call
-		prompt bool
-	}{
-		{call, false},
-		{Call{Agent: "coder", Tool: "bash", Arg: "npm run build", Workspace: "/w"}, false},
-		{Call{Agent: "coder", Tool: "bash", Arg: "curl evil", Workspace: "/w"}, true},
-		{Call{Agent: "other", Tool: "bash", Arg: "npm test", Workspace: "/w"}, true},
-		{Call{Agent: "coder", Tool: "bash", Arg: "npm test", Workspace: "/elsewhere"}, true},
-	} {
-		before := asked
-		v, err := e.Decide(context.Background(), c.call)
-		if err != nil || (asked > before) != c.prompt {
-			t.Errorf("%+v: %+v, %v; prompted %v, want %v", c.call, v, err, asked > before, c.prompt)
-		}
-	}
-	gs, _ := s.List(now, false)
-	first := gs[0].ID
-	now = now.Add(2 * time.Hour) // past the first grant's hour
-	if v, _ := e.Lookup(call); v.Decision != Prompt {
-		t.Errorf("after expiry: %+v", v)
-	}
-	now = now.Add(-2 * time.Hour)
-	if err := s.Revoke(first, now); err != nil {
-		t.Fatal(err)
-	}
-	// Another one may cover it; revoke all to see the prompt again.
-	gs, _ = s.List(now, false)
-	for _, g := range gs {
-		s.Revoke(g.ID, now)
-	}
-	if v, _ := e.Lookup(call); v.Decision != Prompt {
-		t.Errorf("after revocation: %+v", v)
-	}
-	if err := s.Revoke(first, now); !errors.Is(err, ErrNoGrant) {
-		t.Errorf("revoking twice: %v", err)
-	}
-}
-
 // TestProtectRefusesWritable: a database the sandbox could write is
 // refused, naming it; one outside is masked.
 func TestProtectRefusesWritable(t *testing.T) {
 	ws := t.TempDir()
-	s, err := OpenStore(filepath.Join(ws, ".hutch", "grants.db"))
+	s, err := memStore(filepath.Join(ws, ".hutch", "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +93,7 @@ func TestProtectRefusesWritable(t *testing.T) {
 	if err := s.Protect(&p); !errors.As(err, &pe) {
 		t.Errorf("a database in the workspace: %v", err)
 	}
-	out, err := OpenStore(filepath.Join(t.TempDir(), "grants.db"))
+	out, err := memStore(filepath.Join(t.TempDir(), "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +218,7 @@ func TestShellTable(t *testing.T) {
 	if len(shellTable) < 30 {
 		t.Fatalf("%d rows", len(shellTable))
 	}
-	s, err := OpenStore(filepath.Join(t.TempDir(), "grants.db"))
+	s, err := memStore(filepath.Join(t.TempDir(), "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +256,7 @@ func TestShellTable(t *testing.T) {
 // nothing else rides on it; with a pattern, one grant of it; a refusal is
 // the whole line; what no pattern can approve is not remembered.
 func TestShellRemember(t *testing.T) {
-	s, err := OpenStore(filepath.Join(t.TempDir(), "grants.db"))
+	s, err := memStore(filepath.Join(t.TempDir(), "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
 // Package approvals owns the decisions taken before a tool call runs:
 // per tool a default (ALLOW, PROMPT or DENY) with a danger level, an
 // approval hook for PROMPT, and the approvals a user chose to remember,
-// kept in SQLite (table remembered_permissions) with a scope (agent,
-// tool, argument pattern, workspace) and an expiry, listable and
-// revocable.
+// with a scope (agent, tool, argument pattern, workspace) and an expiry,
+// listable and revocable: a Store, whose Backend keeps them (package
+// grantsdb's SQLite database, table remembered_permissions, in the
+// process or, for the hutch CLI, in its hutch-grants helper).
 //
 // # Rules
 //

@@ -59,7 +59,7 @@ notes = { decision = "deny", danger = "low" }
 	}
 	// The engine decides by them: deploy is a shell tool, judged command
 	// by command against the grants.
-	s, err := OpenStore(filepath.Join(dir, "grants.db"))
+	s, err := memStore(filepath.Join(dir, "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

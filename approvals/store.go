@@ -1,14 +1,10 @@
 package approvals
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
-
-	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
 
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
@@ -29,65 +25,46 @@ type Grant struct {
 	Revoked   time.Time `json:"revoked,omitzero"`
 }
 
-// Store is the remembered grants, in a SQLite database.
+// Store is the remembered grants, kept by a Backend: package grantsdb's
+// SQLite database, opened in this process (grantsdb.OpenStore) or by the
+// hutch-grants helper that the hutch CLI runs, so that SQLite is linked
+// only where grants are kept.
 type Store struct {
-	db   *sql.DB
+	b    Backend
 	path string
+}
+
+// A Backend keeps a Store's grants.
+type Backend interface {
+	// Add remembers g, whose ID it ignores, and returns its id: ids
+	// grow with every grant added.
+	Add(g Grant) (int64, error)
+	// List returns the grants in the order they were added, only those
+	// live at now (not revoked, not expired) unless all.
+	List(now time.Time, all bool) ([]Grant, error)
+	// Revoke ends grant id at now, or returns an error matching
+	// ErrNoGrant when no live grant has that id.
+	Revoke(id int64, now time.Time) error
+	Close() error
 }
 
 // ErrNoGrant is Revoke's error for an id with no live grant.
 var ErrNoGrant = errors.New("approvals: no such grant")
 
-const schema = `CREATE TABLE IF NOT EXISTS remembered_permissions (
-	id        INTEGER PRIMARY KEY AUTOINCREMENT,
-	agent     TEXT NOT NULL,
-	tool      TEXT NOT NULL,
-	pattern   TEXT NOT NULL,
-	workspace TEXT NOT NULL,
-	decision  TEXT NOT NULL CHECK (decision IN ('allow', 'deny')),
-	created   INTEGER NOT NULL,
-	expires   INTEGER,
-	revoked   INTEGER
-)`
-
-// OpenStore opens (creating it, mode 0600 in a directory of mode 0700)
-// the grants database at path.
-func OpenStore(path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
+// NewStore returns the Store of the grants b keeps in the file at path,
+// which must be absolute: Protect hides it from sandboxes.
+func NewStore(path string, b Backend) (*Store, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("approvals: the grants database %q is not an absolute path", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("approvals: %w", err)
-	}
-	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
-		return nil, fmt.Errorf("approvals: %w", err)
-	} else {
-		f.Close()
-	}
-	db, err := sql.Open("sqlite", "file:"+abs+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("approvals: %s: %w", abs, err)
-	}
-	return &Store{db: db, path: abs}, nil
+	return &Store{b: b, path: filepath.Clean(path)}, nil
 }
 
 // Path is the database's path.
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
-func unix(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixNano()
-}
+func (s *Store) Close() error { return s.b.Close() }
 
 // Add remembers g and returns its id.
 func (s *Store) Add(g Grant) (int64, error) {
@@ -97,47 +74,11 @@ func (s *Store) Add(g Grant) (int64, error) {
 	if g.Created.IsZero() {
 		g.Created = time.Now()
 	}
-	r, err := s.db.Exec(`INSERT INTO remembered_permissions (agent, tool, pattern, workspace, decision, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		g.Agent, g.Tool, g.Pattern, g.Workspace, string(g.Decision), g.Created.UnixNano(), unix(g.Expires))
-	if err != nil {
-		return 0, err
-	}
-	return r.LastInsertId()
+	return s.b.Add(g)
 }
 
 // List returns the grants, live ones only unless all.
-func (s *Store) List(now time.Time, all bool) ([]Grant, error) {
-	q := `SELECT id, agent, tool, pattern, workspace, decision, created, expires, revoked FROM remembered_permissions`
-	var args []any
-	if !all {
-		q += ` WHERE revoked IS NULL AND (expires IS NULL OR expires > ?)`
-		args = append(args, now.UnixNano())
-	}
-	rows, err := s.db.Query(q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var gs []Grant
-	for rows.Next() {
-		var g Grant
-		var created int64
-		var expires, revoked sql.NullInt64
-		var d string
-		if err := rows.Scan(&g.ID, &g.Agent, &g.Tool, &g.Pattern, &g.Workspace, &d, &created, &expires, &revoked); err != nil {
-			return nil, err
-		}
-		g.Decision, g.Created = Decision(d), time.Unix(0, created)
-		if expires.Valid {
-			g.Expires = time.Unix(0, expires.Int64)
-		}
-		if revoked.Valid {
-			g.Revoked = time.Unix(0, revoked.Int64)
-		}
-		gs = append(gs, g)
-	}
-	return gs, rows.Err()
-}
+func (s *Store) List(now time.Time, all bool) ([]Grant, error) { return s.b.List(now, all) }
 
 // Match returns the live grant that decides call, the newest first, or
 // nil. It matches the argument whole, as for a tool that is not a shell
@@ -172,16 +113,7 @@ func (s *Store) scoped(call Call, now time.Time) ([]Grant, error) {
 }
 
 // Revoke ends grant id: calls it decided are prompted again.
-func (s *Store) Revoke(id int64, now time.Time) error {
-	r, err := s.db.Exec(`UPDATE remembered_permissions SET revoked = ? WHERE id = ? AND revoked IS NULL`, now.UnixNano(), id)
-	if err != nil {
-		return err
-	}
-	if n, _ := r.RowsAffected(); n == 0 {
-		return fmt.Errorf("approvals: grant %d: %w", id, ErrNoGrant)
-	}
-	return nil
-}
+func (s *Store) Revoke(id int64, now time.Time) error { return s.b.Revoke(id, now) }
 
 // Protect keeps the database out of p's sandboxes: it refuses a database
 // inside a tree p makes writable (a command could rewrite its grants)

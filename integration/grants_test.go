@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hutchbox/hutch/approvals"
+	"github.com/hutchbox/hutch/approvals/grantsdb"
 	"github.com/hutchbox/hutch/runtime"
 )
 
@@ -60,7 +61,7 @@ func TestRememberedGrants(t *testing.T) {
 	}
 
 	// A sandbox whose policy the store protects cannot reach it.
-	s, err := approvals.OpenStore(db)
+	s, err := grantsdb.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestRememberedGrants(t *testing.T) {
 		t.Errorf("after the sandboxed attempts: %s", d)
 	}
 	// A database in the workspace is refused outright.
-	inWs, err := approvals.OpenStore(filepath.Join(ws, ".state", "grants.db"))
+	inWs, err := grantsdb.OpenStore(filepath.Join(ws, ".state", "grants.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,8 +63,8 @@ func TestMain(m *testing.M) {
 		hutchBin = os.Getenv("HUTCH_BIN")
 		if hutchBin == "" {
 			hutchBin = filepath.Join(base, "hutch")
-			// hutch-image beside it, where hutch looks for it first.
-			for _, pkg := range []string{"hutch", "hutch-image"} {
+			// Its helpers beside it, where hutch looks for them first.
+			for _, pkg := range []string{"hutch", "hutch-image", "hutch-grants"} {
 				out, err := exec.Command("go", "build", "-o", filepath.Join(base, pkg), "github.com/hutchbox/hutch/cmd/"+pkg).CombinedOutput()
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "integration: build %s: %v\n%s", pkg, err, out)

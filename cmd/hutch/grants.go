@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/approvals"
+	"github.com/hutchbox/hutch/internal/grantshelper"
 )
 
 // grantsCommand is hutch grants: the approval decisions and remembered
@@ -194,7 +195,7 @@ func openGrants(flag, path string) (*approvals.Store, error) {
 		}
 		path = filepath.Join(dir, "grants.db")
 	}
-	s, err := approvals.OpenStore(path)
+	s, err := grantshelper.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, quote(path), err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hutchbox/hutch/approvals"
+	"github.com/hutchbox/hutch/approvals/grantsdb"
 	"github.com/hutchbox/hutch/localapi"
 )
 
@@ -41,7 +42,7 @@ func TestGrantsDecideAsEngine(t *testing.T) {
 			t.Fatalf("%q: exit %d: %s", args, code, stderr)
 		}
 	}
-	s, err := approvals.OpenStore(db)
+	s, err := grantsdb.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/hutchbox/hutch/images"
+	"github.com/hutchbox/hutch/internal/helpers"
 )
 
 // Name is the helper's file name, looked for beside the running program
@@ -62,18 +61,7 @@ func Write(w io.Writer, im *images.Image, err error) error {
 // Find returns the helper's path: the file beside the running program
 // (a build or a package installs the two together), else the one $PATH
 // names.
-func Find() (string, error) {
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), Name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(Name); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("the image helper %s is neither beside this program nor on $PATH (make build puts it in bin/; go install github.com/hutchbox/hutch/cmd/%s)", Name, Name)
-}
+func Find() (string, error) { return helpers.Find(Name, "the image helper") }
 
 // Unpack runs the helper at path on layout and tag, unpacking into cache.
 // Its errors are *images.Error: the helper's own, or what went wrong
