@@ -246,12 +246,17 @@ func (c *client) call(req request) (reply, error) {
 		c.run = r
 	}
 	b, err := json.Marshal(req)
-	if err == nil {
-		_, err = c.run.in.Write(append(b, '\n'))
+	if err != nil {
+		return rep, err
 	}
-	if err == nil {
-		err = c.run.read(&rep)
+	// A helper that died before reading the request fails the write
+	// (EPIPE): what it said on the way out is in its end, which read
+	// returns, as when it dies after. Its input is closed on any failed
+	// write, so that a helper left with half a request ends too.
+	if _, err := c.run.in.Write(append(b, '\n')); err != nil {
+		c.run.in.Close()
 	}
+	err = c.run.read(&rep)
 	if err != nil {
 		c.run.in.Close()
 		c.run.cmd.Process.Kill()
