@@ -30,7 +30,7 @@ func grantsCommand(code *int) *cobra.Command {
 	}
 	g.PersistentFlags().StringVar(&dbPath, "db", "", "the grants database (default grants.db in $HUTCH_DATA_DIR, $XDG_STATE_HOME/hutch or ~/.local/state/hutch)")
 	withStore := func(do func(*approvals.Store) (any, error)) error {
-		s, err := openGrants("--db", dbPath)
+		s, err := openGrants("--db", dbPath, grantshelper.Open)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,8 @@ func approvalRules(path string) (map[string]approvals.Rule, error) {
 // openGrants opens the grants database at path, flag's value, or at
 // grants.db in the data directory when path is "" (hutch grants' --db and
 // hutch serve's --grants-db have the same default); errors name flag.
-func openGrants(flag, path string) (*approvals.Store, error) {
+// open is grantshelper.Open, or OpenIdle for a server that may never ask.
+func openGrants(flag, path string, open func(string) (*approvals.Store, error)) (*approvals.Store, error) {
 	if path == "" {
 		dir, err := processDataDir("")
 		if err != nil {
@@ -195,7 +196,7 @@ func openGrants(flag, path string) (*approvals.Store, error) {
 		}
 		path = filepath.Join(dir, "grants.db")
 	}
-	s, err := grantshelper.Open(path)
+	s, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, quote(path), err)
 	}

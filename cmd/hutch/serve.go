@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchbox/hutch/approvals"
+	"github.com/hutchbox/hutch/internal/grantshelper"
 	"github.com/hutchbox/hutch/localapi"
 	"github.com/hutchbox/hutch/mounts"
 	"github.com/hutchbox/hutch/runtime"
@@ -246,7 +247,7 @@ func (c serveConfig) protectGrants(p *runtime.Policy) error {
 // lies where the commands write) turns the approvals routes off, and a
 // named one that cannot is an error.
 func (c *serveConfig) openApprovals(p *runtime.Policy) (string, error) {
-	s, err := openGrants("--grants-db", c.grantsDB)
+	s, err := openGrants("--grants-db", c.grantsDB, grantshelper.OpenIdle)
 	if err == nil {
 		c.grants = s
 		if err = c.protectGrants(p); err != nil {

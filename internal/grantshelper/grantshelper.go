@@ -2,11 +2,12 @@
 // without linking SQLite: Open runs the hutch-grants helper
 // (cmd/hutch-grants) on the database and asks it for each call of the
 // Store, one JSON request a line on the helper's standard input and one
-// JSON reply a line on its standard output. Open runs it once to open
-// the database, so that a database that cannot be kept is Open's error;
-// then it runs from a Store's first call, keeping the database open
-// (package grantsdb), until its input ends, which the Store's Close or
-// the CLI's own exit does.
+// JSON reply a line on its standard output. Open runs it to open the
+// database, so that a database that cannot be kept is Open's error, and
+// keeps it for the Store's calls; OpenIdle lets it end there and runs it
+// again from the Store's first call. Either way it keeps the database
+// open (package grantsdb) until its input ends, which the Store's Close
+// or the CLI's own exit does.
 //
 // SQLite's packages (modernc.org/sqlite and its C library translated to
 // Go) cost every hutch process a third of its start in package
@@ -116,9 +117,10 @@ func Serve(r io.Reader, w io.Writer, open func() (approvals.Backend, error)) err
 }
 
 // client is the CLI's side: an approvals.Backend whose calls a helper
-// answers, one at a time. The helper runs from a Store's first call
-// until its Close, and again from the call after one it failed: a
-// hutch serve that is never asked about grants keeps no helper.
+// answers, one at a time. The helper runs from Open (or OpenIdle's
+// Store's first call) until its Close, and again from the call after one
+// it failed: a hutch serve that is never asked about grants keeps no
+// helper.
 type client struct {
 	exe, path string
 
@@ -138,17 +140,26 @@ type helperRun struct {
 }
 
 // Open runs the helper on the grants database at path, which it creates
-// as grantsdb.Open does, and returns it as a Store. The helper opens the
-// database, says whether it could, and ends: Open's error is its reason.
-func Open(path string) (*approvals.Store, error) {
+// as grantsdb.Open does, and returns it as a Store whose calls that run
+// of the helper answers, for a caller about to make them (hutch grants).
+// The helper opens the database and says whether it could: Open's error
+// is its reason.
+func Open(path string) (*approvals.Store, error) { return find(path, true) }
+
+// OpenIdle is Open for a caller that may make no call for a long while,
+// or none (hutch serve): the helper ends once it has opened the database,
+// and runs again from the Store's first call.
+func OpenIdle(path string) (*approvals.Store, error) { return find(path, false) }
+
+func find(path string, keep bool) (*approvals.Store, error) {
 	exe, err := helpers.Find(Name, "the grants helper")
 	if err != nil {
 		return nil, err
 	}
-	return open(exe, path)
+	return open(exe, path, keep)
 }
 
-func open(exe, path string) (*approvals.Store, error) {
+func open(exe, path string, keep bool) (*approvals.Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -157,8 +168,13 @@ func open(exe, path string) (*approvals.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.stop()
-	return approvals.NewStore(abs, &client{exe: exe, path: abs})
+	c := &client{exe: exe, path: abs}
+	if keep {
+		c.run = r
+	} else {
+		r.stop()
+	}
+	return approvals.NewStore(abs, c)
 }
 
 // start runs the helper on the database at path and reads its first

@@ -78,11 +78,12 @@ func children(t *testing.T) []string {
 // revokes as the database does in the process, its grants come back
 // whole, revoking twice is ErrNoGrant, and what it kept is in the file
 // for a Store opened afresh, in the process, after the helper ended.
-// The helper runs from the first call to Close, not after Open.
+// With OpenIdle, the helper runs from the first call to Close, not after
+// the open.
 func TestStoreThroughHelper(t *testing.T) {
 	exe := self(t, "serve")
 	path := filepath.Join(t.TempDir(), "state", "grants.db")
-	s, err := open(exe, path)
+	s, err := open(exe, path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +151,13 @@ func sameGrant(a, b approvals.Grant) bool {
 // the next call runs it again, and a missing helper is named.
 func TestHelperFailures(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := open(self(t, "serve"), dir); err == nil || !strings.Contains(err.Error(), dir) {
+	if _, err := open(self(t, "serve"), dir, true); err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("a directory as the database: %v, want an error naming it", err)
 	}
 
 	log := filepath.Join(dir, "starts")
 	t.Setenv("FAKE_HELPER_LOG", log)
-	s, err := open(self(t, "die"), filepath.Join(dir, "grants.db"))
+	s, err := open(self(t, "die"), filepath.Join(dir, "grants.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,5 +179,41 @@ func TestHelperFailures(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, err := Open(filepath.Join(dir, "grants.db")); err == nil || !strings.Contains(err.Error(), Name) {
 		t.Errorf("no helper: %v, want an error naming %s", err, Name)
+	}
+}
+
+// TestOpenKeepsItsHelper: Open's run of the helper answers the Store's
+// calls (one run for an open and three calls, as hutch grants makes), and
+// ends with Close.
+func TestOpenKeepsItsHelper(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "starts")
+	t.Setenv("FAKE_HELPER_LOG", log)
+	s, err := open(self(t, "serve"), filepath.Join(dir, "grants.db"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := children(t); len(c) != 1 {
+		t.Errorf("after Open, children %v, want its helper", c)
+	}
+	now := time.Now()
+	id, err := s.Add(approvals.Grant{Agent: "coder", Tool: "bash", Pattern: "ls", Workspace: "/w", Decision: approvals.Allow})
+	if err == nil {
+		err = s.Revoke(id, now)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs, err := s.List(now, true); err != nil || len(gs) != 1 || gs[0].Revoked.IsZero() {
+		t.Errorf("List = %+v, %v", gs, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if b, _ := os.ReadFile(log); strings.Count(string(b), "started") != 1 {
+		t.Errorf("the helper ran %d times for an Open and three calls, want once", strings.Count(string(b), "started"))
+	}
+	if c := children(t); len(c) != 0 {
+		t.Errorf("after Close, children %v", c)
 	}
 }
