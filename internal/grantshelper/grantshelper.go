@@ -144,14 +144,15 @@ type helperRun struct {
 // of the helper answers, for a caller about to make them (hutch grants).
 // The helper opens the database and says whether it could: Open's error
 // is its reason.
-func Open(path string) (*approvals.Store, error) { return find(path, true) }
+func Open(path string) (*approvals.Store, error) { return openFound(path, true) }
 
 // OpenIdle is Open for a caller that may make no call for a long while,
 // or none (hutch serve): the helper ends once it has opened the database,
 // and runs again from the Store's first call.
-func OpenIdle(path string) (*approvals.Store, error) { return find(path, false) }
+func OpenIdle(path string) (*approvals.Store, error) { return openFound(path, false) }
 
-func find(path string, keep bool) (*approvals.Store, error) {
+// openFound is open with the helper that helpers.Find finds.
+func openFound(path string, keep bool) (*approvals.Store, error) {
 	exe, err := helpers.Find(Name, "the grants helper")
 	if err != nil {
 		return nil, err
